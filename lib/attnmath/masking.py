@@ -1,0 +1,190 @@
+r"""Attention masks: padding, causal, combined and sliding-window.
+
+Every mask is boolean with ``True`` = *may attend* (torch's convention for
+``scaled_dot_product_attention``) and broadcasts to the score shape ``(B, H, L, S)``.
+A mask becomes an additive bias only inside the softmax, as :math:`-\infty` where it is False:
+
+.. math::
+
+    \tilde S_{ij} = \begin{cases} S_{ij} & M_{ij} \\ -\infty & \lnot M_{ij} \end{cases}
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import check_positive_int
+
+__all__ = [
+    "causal_mask",
+    "padding_mask",
+    "combine_masks",
+    "sliding_window_mask",
+    "broadcast_mask",
+    "mask_to_bias",
+]
+
+_ALIGNMENTS = ("top_left", "bottom_right")
+
+
+def _check_alignment(alignment: str) -> None:
+    if alignment not in _ALIGNMENTS:
+        raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
+
+
+def _query_positions(L: int, S: int, alignment: str) -> np.ndarray:
+    """Key index each query sits on: ``i`` (top-left) or ``i + S - L`` (bottom-right)."""
+    _check_alignment(alignment)
+    offset = 0 if alignment == "top_left" else S - L
+    return np.arange(L)[:, None] + offset  # (L, 1)
+
+
+def causal_mask(L: int, S: int | None = None, *, alignment: str = "top_left") -> np.ndarray:
+    r"""Lower-triangular mask: query ``i`` may attend to key ``j`` iff ``j <= i + offset``.
+
+    .. math:: M_{ij} = [\, j \le i + \delta \,], \qquad
+              \delta = 0 \text{ (top-left)}, \quad \delta = S - L \text{ (bottom-right)}.
+
+    Parameters
+    ----------
+    L, S : int
+        Query and key lengths (``S`` defaults to ``L``).
+    alignment : {"top_left", "bottom_right"}
+        Where the diagonal sits when ``L != S``. ``"top_left"`` is torch's ``is_causal=True``
+        (``torch.ones(L, S).tril()``). ``"bottom_right"`` aligns the *last* query with the last
+        key: the layout of KV-cache decoding, where ``L`` new queries follow ``S - L`` cached
+        keys. With ``L == S`` both are the same.
+
+    Returns
+    -------
+    ndarray of bool, shape (L, S)
+
+    Notes
+    -----
+    Top-left never leaves a row empty (query 0 always sees key 0). Bottom-right with ``L > S``
+    leaves the first ``L - S`` rows fully masked, and their attention output is zero.
+    Oracle: ``torch.ones(L, S, dtype=bool).tril(diagonal=delta)``.
+    """
+    L = check_positive_int(L, "L")
+    S = L if S is None else check_positive_int(S, "S")
+    return np.arange(S)[None, :] <= _query_positions(L, S, alignment)  # (L, S)
+
+
+def padding_mask(lengths, S: int) -> np.ndarray:
+    r"""Key-padding mask from the true length of each sequence in a batch.
+
+    .. math:: M_{b,j} = [\, j < \ell_b \,]
+
+    Parameters
+    ----------
+    lengths : array_like of int, shape (B,)
+        Valid tokens per sequence, each in ``[0, S]``.
+    S : int
+        Padded key length.
+
+    Returns
+    -------
+    ndarray of bool, shape (B, 1, 1, S)
+        Broadcasts over heads and queries.
+    """
+    S = check_positive_int(S, "S")
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1:
+        raise ValueError(f"lengths must be 1-D with shape (B,), got shape {lengths.shape}")
+    if not np.issubdtype(lengths.dtype, np.integer):
+        raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}")
+    if ((lengths < 0) | (lengths > S)).any():
+        raise ValueError(f"every length must lie in [0, S={S}], got {lengths.tolist()}")
+    return (np.arange(S)[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, S)
+
+
+def combine_masks(*masks):
+    """Logical AND of masks with broadcasting; ``None`` entries are ignored.
+
+    Returns ``None`` when every mask is ``None`` (nothing is masked).
+
+    Notes
+    -----
+    The combined mask is the *element-wise AND*: the seed's ``M_pad ⊙ M_causal`` is the same
+    thing written as a product of 0/1 matrices.
+    """
+    result = None
+    for i, m in enumerate(masks):
+        if m is None:
+            continue
+        m = np.asarray(m)
+        if m.dtype != np.bool_:
+            raise TypeError(f"mask {i} must be boolean (True = may attend), got dtype {m.dtype}")
+        if result is None:
+            result = m
+            continue
+        try:
+            result = result & m
+        except ValueError:
+            raise ValueError(
+                f"mask {i} of shape {m.shape} does not broadcast with the others ({result.shape})"
+            ) from None
+    return result
+
+
+def sliding_window_mask(L: int, window: int, S: int | None = None, *,
+                        alignment: str = "top_left") -> np.ndarray:
+    r"""Causal sliding window: query ``i`` sees itself and the ``window - 1`` keys before it.
+
+    .. math:: M_{ij} = [\, 0 \le (i + \delta) - j < w \,]
+
+    Parameters
+    ----------
+    L : int
+        Query length.
+    window : int
+        :math:`w \ge 1`, the number of keys each query sees (itself included). ``window >= S``
+        is the plain causal mask.
+    S : int, optional
+        Key length, default ``L``.
+    alignment : {"top_left", "bottom_right"}
+        As in :func:`causal_mask`.
+
+    Returns
+    -------
+    ndarray of bool, shape (L, S)
+
+    Notes
+    -----
+    This is the window of Mistral-style decoders (causal, ``w`` most recent tokens). The
+    symmetric band :math:`|i - j| \le r` of bidirectional local attention is
+    :func:`attnmath.sparse.local_mask`.
+    """
+    L = check_positive_int(L, "L")
+    window = check_positive_int(window, "window")
+    S = L if S is None else check_positive_int(S, "S")
+    distance = _query_positions(L, S, alignment) - np.arange(S)[None, :]  # (L, S)
+    return (distance >= 0) & (distance < window)
+
+
+def broadcast_mask(mask, shape, name: str = "mask") -> np.ndarray:
+    """Check that ``mask`` is boolean and broadcasts to ``shape``; return the broadcast view."""
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{name} must be boolean (True = may attend), got dtype {mask.dtype}")
+    try:
+        return np.broadcast_to(mask, tuple(shape))
+    except ValueError:
+        raise ValueError(
+            f"{name} of shape {mask.shape} does not broadcast to the scores' shape {tuple(shape)}"
+        ) from None
+
+
+def mask_to_bias(mask, dtype=np.float64) -> np.ndarray:
+    r"""Additive bias: ``0`` where ``mask`` is True, ``-inf`` where it is False.
+
+    Notes
+    -----
+    Built with ``np.where``, not as :math:`(1 - M)\cdot(-\infty)`: in IEEE arithmetic
+    :math:`0 \cdot (-\infty)` is NaN, so that formula (as some texts write it) poisons every
+    *allowed* score.
+    """
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+    return np.where(mask, 0.0, -np.inf).astype(dtype)

@@ -1,0 +1,312 @@
+"""Tests for attnmath.scaling: the variance of q.k, softmax saturation and gradient size."""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from attnmath.scaling import (
+    DotProductStats,
+    attention_entropy,
+    dot_product_mean_theory,
+    dot_product_variance,
+    dot_product_variance_theory,
+    gradient_magnitude_curve,
+    max_weight,
+    saturation_curve,
+    softmax_gradient_norm,
+    softmax_jacobian_norm,
+)
+from attnmath.softmax import softmax, softmax_jacobian
+from attnmath.testing import assert_close, to_torch
+
+SETTINGS = settings(max_examples=40, deadline=None)
+
+finite = st.floats(-20, 20, allow_nan=False, allow_infinity=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Variance of the dot product
+# ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("d_k", [1, 8, 64, 512])
+def test_dot_product_variance_of_standard_normal_entries_is_d_k(d_k):
+    n = 20_000
+    stats = dot_product_variance(d_k, n_samples=n, seed=d_k)
+    assert isinstance(stats, DotProductStats)
+    # q.k is a sum of d_k products with E[(q_i k_i)^4] = 9: the fourth central moment of the
+    # sum is 3 d^2 + 6 d, so the sample variance has standard error sqrt((2 d^2 + 6 d) / n).
+    se_var = np.sqrt((2 * d_k**2 + 6 * d_k) / n)
+    assert abs(stats.var - d_k) < 5 * se_var
+    assert abs(stats.mean) < 5 * np.sqrt(d_k / n)
+    assert abs(stats.scaled_var - 1.0) < 5 * se_var / d_k
+    assert dot_product_variance_theory(d_k) == d_k
+
+
+def test_dot_product_variance_with_nonzero_means_matches_the_general_formula():
+    d_k, n = 16, 100_000
+    params = dict(mean_q=1.0, mean_k=-2.0, var_q=0.5, var_k=2.0)
+    stats = dot_product_variance(d_k, n_samples=n, seed=3, **params)
+    theory = dot_product_variance_theory(d_k, **params)
+    # (0.5 + 1)(2 + 4) - 1 * 4 = 5 per coordinate.
+    assert theory == pytest.approx(16 * 5.0)
+    assert stats.var == pytest.approx(theory, rel=0.04)
+    mean = dot_product_mean_theory(d_k, mean_q=1.0, mean_k=-2.0)
+    assert mean == -32.0
+    assert abs(stats.mean - mean) < 5 * np.sqrt(theory / n)
+
+
+def test_shortcut_var_equals_product_of_second_moments_fails_with_nonzero_means():
+    """Var(q_i k_i) = E[q_i^2] E[k_i^2] needs a zero mean, not only independence."""
+    d_k = 16
+    params = dict(mean_q=1.0, mean_k=-2.0, var_q=0.5, var_k=2.0)
+    stats = dot_product_variance(d_k, n_samples=50_000, seed=4, **params)
+    shortcut = d_k * (0.5 + 1.0) * (2.0 + 4.0)  # d E[q^2] E[k^2] = 144, truth is 80
+    assert abs(stats.var - shortcut) > 0.3 * shortcut
+
+
+def test_dot_product_variance_needs_independent_query_and_key():
+    """With k = q the dot product is |q|^2, whose variance is 2 d_k, not d_k."""
+    d_k, n = 32, 40_000
+    q = np.random.default_rng(5).standard_normal((n, d_k))
+    var = np.var(np.sum(q * q, axis=1), ddof=1)
+    assert var == pytest.approx(2 * d_k, rel=0.05)
+    assert abs(var - dot_product_variance_theory(d_k)) > 0.5 * d_k
+
+
+two_point = st.tuples(
+    st.floats(-3, 3), st.floats(-3, 3), st.floats(0.05, 0.95)
+)
+
+
+def _moments(dist):
+    a, b, p = dist
+    mean = p * a + (1 - p) * b
+    var = p * a * a + (1 - p) * b * b - mean * mean
+    return mean, max(var, 0.0)
+
+
+@SETTINGS
+@given(dq=two_point, dk=two_point)
+def test_variance_formula_is_exact_for_two_point_distributions(dq, dk):
+    """Enumerate the four outcomes of (q_i, k_i) and the sixteen of two coordinates."""
+    mq, vq = _moments(dq)
+    mk, vk = _moments(dk)
+    outcomes = [(qa * ka, qp * kp) for (qa, qp), (ka, kp) in itertools.product(
+        [(dq[0], dq[2]), (dq[1], 1 - dq[2])], [(dk[0], dk[2]), (dk[1], 1 - dk[2])])]
+    e1 = sum(x * w for x, w in outcomes)
+    var1 = sum((x - e1) ** 2 * w for x, w in outcomes)
+    scale = 1.0 + (vq + mq * mq) * (vk + mk * mk)
+    moments = dict(var_q=vq, var_k=vk, mean_q=mq, mean_k=mk)
+    assert abs(dot_product_variance_theory(1, **moments) - var1) <= 1e-9 * scale
+    pairs = list(itertools.product(outcomes, outcomes))
+    e2 = sum((x1 + x2) * w1 * w2 for (x1, w1), (x2, w2) in pairs)
+    var2 = sum((x1 + x2 - e2) ** 2 * w1 * w2 for (x1, w1), (x2, w2) in pairs)
+    assert abs(dot_product_variance_theory(2, **moments) - var2) <= 2e-9 * scale
+
+
+def test_dot_product_variance_is_reproducible_from_its_seed():
+    a = dot_product_variance(8, n_samples=1000, seed=11)
+    b = dot_product_variance(8, n_samples=1000, seed=11)
+    c = dot_product_variance(8, n_samples=1000, seed=np.random.default_rng(11))
+    assert a == b == c
+
+
+def test_dot_product_variance_rejects_bad_input():
+    with pytest.raises(ValueError, match="d_k must be >= 1"):
+        dot_product_variance(0)
+    with pytest.raises(ValueError, match="n_samples must be >= 2"):
+        dot_product_variance(4, n_samples=1)
+    with pytest.raises(ValueError, match="var_q must be >= 0"):
+        dot_product_variance(4, var_q=-1.0)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        dot_product_variance(4, seed="x")
+    with pytest.raises(TypeError, match="d_k must be an integer"):
+        dot_product_variance_theory(2.5)
+    with pytest.raises(ValueError, match="var_k must be >= 0"):
+        dot_product_variance_theory(2, var_k=-0.1)
+    with pytest.raises(ValueError, match="mean_q must be finite"):
+        dot_product_mean_theory(2, mean_q=float("nan"))
+
+
+# ----------------------------------------------------------------------------------------------
+# Entropy and largest weight
+# ----------------------------------------------------------------------------------------------
+
+def test_entropy_of_uniform_row_is_log_s_and_of_one_hot_row_is_zero():
+    S = 7
+    assert_close(attention_entropy(np.full(S, 1.0 / S)), np.array(np.log(S)))
+    assert attention_entropy(np.eye(S)[2]) == 0.0
+    assert attention_entropy(np.zeros(S)) == 0.0  # a fully masked row
+
+
+def test_entropy_matches_torch_categorical():
+    p = softmax(np.random.default_rng(0).standard_normal((2, 3, 4, 9)) * 3)
+    expected = torch.distributions.Categorical(probs=to_torch(p)).entropy()
+    assert_close(attention_entropy(p), expected)
+
+
+def test_entropy_and_max_weight_follow_the_axis_argument():
+    p = softmax(np.random.default_rng(1).standard_normal((5, 6)), axis=0)
+    assert_close(attention_entropy(p, axis=0), attention_entropy(p.T))
+    assert_close(max_weight(p, axis=0), max_weight(p.T))
+
+
+@SETTINGS
+@given(hnp.arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 12)), elements=finite))
+def test_entropy_lies_between_zero_and_log_s_and_max_weight_between_one_over_s_and_one(logits):
+    p = softmax(logits)
+    S = p.shape[-1]
+    h, m = attention_entropy(p), max_weight(p)
+    assert np.all(h >= -1e-12) and np.all(h <= np.log(S) + 1e-12)
+    assert np.all(m >= 1.0 / S - 1e-12) and np.all(m <= 1.0)
+    # H >= -log max p (min-entropy bound)
+    assert np.all(h >= -np.log(m) - 1e-12)
+
+
+def test_max_weight_matches_torch_max():
+    p = softmax(np.random.default_rng(2).standard_normal((3, 4, 10)))
+    assert_close(max_weight(p), torch.max(to_torch(p), dim=-1).values)
+
+
+def test_entropy_and_max_weight_reject_bad_input():
+    with pytest.raises(ValueError, match="probs must hold probabilities"):
+        attention_entropy(np.array([0.5, -0.1, 0.6]))
+    with pytest.raises(ValueError, match="probs must have at least 1 dimension"):
+        max_weight(np.float64(0.3))
+    with pytest.raises(TypeError, match="probs must have a floating dtype"):
+        max_weight(np.array([True, False]))
+    with pytest.raises(ValueError, match="axis=2 is out of range"):
+        attention_entropy(np.full((2, 2), 0.5), axis=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# Saturation curve
+# ----------------------------------------------------------------------------------------------
+
+def test_scaled_entropy_stays_near_log_s_minus_one_half_for_every_d_k():
+    """Scaled scores of a row are N(0, |q|^2/d) given q, with E|q|^2/d = 1: H ~ log S - 1/2."""
+    S = 2000
+    curve = saturation_curve([8, 64, 512], n_keys=S, n_queries=400, seed=0)
+    assert_close(curve.entropy_scaled, np.full(3, np.log(S) - 0.5), atol=0.06, rtol=0)
+
+
+def test_unscaled_rows_saturate_as_d_k_grows_and_scaled_rows_do_not():
+    d = [8, 32, 128, 512]
+    curve = saturation_curve(d, n_keys=64, n_queries=256, seed=1)
+    assert curve.d_k.tolist() == d
+    assert np.all(np.diff(curve.max_weight_unscaled) > 0)
+    assert np.all(np.diff(curve.entropy_unscaled) < 0)
+    assert curve.max_weight_unscaled[-1] > 0.8
+    assert curve.entropy_unscaled[-1] < 0.1 * np.log(64)
+    assert curve.max_weight_scaled.max() < 1.5 * curve.max_weight_scaled.min()
+    assert curve.entropy_scaled.max() < 1.1 * curve.entropy_scaled.min()
+
+
+def test_seed_example_of_a_typical_row_with_score_variance_512():
+    """Scores ~ N(0, 512) over 100 keys: the median row is even more one-hot than [0.98, 0.01, ...].
+
+    The median largest weight is about 0.997 and the median runner-up about 0.002, but the mean
+    largest weight is only about 0.92: a third of the rows split their weight between two keys.
+    """
+    rng = np.random.default_rng(0)
+    p = softmax(rng.standard_normal((4000, 100)) * np.sqrt(512))
+    top = max_weight(p)
+    second = np.sort(p, axis=-1)[:, -2]
+    assert np.median(top) > 0.99
+    assert np.median(second) < 0.01
+    assert np.mean(top) < 0.96
+    assert 0.25 < np.mean(top < 0.98) < 0.5
+
+
+def test_saturation_curve_rejects_bad_input():
+    with pytest.raises(ValueError, match="d_k_values must be a 1-D sequence"):
+        saturation_curve(8)
+    with pytest.raises(ValueError, match="d_k_values entry must be >= 1"):
+        saturation_curve([8, 0])
+    with pytest.raises(ValueError, match="n_keys must be >= 1"):
+        saturation_curve([8], n_keys=0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Gradient magnitude
+# ----------------------------------------------------------------------------------------------
+
+def test_jacobian_norm_matches_the_frobenius_norm_of_softmax_jacobian():
+    z = np.random.default_rng(3).standard_normal((2, 3, 7)) * 2
+    expected = np.linalg.norm(softmax_jacobian(z), axis=(-2, -1))
+    assert_close(softmax_jacobian_norm(z), expected)
+
+
+def test_jacobian_norm_matches_torch_autograd():
+    z = np.random.default_rng(4).standard_normal((5, 6)) * 3
+    for row in range(z.shape[0]):
+        jac = torch.autograd.functional.jacobian(lambda t: torch.softmax(t, dim=-1), to_torch(z[row]))
+        assert_close(softmax_jacobian_norm(z[row]), torch.linalg.matrix_norm(jac), name=f"row {row}")
+
+
+@pytest.mark.parametrize("t", [1.0, 20.0, 40.0, 300.0])
+def test_jacobian_norm_keeps_relative_accuracy_for_saturated_rows(t):
+    """Two logits t apart: J = p1 p2 [[1, -1], [-1, 1]], |J|_F = 2 sigma(t) sigma(-t)."""
+    exact = 2.0 * np.exp(-t) / (1.0 + np.exp(-t)) ** 2
+    assert_close(softmax_jacobian_norm(np.array([t, 0.0])), np.array(exact), rtol=1e-13)
+    assert_close(softmax_jacobian_norm(np.array([0.0, t])), np.array(exact), rtol=1e-13)
+
+
+def test_jacobian_norm_follows_the_axis_argument():
+    z = np.random.default_rng(5).standard_normal((6, 3))
+    assert_close(softmax_jacobian_norm(z, axis=0), softmax_jacobian_norm(z.T))
+
+
+@SETTINGS
+@given(hnp.arrays(np.float64, st.integers(2, 10), elements=st.floats(-60, 60)))
+def test_jacobian_norm_vanishes_exactly_as_fast_as_the_row_becomes_one_hot(z):
+    """p_max (1 - p_max) <= |J|_F <= 2 (1 - p_max): a saturated softmax passes no gradient."""
+    p = softmax(z)
+    top = np.argmax(p)
+    rest = np.sum(np.delete(p, top))  # 1 - p_max without rounding to zero
+    norm = float(softmax_jacobian_norm(z))
+    assert norm >= p[top] * rest * (1 - 1e-12)
+    assert norm <= 2.0 * rest * (1 + 1e-12)
+
+
+def test_gradient_norm_is_the_mean_of_the_row_norms():
+    z = np.random.default_rng(6).standard_normal((4, 5, 8))
+    assert softmax_gradient_norm(z) == pytest.approx(float(np.mean(softmax_jacobian_norm(z))), rel=1e-14)
+    assert softmax_gradient_norm(np.zeros((3, 4))) == pytest.approx(np.sqrt(1 / 4 - 2 / 16 + 1 / 16))
+
+
+def test_unscaled_gradients_shrink_with_d_k_while_scaled_gradients_stay_constant():
+    curve = gradient_magnitude_curve([8, 512], n_keys=64, n_queries=400, seed=7)
+    # The typical (median) row: unscaled, its norm collapses; scaled, it does not move.
+    assert curve.unscaled_median[1] / curve.unscaled_median[0] < 0.2
+    assert 0.5 < curve.scaled_median[1] / curve.scaled_median[0] < 2.0
+    assert 0.5 < curve.scaled[1] / curve.scaled[0] < 2.0
+    # The mean falls too, but only by about 1/3 here: near-tie rows keep it up (next test).
+    assert curve.unscaled[1] / curve.unscaled[0] < 0.5
+
+
+def test_unscaled_mean_gradient_decays_like_one_over_sqrt_d_k():
+    """Near-ties between the two largest logits have probability ~ 1/sqrt(d): mean ~ d^(-1/2)."""
+    curve = gradient_magnitude_curve([512, 2048, 8192], n_keys=64, n_queries=3000, seed=8)
+    ratios = curve.unscaled[1:] / curve.unscaled[:-1]
+    assert np.all((ratios > 0.35) & (ratios < 0.7))  # 1/sqrt(4) = 0.5
+    # the median is gone long before: exponential in sqrt(d)
+    assert curve.unscaled_median[-1] < 1e-6 * curve.unscaled[-1]
+
+
+def test_gradient_functions_reject_bad_input():
+    with pytest.raises(ValueError, match="scores must have at least 1 dimension"):
+        softmax_jacobian_norm(np.float64(1.0))
+    with pytest.raises(ValueError, match="NaN"):
+        softmax_gradient_norm(np.array([0.0, np.nan]))
+    with pytest.raises(TypeError, match="scores must be a NumPy array, got a torch tensor"):
+        softmax_gradient_norm(torch.zeros(3))
+    with pytest.raises(ValueError, match="d_k_values must not be empty"):
+        gradient_magnitude_curve([])
+    with pytest.raises(TypeError, match="d_k_values entry must be an integer"):
+        gradient_magnitude_curve([8.5])

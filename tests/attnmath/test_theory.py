@@ -1,0 +1,447 @@
+"""Tests for attnmath.theory: kernel smoothing, in-context regression, symmetry and rank."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from attnmath.attention import scaled_dot_product_attention
+from attnmath.masking import causal_mask
+from attnmath.testing import assert_close, random_qkv, to_torch
+from attnmath.theory import (
+    LinearAttentionWeights,
+    attention_output_rank,
+    attention_rank_bound,
+    dot_product_log_kernel,
+    gaussian_kernel_smoother,
+    gaussian_log_kernel,
+    gd_linear_attention_weights,
+    gd_one_step_prediction,
+    gd_prediction,
+    in_context_tokens,
+    is_permutation_equivariant,
+    kernel_smoother,
+    key_value_permutation_gap,
+    least_squares_prediction,
+    linear_self_attention,
+    linear_self_attention_gd_step,
+    multi_head_output_rank,
+    multi_head_rank_bound,
+    nadaraya_watson,
+    permutation_equivariance_gap,
+    permutation_invariance_gap,
+)
+
+SETTINGS = settings(max_examples=30, deadline=None)
+seeds = st.integers(0, 2**31 - 1)
+
+
+def _literal_ratio(kernel, values):
+    """sum_j k_ij v_j / sum_j k_ij, written out without any stabilisation."""
+    return (kernel @ values) / kernel.sum(axis=-1, keepdims=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernel smoothing
+# ----------------------------------------------------------------------------------------------
+
+def test_kernel_smoother_equals_torch_scaled_dot_product_attention():
+    q, k, v = random_qkv(B=2, H=3, L=5, S=7, D=8, D_v=4, seed=0)
+    expected = F.scaled_dot_product_attention(*to_torch(q, k, v))
+    assert_close(kernel_smoother(q, k, v), expected)
+
+
+def test_kernel_smoother_equals_attnmath_attention_with_any_scale():
+    q, k, v = random_qkv(B=1, H=2, L=4, S=6, D=5, D_v=3, seed=1)
+    assert_close(kernel_smoother(q, k, v, scale=0.7), scaled_dot_product_attention(q, k, v, scale=0.7)[0])
+
+
+def test_kernel_smoother_equals_the_literal_nadaraya_watson_ratio():
+    q, k, v = random_qkv(B=1, H=1, L=4, S=6, D=3, seed=2)
+    kernel = np.exp(q @ np.swapaxes(k, -1, -2) / np.sqrt(3))
+    assert_close(kernel_smoother(q, k, v), _literal_ratio(kernel, v))
+
+
+def test_kernel_smoother_does_not_overflow_where_the_literal_ratio_does():
+    q, k, v = random_qkv(B=1, H=1, L=3, S=4, D=4, seed=3)
+    out = kernel_smoother(q * 1e3, k * 1e3, v)
+    assert np.all(np.isfinite(out))
+    assert_close(out, F.scaled_dot_product_attention(*to_torch(q * 1e3, k * 1e3, v)), rtol=1e-9)
+
+
+def test_dot_product_log_kernel_is_the_scaled_score():
+    q, k, _ = random_qkv(B=1, H=1, L=3, S=5, D=4, seed=4)
+    assert_close(dot_product_log_kernel(q, k), np.einsum("bhld,bhsd->bhls", q, k) / 2.0)
+
+
+def test_gaussian_log_kernel_matches_a_loop_over_pairs():
+    rng = np.random.default_rng(5)
+    x, xk = rng.standard_normal((4, 3)), rng.standard_normal((6, 3))
+    expected = np.array([[-np.linalg.norm(a - b) ** 2 / (2 * 0.8**2) for b in xk] for a in x])
+    assert_close(gaussian_log_kernel(x, xk, bandwidth=0.8), expected)
+
+
+def test_gaussian_kernel_smoother_equals_the_literal_ratio():
+    rng = np.random.default_rng(6)
+    x, xk, y = rng.standard_normal((5, 2)), rng.standard_normal((8, 2)), rng.standard_normal((8, 3))
+    kernel = np.exp(-np.sum((x[:, None] - xk[None]) ** 2, axis=-1) / (2 * 0.5**2))
+    assert_close(gaussian_kernel_smoother(x, xk, y, 0.5), _literal_ratio(kernel, y))
+
+
+def test_gaussian_kernel_smoother_is_attention_with_a_key_norm_bias():
+    """-|q-k|^2/2h^2 = q.k/h^2 - |q|^2/2h^2 - |k|^2/2h^2; the |q|^2 term cancels in the ratio."""
+    q, k, v = random_qkv(B=2, H=2, L=5, S=6, D=4, D_v=3, seed=7)
+    h = 1.3
+    bias = -np.sum(k * k, axis=-1)[..., None, :] / (2 * h * h)  # (B, H, 1, S)
+    expected = scaled_dot_product_attention(q, k, v, scale=1 / h**2, bias=bias)[0]
+    assert_close(gaussian_kernel_smoother(q, k, v, bandwidth=h), expected)
+
+
+@SETTINGS
+@given(seed=seeds, D=st.integers(1, 16), norm=st.floats(0.1, 4.0), L=st.integers(1, 6), S=st.integers(1, 8))
+def test_attention_with_equal_norm_keys_is_a_gaussian_smoother_of_bandwidth_d_to_the_quarter(
+        seed, D, norm, L, S):
+    q, k, v = random_qkv(B=1, H=2, L=L, S=S, D=D, D_v=3, seed=seed)
+    k = norm * k / np.linalg.norm(k, axis=-1, keepdims=True)
+    assert_close(gaussian_kernel_smoother(q, k, v, D**0.25), scaled_dot_product_attention(q, k, v)[0],
+                 rtol=1e-9, atol=1e-12)
+
+
+def test_attention_with_unequal_key_norms_is_not_that_gaussian_smoother():
+    q, k, v = random_qkv(B=1, H=1, L=4, S=6, D=4, seed=8)
+    k = k * np.arange(1, 7)[:, None]
+    attn = scaled_dot_product_attention(q, k, v)[0]
+    gap = np.max(np.abs(gaussian_kernel_smoother(q, k, v, 4**0.25) - attn))
+    assert gap > 1e-2
+
+
+def test_nadaraya_watson_with_a_box_kernel_averages_the_neighbours():
+    x_keys = np.arange(6.0)[:, None]  # (S, 1)
+    y = (np.arange(6.0) ** 2)[:, None]
+    x_query = np.array([[2.2], [100.0]])
+
+    def box(a, b):
+        return np.where(np.abs(a[..., :, None, 0] - b[..., None, :, 0]) <= 1.0, 0.0, -np.inf)
+
+    out = nadaraya_watson(x_query, x_keys, y, log_kernel=box)
+    assert_close(out, np.array([[(4.0 + 9.0) / 2], [0.0]]))  # neighbours 2, 3; none at 100
+
+
+def test_kernel_smoothers_reject_bad_input():
+    q, k, v = random_qkv(B=1, H=1, L=3, S=4, D=5, seed=9)
+    with pytest.raises(ValueError, match="must share the last dim D"):
+        kernel_smoother(q, k[..., :4], v)
+    with pytest.raises(ValueError, match="values must have shape"):
+        nadaraya_watson(q, k, v[..., :3, :], log_kernel=dot_product_log_kernel)
+    with pytest.raises(TypeError, match="log_kernel must be callable"):
+        nadaraya_watson(q, k, v, log_kernel=None)
+    with pytest.raises(ValueError, match="log_kernel must return shape"):
+        nadaraya_watson(q, k, v, log_kernel=lambda a, b: np.zeros(3))
+    with pytest.raises(ValueError, match="bandwidth must be > 0"):
+        gaussian_kernel_smoother(q, k, v, 0.0)
+    with pytest.raises(ValueError, match="x_query must have at least 2 dimensions"):
+        gaussian_log_kernel(np.zeros(3), np.zeros((2, 3)), bandwidth=1.0)
+    with pytest.raises(TypeError, match="scale must be a real number"):
+        dot_product_log_kernel(q, k, scale="big")
+
+
+# ----------------------------------------------------------------------------------------------
+# In-context learning
+# ----------------------------------------------------------------------------------------------
+
+regression = st.tuples(seeds, st.integers(1, 12), st.integers(1, 5), st.floats(0.01, 3.0))
+
+
+def _problem(seed, N, d, M=None):
+    rng = np.random.default_rng(seed)
+    X, y = rng.standard_normal((N, d)), rng.standard_normal(N)
+    xq = rng.standard_normal(d) if M is None else rng.standard_normal((M, d))
+    return X, y, xq
+
+
+@SETTINGS
+@given(regression)
+def test_linear_self_attention_layer_predicts_one_gradient_descent_step(case):
+    seed, N, d, lr = case
+    X, y, xq = _problem(seed, N, d)
+    expected = gd_one_step_prediction(X, y, xq, lr)
+    # the same quantity written out: w_1 = lr/N X^T y
+    assert expected == pytest.approx(float(xq @ (lr / N * X.T @ y)), rel=1e-12, abs=1e-12)
+    assert linear_self_attention_gd_step(X, y, xq, lr=lr) == pytest.approx(expected, rel=1e-10, abs=1e-12)
+
+
+def test_each_query_token_gets_its_own_one_step_prediction():
+    X, y, xq = _problem(0, N=9, d=3, M=4)
+    assert_close(linear_self_attention_gd_step(X, y, xq, lr=0.3), gd_one_step_prediction(X, y, xq, 0.3))
+
+
+def test_the_layer_adds_the_one_step_prediction_to_every_context_label():
+    X, y, xq = _problem(1, N=7, d=2)
+    N, d = X.shape
+    out = linear_self_attention(in_context_tokens(X, y, xq), gd_linear_attention_weights(d, N, lr=0.5))
+    assert_close(out[:, :d], np.vstack([X, xq]))  # inputs pass through unchanged
+    assert_close(out[:N, d], y + gd_one_step_prediction(X, y, X, 0.5))
+
+
+def test_linear_self_attention_matches_a_double_loop():
+    rng = np.random.default_rng(2)
+    T, C = 5, 4
+    z = rng.standard_normal((T, C))
+    w = LinearAttentionWeights(*(rng.standard_normal((C, C)) for _ in range(4)))
+    expected = np.array([
+        z[j] + w.p @ sum(np.outer(w.w_v @ z[i], w.w_k @ z[i]) @ (w.w_q @ z[j]) for i in range(T))
+        for j in range(T)
+    ])
+    assert_close(linear_self_attention(z, w), expected)
+
+
+def test_in_context_tokens_put_context_first_and_a_zero_label_on_the_query():
+    X, y, xq = _problem(3, N=4, d=2)
+    tokens = in_context_tokens(X, y, xq)
+    assert_close(tokens, np.array([[*X[i], y[i]] for i in range(4)] + [[*xq, 0.0]]))
+
+
+def test_gd_prediction_with_one_step_is_the_one_step_prediction_and_zero_steps_give_zero():
+    X, y, xq = _problem(4, N=10, d=3)
+    one = gd_one_step_prediction(X, y, xq, 0.2)
+    assert gd_prediction(X, y, xq, lr=0.2, n_steps=1) == pytest.approx(one, rel=1e-12)
+    assert gd_prediction(X, y, xq, lr=0.2, n_steps=0) == 0.0
+
+
+def test_one_gradient_step_is_not_the_least_squares_solution():
+    """The claim 'attention outputs the least-squares solution' fails for a generic context."""
+    X, y, xq = _problem(5, N=20, d=4)
+    ls = least_squares_prediction(X, y, xq)
+    for lr in (0.1, 0.5, 1.0, 2.0):
+        assert abs(linear_self_attention_gd_step(X, y, xq, lr=lr) - ls) > 1e-2
+    # Many steps do converge to it (eta < 2 N / lambda_max).
+    lr = 1.0 / np.linalg.eigvalsh(X.T @ X / 20).max()
+    assert gd_prediction(X, y, xq, lr=lr, n_steps=3000) == pytest.approx(ls, rel=1e-9)
+
+
+@SETTINGS
+@given(seed=seeds, N=st.integers(2, 15), d=st.integers(1, 5), lam=st.floats(0.1, 10.0))
+def test_one_step_equals_least_squares_when_the_covariance_is_a_multiple_of_identity(seed, N, d, lam):
+    assume(d <= N)
+    rng = np.random.default_rng(seed)
+    basis, _ = np.linalg.qr(rng.standard_normal((N, d)))  # (N, d), orthonormal columns
+    X = np.sqrt(N * lam) * basis  # X^T X / N = lam * I
+    y, xq = rng.standard_normal(N), rng.standard_normal(d)
+    ls = least_squares_prediction(X, y, xq)
+    assert linear_self_attention_gd_step(X, y, xq, lr=1.0 / lam) == pytest.approx(ls, rel=1e-9, abs=1e-10)
+
+
+def test_hat_matrix_expression_is_the_least_squares_fit_at_the_context_inputs():
+    """X (X^T X)^{-1} X^T y are fitted values at the x_i, not a prediction at the query."""
+    X, y, _ = _problem(6, N=12, d=3)
+    hat = X @ np.linalg.solve(X.T @ X, X.T @ y)
+    assert_close(least_squares_prediction(X, y, X), hat, rtol=1e-9)
+    assert np.max(np.abs(gd_one_step_prediction(X, y, X, 1.0) - hat)) > 1e-2
+
+
+def test_least_squares_prediction_solves_the_normal_equations():
+    X, y, xq = _problem(7, N=15, d=4, M=3)
+    w = np.linalg.solve(X.T @ X, X.T @ y)
+    assert_close(least_squares_prediction(X, y, xq), xq @ w, rtol=1e-9)
+    w_fit = least_squares_prediction(X, y, np.eye(4))
+    assert_close(X.T @ (X @ w_fit - y), np.zeros(4), atol=1e-10)
+
+
+def test_in_context_functions_reject_bad_input():
+    X, y, xq = _problem(8, N=5, d=2)
+    with pytest.raises(ValueError, match=r"y must have shape \(N,\)"):
+        gd_one_step_prediction(X, y[:4], xq, 0.1)
+    with pytest.raises(ValueError, match="x_query must have shape"):
+        least_squares_prediction(X, y, np.zeros(3))
+    with pytest.raises(ValueError, match="lr must be > 0"):
+        linear_self_attention_gd_step(X, y, xq, lr=0.0)
+    with pytest.raises(ValueError, match="X must have 2 dimensions"):
+        gd_prediction(y, y, xq, lr=0.1, n_steps=2)
+    with pytest.raises(ValueError, match="n_steps must be >= 0"):
+        gd_prediction(X, y, xq, lr=0.1, n_steps=-1)
+    with pytest.raises(ValueError, match="n_context must be >= 1"):
+        gd_linear_attention_weights(2, 0, lr=0.1)
+    with pytest.raises(TypeError, match="weights must be a LinearAttentionWeights"):
+        linear_self_attention(np.zeros((3, 3)), (np.eye(3),) * 4)
+    with pytest.raises(ValueError, match=r"weights.w_v must have shape \(C, C\)"):
+        bad = LinearAttentionWeights(np.eye(3), np.eye(3), np.eye(2), np.eye(3))
+        linear_self_attention(np.zeros((3, 3)), bad)
+    with pytest.raises(ValueError, match=r"y must have 1 dimensions"):
+        in_context_tokens(X, y[:, None], xq)
+
+
+# ----------------------------------------------------------------------------------------------
+# Permutations
+# ----------------------------------------------------------------------------------------------
+
+perm_case = st.tuples(seeds, st.integers(2, 7)).flatmap(
+    lambda t: st.tuples(st.just(t[0]), st.just(t[1]), st.permutations(list(range(t[1]))))
+)
+
+
+@SETTINGS
+@given(perm_case)
+def test_unmasked_self_attention_is_permutation_equivariant(case):
+    seed, L, perm = case
+    q, k, v = random_qkv(B=2, H=2, L=L, D=4, D_v=3, seed=seed)
+    assert permutation_equivariance_gap(q, k, v, np.array(perm)) < 1e-13
+    assert is_permutation_equivariant(q, k, v, np.array(perm))
+
+
+@SETTINGS
+@given(perm_case)
+def test_causal_self_attention_is_not_permutation_equivariant(case):
+    seed, L, perm = case
+    assume(perm != list(range(L)))
+    q, k, v = random_qkv(B=1, H=2, L=L, D=4, D_v=3, seed=seed)
+    assert permutation_equivariance_gap(q, k, v, np.array(perm), mask=causal_mask(L)) > 1e-6
+    assert not is_permutation_equivariant(q, k, v, np.array(perm), mask=causal_mask(L))
+
+
+def test_permuting_the_causal_mask_with_the_tokens_restores_equivariance():
+    q, k, v = random_qkv(B=1, H=1, L=6, D=4, seed=10)
+    perm = np.array([3, 0, 5, 1, 4, 2])
+    mask = causal_mask(6)
+    out = scaled_dot_product_attention(q, k, v, mask=mask)[0]
+    out_p = scaled_dot_product_attention(q[..., perm, :], k[..., perm, :], v[..., perm, :],
+                                         mask=mask[perm][:, perm])[0]
+    assert_close(out_p, out[..., perm, :])
+
+
+def test_equivariance_gap_matches_torch_with_a_causal_mask():
+    q, k, v = random_qkv(B=2, H=2, L=5, D=4, seed=11)
+    perm = np.array([4, 2, 0, 1, 3])
+    tq, tk, tv = to_torch(q, k, v)
+    out = F.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+    out_p = F.scaled_dot_product_attention(
+        tq[..., perm, :], tk[..., perm, :], tv[..., perm, :], is_causal=True)
+    expected = float(torch.max(torch.abs(out_p - out[..., perm, :])))
+    gap = permutation_equivariance_gap(q, k, v, perm, mask=causal_mask(5))
+    assert gap == pytest.approx(expected, rel=1e-10)
+
+
+@SETTINGS
+@given(perm_case)
+def test_self_attention_is_not_permutation_invariant(case):
+    """'Permutation-invariant' is the wrong word: the rows of the output move with the input."""
+    seed, L, perm = case
+    assume(perm != list(range(L)))
+    q, k, v = random_qkv(B=1, H=1, L=L, D=4, D_v=3, seed=seed)
+    assert permutation_invariance_gap(q, k, v, np.array(perm)) > 1e-6
+
+
+@SETTINGS
+@given(seed=seeds, L=st.integers(1, 5), S=st.integers(2, 7), data=st.data())
+def test_reordering_key_value_pairs_leaves_the_output_unchanged(seed, L, S, data):
+    perm = np.array(data.draw(st.permutations(list(range(S)))))
+    q, k, v = random_qkv(B=1, H=2, L=L, S=S, D=4, D_v=3, seed=seed)
+    assert key_value_permutation_gap(q, k, v, perm) < 1e-13
+
+
+def test_reordering_key_value_pairs_under_a_causal_mask_changes_the_output():
+    q, k, v = random_qkv(B=1, H=1, L=4, D=4, seed=12)
+    assert key_value_permutation_gap(q, k, v, np.array([3, 2, 1, 0]), mask=causal_mask(4)) > 1e-3
+
+
+def test_permutation_functions_reject_bad_input():
+    q, k, v = random_qkv(B=1, H=1, L=4, S=5, D=3, seed=13)
+    with pytest.raises(ValueError, match="L must equal S"):
+        permutation_equivariance_gap(q, k, v, np.arange(4))
+    q, k, v = random_qkv(B=1, H=1, L=4, D=3, seed=13)
+    with pytest.raises(ValueError, match=r"perm must be a permutation of range\(4\)"):
+        permutation_invariance_gap(q, k, v, np.array([0, 1, 1, 2]))
+    with pytest.raises(TypeError, match="perm must be an integer array"):
+        key_value_permutation_gap(q, k, v, np.array([0.0, 1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="rtol must be > 0"):
+        is_permutation_equivariant(q, k, v, np.arange(4), rtol=-1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Rank
+# ----------------------------------------------------------------------------------------------
+
+def _probs(L, S, D, seed):
+    q, k, _ = random_qkv(B=1, H=1, L=L, S=S, D=D, seed=seed)
+    return scaled_dot_product_attention(q, k, np.zeros_like(k))[1].probs[0, 0]  # (L, S)
+
+
+@SETTINGS
+@given(seed=seeds, L=st.integers(1, 8), S=st.integers(1, 8), D_v=st.integers(1, 8))
+def test_attention_output_rank_is_at_most_min_of_l_s_and_d_v(seed, L, S, D_v):
+    probs = _probs(L, S, 3, seed)
+    v = np.random.default_rng(seed).standard_normal((S, D_v))
+    rank = attention_output_rank(probs, v)
+    assert rank <= attention_rank_bound(L, S, D_v) == min(L, S, D_v)
+    assert rank <= min(np.linalg.matrix_rank(probs), np.linalg.matrix_rank(v))
+
+
+@pytest.mark.parametrize("L,S,D_v", [(6, 6, 2), (6, 6, 8), (3, 7, 5), (7, 3, 5)])
+def test_attention_output_rank_reaches_the_bound_for_generic_inputs(L, S, D_v):
+    probs = _probs(L, S, 4, 14)
+    v = np.random.default_rng(15).standard_normal((S, D_v))
+    expected = int(torch.linalg.matrix_rank(to_torch(probs) @ to_torch(v)))
+    assert attention_output_rank(probs, v) == expected == min(L, S, D_v)
+
+
+def test_attention_output_rank_is_one_for_rank_one_values():
+    v = np.outer(np.arange(1.0, 7.0), [1.0, -2.0, 0.5])  # (S, D_v), rank 1
+    assert attention_output_rank(_probs(5, 6, 4, 16), v) == 1
+
+
+def test_softmax_of_rank_one_scores_has_full_rank():
+    """exp(q_i k_j) is a generalised Vandermonde matrix: the softmax undoes the rank-1 scores."""
+    q = np.array([[0.0], [0.6], [1.2], [1.8]])  # (L, 1): D = 1
+    k = np.array([[-1.0], [0.0], [0.7], [1.5]])  # (S, 1)
+    probs = scaled_dot_product_attention(q, k, np.zeros((4, 1)))[1].probs
+    assert np.linalg.matrix_rank(q @ k.T) == 1
+    assert attention_output_rank(probs, np.eye(4)) == 4
+
+
+def test_attention_output_rank_is_computed_per_batch_and_head():
+    q, k, v = random_qkv(B=2, H=3, L=5, D=4, D_v=2, seed=17)
+    probs = scaled_dot_product_attention(q, k, v)[1].probs
+    v = v.copy()
+    v[1, 2] = v[1, 2, :, :1] * np.ones(2)  # head (1, 2): rank-1 values
+    ranks = attention_output_rank(probs, v)
+    assert ranks.shape == (2, 3)
+    assert ranks[1, 2] == 1 and np.sum(ranks == 2) == 5
+
+
+def test_multi_head_output_exceeds_the_rank_of_one_head():
+    L, S, H, D_v, C = 8, 8, 4, 2, 8
+    q, k, v = random_qkv(B=1, H=H, L=L, S=S, D=4, D_v=D_v, seed=18)
+    probs = scaled_dot_product_attention(q, k, v)[1].probs[0]  # (H, L, S)
+    w_o = np.random.default_rng(19).standard_normal((H * D_v, C))
+    per_head = [attention_output_rank(probs[h], v[0, h]) for h in range(H)]
+    assert max(per_head) == D_v
+    concat = torch.cat([to_torch(probs[h] @ v[0, h]) for h in range(H)], dim=-1) @ to_torch(w_o)
+    rank = multi_head_output_rank(probs, v[0], w_o)
+    assert rank == int(torch.linalg.matrix_rank(concat)) == multi_head_rank_bound(L, S, H, D_v, C) == 8
+    assert rank > D_v
+
+
+@SETTINGS
+@given(seed=seeds, L=st.integers(1, 6), S=st.integers(1, 6), H=st.integers(1, 3),
+       D_v=st.integers(1, 3), C=st.integers(1, 8))
+def test_multi_head_output_rank_is_at_most_min_of_l_h_times_d_v_and_c(seed, L, S, H, D_v, C):
+    q, k, v = random_qkv(B=1, H=H, L=L, S=S, D=3, D_v=D_v, seed=seed)
+    probs = scaled_dot_product_attention(q, k, v)[1].probs[0]
+    w_o = np.random.default_rng(seed).standard_normal((H * D_v, C))
+    assert multi_head_output_rank(probs, v[0], w_o) <= multi_head_rank_bound(L, S, H, D_v, C)
+
+
+def test_rank_functions_reject_bad_input():
+    with pytest.raises(ValueError, match="must agree on S"):
+        attention_output_rank(np.ones((3, 4)) / 4, np.ones((5, 2)))
+    with pytest.raises(ValueError, match="tol must be > 0"):
+        attention_output_rank(np.ones((3, 4)) / 4, np.ones((4, 2)), tol=0.0)
+    with pytest.raises(ValueError, match=r"w_o must have shape \(H \* D_v, C\)"):
+        multi_head_output_rank(np.ones((2, 3, 4)) / 4, np.ones((2, 4, 2)), np.ones((5, 3)))
+    with pytest.raises(ValueError, match="must share the head and batch axes"):
+        multi_head_output_rank(np.ones((2, 3, 4)) / 4, np.ones((3, 4, 2)), np.ones((4, 3)))
+    with pytest.raises(ValueError, match="D_v must be >= 1"):
+        attention_rank_bound(3, 3, 0)
+    with pytest.raises(TypeError, match="C must be an integer"):
+        multi_head_rank_bound(3, 3, 2, 2, 4.0)

@@ -1,0 +1,111 @@
+"""Fixtures for the exercise tests: a throw-away nbgrader course built from the repository.
+
+Every assignment in ``solutions/`` is generated into a temporary course directory with its own
+SQLite gradebook, sample submissions are placed in ``submitted/<student>/<assignment>/``, and
+``nbgrader autograde`` grades them once per assignment; the tests then read the gradebook.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attngrade.notebooks import fill_answers, read_answer_script
+
+ROOT = Path(__file__).resolve().parents[2]
+SOLUTIONS = ROOT / "solutions"
+EXERCISES = ROOT / "exercises"
+SAMPLES = Path(__file__).resolve().parent / "samples"
+ASSIGNMENTS = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+COURSE_CONFIG = """\
+c = get_config()
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.course_id = "attnmath-test"
+c.CourseDirectory.source_directory = "source"
+c.CourseDirectory.release_directory = "release"
+c.CourseDirectory.db_url = "sqlite:///" + {db!r}
+c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+c.Execute.timeout = 120
+"""
+
+
+def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run the nbgrader of this interpreter's environment in ``course``."""
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env.pop("JUPYTER_CONFIG_DIR", None)
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
+                          capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def make_course(tmp: Path, assignment: str) -> Path:
+    """A course directory holding ``assignment``'s source, generated with nbgrader."""
+    course = tmp / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text(COURSE_CONFIG.format(root=str(course), db=str(course / "gradebook.db")))
+    shutil.copytree(SOLUTIONS / assignment, course / "source" / assignment,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    nbgrader(course, "generate_assignment", assignment, "--force")
+    return course
+
+
+@dataclass
+class GradedCourse:
+    assignment: str
+    course: Path
+    notebook: str
+    expected: dict[str, dict[str, float]] = field(default_factory=dict)
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    max_scores: dict[str, float] = field(default_factory=dict)
+
+
+def notebook_name(assignment: str) -> str:
+    names = sorted(p.name for p in (SOLUTIONS / assignment).glob("*.ipynb"))
+    assert len(names) == 1, f"{assignment}: expected one notebook, found {names}"
+    return names[0]
+
+
+@pytest.fixture(scope="session", params=ASSIGNMENTS)
+def graded(request, tmp_path_factory) -> GradedCourse:
+    """Generate, submit the solution, the untouched release and every sample, autograde all."""
+    assignment = request.param
+    course = make_course(tmp_path_factory.mktemp(assignment), assignment)
+    nb_name = notebook_name(assignment)
+    release = nbformat.read(course / "release" / assignment / nb_name, as_version=4)
+    source = nbformat.read(course / "source" / assignment / nb_name, as_version=4)
+    result = GradedCourse(assignment, course, nb_name)
+
+    def submit(student: str, nb) -> None:
+        folder = course / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / nb_name)
+        (folder / "timestamp.txt").write_text("2026-11-22 10:00:00.000000 UTC")
+
+    submit("solution", source)
+    submit("release", release)
+    for sample in sorted((SAMPLES / assignment).glob("*.py")):
+        answers, expect = read_answer_script(sample)
+        submit(sample.stem, fill_answers(release, answers))
+        result.expected[sample.stem] = expect
+    nbgrader(course, "autograde", assignment, "--force")
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student in ["solution", "release", *result.expected]:
+            sub = gb.find_submission_notebook(nb_name.removesuffix(".ipynb"), assignment, student)
+            result.scores[student] = {g.name: float(g.score) for g in sub.grades}
+            result.max_scores = {g.name: float(g.max_score) for g in sub.grades}
+    return result

@@ -1,0 +1,84 @@
+"""Every assignment: the release is in sync and clean, and autograding gives the right scores."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from attngrade.notebooks import answer_cells, hidden_test_blocks
+from conftest import ASSIGNMENTS, EXERCISES, SOLUTIONS, make_course, notebook_name
+
+pytestmark = pytest.mark.slow
+
+
+def _normalised(path):
+    nb = json.loads(path.read_text())
+    return json.dumps(nb, sort_keys=True, indent=1)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_is_in_sync_with_solutions(assignment, tmp_path):
+    course = make_course(tmp_path, assignment)
+    generated = sorted(p.relative_to(course / "release" / assignment)
+                       for p in (course / "release" / assignment).rglob("*") if p.is_file())
+    committed = sorted(p.relative_to(EXERCISES / assignment)
+                       for p in (EXERCISES / assignment).rglob("*") if p.is_file())
+    assert generated == committed, "exercises/ lists other files than a fresh release: run `make exercises`"
+    for rel in generated:
+        fresh, ours = course / "release" / assignment / rel, EXERCISES / assignment / rel
+        if rel.suffix == ".ipynb":
+            assert _normalised(fresh) == _normalised(ours), f"{rel} is out of date: run `make exercises`"
+        else:
+            assert fresh.read_bytes() == ours.read_bytes(), f"{rel} is out of date: run `make exercises`"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_contains_no_hidden_tests_and_no_solutions(assignment):
+    name = notebook_name(assignment)
+    source = nbformat.read(SOLUTIONS / assignment / name, as_version=4)
+    text = (EXERCISES / assignment / name).read_text()
+    blocks = hidden_test_blocks(source)
+    assert blocks, "the source notebook has no hidden tests"
+    for block in blocks:
+        for line in block.splitlines():
+            if len(line.strip()) > 12:
+                assert json.dumps(line.strip())[1:-1] not in text, f"hidden test text leaked: {line.strip()!r}"
+    for marker in ("BEGIN HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION", "attnmath.testing"):
+        assert marker not in text
+    for gid, src in answer_cells(source).items():
+        body = [ln for ln in src.splitlines() if ln.strip() and "###" not in ln and not ln.startswith("def ")]
+        for line in body:
+            assert json.dumps(line)[1:-1] not in text, f"solution line of {gid} leaked: {line!r}"
+    release = nbformat.read(EXERCISES / assignment / name, as_version=4)
+    for gid, src in answer_cells(release).items():
+        assert "raise NotImplementedError()" in src, f"answer cell {gid} has no failing stub"
+    for cell in release.cells:
+        assert cell.cell_type != "code" or not cell.get("outputs"), "the release carries outputs"
+
+
+def test_every_assignment_has_at_least_three_autograded_parts():
+    for assignment in ASSIGNMENTS:
+        source = nbformat.read(SOLUTIONS / assignment / notebook_name(assignment), as_version=4)
+        graded = [c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")
+                  and c.cell_type == "code"]
+        assert len(graded) >= 3, f"{assignment} has {len(graded)} autograded parts"
+
+
+def test_solution_scores_full_marks(graded):
+    assert graded.scores["solution"] == graded.max_scores
+    assert sum(graded.max_scores.values()) > 0
+
+
+def test_release_scores_zero(graded):
+    assert set(graded.scores["release"]) == set(graded.max_scores)
+    assert sum(graded.scores["release"].values()) == 0
+
+
+def test_sample_submissions_get_the_expected_scores(graded):
+    assert graded.expected, f"{graded.assignment} has no sample submissions"
+    for student, expect in graded.expected.items():
+        got = {k: v for k, v in graded.scores[student].items() if k in expect}
+        assert set(expect) == set(graded.max_scores), f"{student}: expectations must name every graded part"
+        assert got == expect, f"sample {student!r}: got {got}, expected {expect}"
