@@ -20,3 +20,5 @@ c.CourseDirectory.db_url = os.environ.get(
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 120
+# hidden_tests.py holds an assignment's hidden tests (attngrade.spec); it is never released.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "hidden_tests.py"]

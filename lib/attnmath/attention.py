@@ -11,6 +11,7 @@ number of leading batch axes works, and plain ``(L, D)`` matrices too.
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -60,6 +61,8 @@ def _check_qkv(q, k, v):
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.ndim < 2:
             raise ValueError(f"{name} must have at least 2 dimensions (..., length, dim), got shape {x.shape}")
+        if np.isnan(x).any():
+            raise ValueError(f"{name} contains NaN")
     if not (q.ndim == k.ndim == v.ndim):
         raise ValueError(
             f"q, k and v must have the same number of dimensions, got shapes {q.shape}, {k.shape}, {v.shape}"
@@ -129,7 +132,7 @@ def _scores(q, k_rep, scale, bias, mask):
 def _check_scale(scale, D: int) -> float:
     if scale is None:
         return 1.0 / np.sqrt(D)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating)):
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise TypeError(f"scale must be a real number, got {type(scale).__name__}")
     if not np.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale}")

@@ -138,8 +138,9 @@ def sliding_window_mask(L: int, window: int, S: int | None = None, *,
     L : int
         Query length.
     window : int
-        :math:`w \ge 1`, the number of keys each query sees (itself included). ``window >= S``
-        is the plain causal mask.
+        :math:`w \ge 1`, the number of keys each query sees (itself included). With
+        ``window >= S`` (bottom-right) or ``window >= max(L, S)`` (top-left) it is the plain
+        causal mask.
     S : int, optional
         Key length, default ``L``.
     alignment : {"top_left", "bottom_right"}

@@ -17,6 +17,7 @@ SETTINGS = settings(max_examples=60, deadline=None)
 
 # --- oracle: torch in float64 -------------------------------------------------------------
 
+@pytest.mark.claim("003 §1.1", "softmax(z)_i = exp(z_i) / sum_j exp(z_j), computed stably by subtracting the maximum", "verified")
 @pytest.mark.parametrize("shape,axis", [((5,), 0), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 1, 3), -3)])
 @pytest.mark.parametrize("temperature", [1.0, 0.3, 4.0])
 def test_softmax_matches_torch(shape, axis, temperature):
@@ -34,6 +35,7 @@ def test_log_softmax_and_logsumexp_match_torch(shape, axis):
                  torch.logsumexp(to_torch(x), dim=axis, keepdim=True), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.claim("003 §1.4", "The softmax Jacobian is J = diag(p) - p p^T", "verified")
 @pytest.mark.parametrize("n", [1, 2, 7])
 @pytest.mark.parametrize("temperature", [1.0, 0.5])
 def test_jacobian_matches_torch_autograd(n, temperature):
@@ -50,6 +52,7 @@ def test_batched_jacobian_is_the_jacobian_of_each_row():
         assert_close(J[idx], softmax_jacobian(z[idx]), rtol=1e-15, atol=0)
 
 
+@pytest.mark.claim("002 §3.2", "dL/dS = A * (dL/dA - rowsum(A * dL/dA)) through the row-wise softmax", "verified")
 @pytest.mark.parametrize("shape,axis", [((6,), 0), ((3, 5), -1), ((3, 5), 0), ((2, 3, 4), 1)])
 @pytest.mark.parametrize("temperature", [1.0, 2.5])
 def test_vjp_matches_torch_autograd(shape, axis, temperature):
@@ -100,6 +103,7 @@ def test_numerical_gradient_detects_a_wrong_gradient():
 
 # --- properties (hypothesis) -------------------------------------------------------------
 
+@pytest.mark.claim("003 §1.1", "Softmax outputs a probability distribution: entries >= 0 summing to 1", "verified")
 @SETTINGS
 @given(logit_arrays, st.data())
 def test_rows_are_probability_vectors(x, data):
@@ -109,12 +113,14 @@ def test_rows_are_probability_vectors(x, data):
     assert_close(p.sum(axis=axis), np.ones_like(p.sum(axis=axis)), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.claim("003 §1.1", "Translation invariance: softmax(z + c1) = softmax(z)", "verified")
 @SETTINGS
 @given(logit_arrays, st.floats(-1e3, 1e3, allow_nan=False))
 def test_softmax_is_shift_invariant(x, c):
     assert_close(softmax(x + c), softmax(x), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.claim("003 §1.1", "Order preservation: z_i > z_j implies softmax(z)_i > softmax(z)_j", "verified")
 @SETTINGS
 @given(arrays(np.float64, st.integers(2, 8), elements=finite))
 def test_softmax_preserves_order(z):
@@ -126,6 +132,7 @@ def test_softmax_preserves_order(z):
     assert p[np.argmax(z)] == p.max()
 
 
+@pytest.mark.claim("003 Problem 1", "The rows of the softmax Jacobian sum to zero", "verified")
 @SETTINGS
 @given(arrays(np.float64, st.integers(1, 7), elements=finite))
 def test_jacobian_rows_sum_to_zero_and_it_is_symmetric_psd(z):
@@ -147,16 +154,20 @@ def test_vjp_equals_jacobian_transpose_times_g(z, data):
 @SETTINGS
 @given(arrays(np.float64, st.integers(2, 8), elements=st.floats(-10, 10, width=64)).filter(
     lambda z: np.sort(z)[-1] - np.sort(z)[-2] > 1e-3))
+@pytest.mark.claim("003 §1.3", "As tau -> 0 softmax(z/tau) tends to the argmax one-hot vector (unique maximum)", "verified")
 def test_zero_temperature_limit_is_the_argmax_one_hot(z):
     one_hot = np.eye(z.size)[np.argmax(z)]
     assert_close(softmax(z, temperature=1e-6), one_hot, rtol=0, atol=1e-12)
 
 
+@pytest.mark.claim("003 §1.3", "As tau -> 0 the temperature softmax becomes a one-hot distribution (hard max)", "corrected",
+                   correction="One-hot only when the maximum is unique; k tied maxima each get weight 1/k in the limit.")
 def test_zero_temperature_limit_splits_ties_equally():
     p = softmax(np.array([2.0, 7.0, 7.0, 1.0]), temperature=1e-300)
     assert_close(p, np.array([0.0, 0.5, 0.5, 0.0]), rtol=0, atol=0)
 
 
+@pytest.mark.claim("003 §1.3", "As tau -> infinity softmax(z/tau) tends to the uniform distribution", "verified")
 @SETTINGS
 @given(arrays(np.float64, st.integers(1, 8), elements=finite))
 def test_infinite_temperature_limit_is_uniform(z):
@@ -184,6 +195,7 @@ def test_extreme_logits_give_finite_probabilities(dtype):
     assert np.isfinite(logsumexp(x)).all()
 
 
+@pytest.mark.claim("000 Implementation", "Subtracting the maximum before exponentiating makes softmax numerically stable", "verified")
 def test_naive_formula_overflows_where_the_stable_one_does_not():
     x = np.array([1000.0, 999.0])
     with np.errstate(over="ignore", invalid="ignore"):
@@ -192,6 +204,8 @@ def test_naive_formula_overflows_where_the_stable_one_does_not():
     assert_close(softmax(x), np.array([1.0, np.exp(-1.0)]) / (1.0 + np.exp(-1.0)), rtol=1e-15, atol=0)
 
 
+@pytest.mark.claim("003 §1.1", "Stable softmax: z - np.max(z), then exp(z) / np.sum(exp(z))", "corrected",
+                   correction="Right for one vector only; for a matrix of scores the maximum and the sum must run along each row (axis=-1), or rows are normalised together and can underflow to zero.")
 def test_global_max_vector_formula_is_wrong_for_a_matrix():
     """The vector formula exp(z - max z) / sum(...) normalises a whole matrix, and underflows rows."""
     scores = np.array([[1.0, 2.0, 3.0], [-900.0, -901.0, -902.0]])
@@ -202,6 +216,8 @@ def test_global_max_vector_formula_is_wrong_for_a_matrix():
     assert_close(softmax(scores, axis=-1)[1], softmax(scores[1] + 900.0), rtol=1e-15, atol=0)
 
 
+@pytest.mark.claim("003 §1.2", "The expected index sum_i i softmax(z)_i is a differentiable (soft) argmax", "corrected",
+                   correction="The expected index approximates the argmax only when one entry dominates; for z = (5, 0, 5) it is 1, the argmin. Softmax smooths the one-hot argmax vector; log-sum-exp is the smooth max.")
 def test_expected_index_is_not_an_argmax():
     z = np.array([5.0, 0.0, 5.0])
     expected_index = np.arange(3) @ softmax(z)

@@ -54,4 +54,5 @@ def test_chapters_are_executed_and_show_library_code(built):
     for f in chapters:
         html = (built / f"{f}.html").read_text()
         assert "cell_output" in html, f"{f} has no executed output"
-        assert "def " in html, f"{f} shows no library code"
+        text = re.sub(r"<[^>]+>", "", html)
+        assert "highlight-python" in html and re.search(r"\bdef \w+\(", text), f"{f} shows no library code"

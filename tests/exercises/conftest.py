@@ -35,6 +35,7 @@ c.CourseDirectory.db_url = "sqlite:///" + {db!r}
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 120
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "hidden_tests.py"]
 """
 
 

@@ -45,8 +45,10 @@ def test_release_contains_no_hidden_tests_and_no_solutions(assignment):
         for line in block.splitlines():
             if len(line.strip()) > 12:
                 assert json.dumps(line.strip())[1:-1] not in text, f"hidden test text leaked: {line.strip()!r}"
-    for marker in ("BEGIN HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION", "attnmath.testing"):
+    for marker in ("BEGIN HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION", "run_hidden_tests", "attngrade"):
         assert marker not in text
+    assert not list((EXERCISES / assignment).rglob("hidden_tests.py")), "hidden tests were released"
+    assert (SOLUTIONS / assignment / "hidden_tests.py").is_file(), "the assignment has no hidden_tests.py"
     for gid, src in answer_cells(source).items():
         body = [ln for ln in src.splitlines() if ln.strip() and "###" not in ln and not ln.startswith("def ")]
         for line in body:

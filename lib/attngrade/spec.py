@@ -1,0 +1,232 @@
+"""Hidden tests as data: one specification per assignment, two ways to run it.
+
+Each assignment's hidden tests live in ``solutions/<assignment>/hidden_tests.py`` (nbgrader does
+not release that file). It defines ``PARTS``, a list of :class:`Part`: which answer function a
+test cell grades, how to make its inputs, and how to check an output::
+
+    PARTS = [
+        Part("test_stable_softmax", function="stable_softmax", cases=softmax_cases,
+             check=softmax_check, forbidden=("attnmath", "torch")),
+    ]
+
+``cases(rng)`` returns a list of :class:`Case` (inputs as plain data: NumPy arrays, numbers,
+strings, tuples and lists of those); ``check(case, output)`` raises ``AssertionError`` when the
+output is wrong. The same specification runs
+
+* **in the notebook kernel** (:func:`run_hidden_tests`): the hidden section of each test cell is
+  one call, so stock ``nbgrader autograde`` and formgrader keep working; and
+* **split across processes** by the grading pipeline: the student's process only *computes*
+  (:func:`compute_outputs`, whose result is plain data), and the grader's own clean process
+  *checks* (:func:`check_outputs`), so nothing the student's code does to its own interpreter can
+  turn a wrong output into points.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tracemalloc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = [
+    "allclose_check",
+    "Case",
+    "Part",
+    "Outcome",
+    "load_parts",
+    "spec_path",
+    "make_cases",
+    "compute_outputs",
+    "check_outputs",
+    "run_hidden_tests",
+    "SEED",
+]
+
+SEED = 20261122  # the hidden inputs' seed; a part's cases depend on it and on the part's grade id
+SPEC_FILE = "hidden_tests.py"
+
+
+@dataclass
+class Case:
+    """One call of the answer function with plain-data inputs.
+
+    ``expected`` and ``tol`` are for the check and stay in the grader's process;
+    ``max_peak_bytes`` bounds the memory the call may allocate (measured with ``tracemalloc``);
+    ``label`` names the case in the grader's log (never in student feedback).
+    """
+
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    label: str = ""
+    expected: Any = None
+    tol: float = 1e-9
+    max_peak_bytes: int | None = None
+
+
+def allclose_check(case: Case, out) -> None:
+    """The common check: a finite array of the expected shape, close to ``case.expected``.
+
+    ``|out - expected| <= tol * (1 + |expected|)`` elementwise; any floating dtype is accepted.
+    """
+    from attnmath.testing import assert_close
+
+    assert out is not None, "returned None"
+    expected = np.asarray(case.expected)
+    out = np.asarray(out)
+    assert out.dtype.kind in "biuf", f"output dtype {out.dtype} is not numeric"
+    out = out.astype(np.float64)
+    assert out.shape == expected.shape, f"shape {out.shape} != expected {expected.shape}"
+    assert np.isfinite(out).all() or not np.isfinite(expected).all(), "NaN or inf in the output"
+    assert_close(out, expected.astype(np.float64), rtol=case.tol, atol=case.tol)
+
+
+@dataclass
+class Part:
+    """The hidden tests of one autograded test cell (``grade_id``)."""
+
+    grade_id: str
+    function: str
+    cases: Callable[[np.random.Generator], list[Case]]
+    check: Callable[[Case, Any], None] = allclose_check
+    forbidden: tuple[str, ...] = ("attnmath", "torch", "scipy", "jax")
+
+
+@dataclass
+class Outcome:
+    """What the student's process brings back for one case: plain data only."""
+
+    output: Any = None
+    error: str | None = None  # the exception's type name, never its message or traceback
+    peak_bytes: int | None = None
+
+
+def spec_path(assignment: str, start: str | Path | None = None) -> Path:
+    """Find ``<source>/<assignment>/hidden_tests.py`` for a course.
+
+    ``ATTNGRADE_SPEC_DIR`` (a folder holding ``<assignment>/hidden_tests.py``) wins; otherwise the
+    search walks up from ``start`` (default: the working directory, which nbgrader sets to the
+    notebook's folder) to the course root that holds ``nbgrader_config.py`` and looks in its
+    ``solutions/`` and ``source/`` folders.
+    """
+    env = os.environ.get("ATTNGRADE_SPEC_DIR")
+    if env:
+        candidate = Path(env) / assignment / SPEC_FILE
+        if candidate.is_file():
+            return candidate
+    here = Path(start or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "nbgrader_config.py").is_file():
+            for source in ("solutions", "source"):
+                candidate = folder / source / assignment / SPEC_FILE
+                if candidate.is_file():
+                    return candidate
+    raise FileNotFoundError(f"no {SPEC_FILE} for assignment {assignment!r} above {here}")
+
+
+def load_parts(path: str | Path) -> dict[str, Part]:
+    """Import a ``hidden_tests.py`` by path and return its parts by grade id."""
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(f"_hidden_tests_{path.parent.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    parts = {p.grade_id: p for p in module.PARTS}
+    if len(parts) != len(module.PARTS):
+        raise ValueError(f"{path}: two parts share a grade id")
+    return parts
+
+
+def make_cases(part: Part) -> list[Case]:
+    """The part's cases, from a generator seeded by :data:`SEED` and the grade id."""
+    seed = SEED + sum(map(ord, part.grade_id))
+    return list(part.cases(np.random.default_rng(seed)))
+
+
+def compute_outputs(fn: Callable, cases: list[Case]) -> list[Outcome]:
+    """Call ``fn`` on every case; keep plain outputs, the error type, and the peak allocation.
+
+    Runs in the student's process. Outputs are converted to plain data here (arrays, numbers,
+    nested tuples/lists), so an object with a permissive ``__eq__`` becomes an error, not a pass.
+    """
+    outcomes = []
+    for case in cases:
+        started = case.max_peak_bytes is not None
+        try:
+            if started:
+                tracemalloc.start()
+            out = fn(*case.args, **case.kwargs)
+            peak = tracemalloc.get_traced_memory()[1] if started else None
+            outcomes.append(Outcome(to_plain(out), None, peak))
+        except BaseException as exc:  # noqa: BLE001 - a student's exception is data
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            outcomes.append(Outcome(None, type(exc).__name__, None))
+        finally:
+            if started:
+                tracemalloc.stop()
+    return outcomes
+
+
+def to_plain(value):
+    """Convert an answer's output to plain data, or raise ``TypeError``."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufc":
+            raise TypeError(f"output array has dtype {value.dtype}")
+        return np.array(value, copy=True)
+    if isinstance(value, (bool, int, float, complex, str)) or value is None:
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, list):
+        return [to_plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(to_plain(v) for v in value)
+    if type(value).__module__.startswith("torch"):
+        raise TypeError("output is a torch tensor; return a NumPy array")
+    raise TypeError(f"output of type {type(value).__name__} is not plain data")
+
+
+def check_outputs(part: Part, cases: list[Case], outcomes: list[Outcome]) -> tuple[bool, str]:
+    """Check a part's outcomes in the grader's process: ``(passed, reason)``.
+
+    The reason is for the grader's log; student feedback shows only pass/fail per part.
+    """
+    if len(outcomes) != len(cases):
+        return False, f"expected {len(cases)} outcomes, got {len(outcomes)}"
+    for i, (case, outcome) in enumerate(zip(cases, outcomes)):
+        name = case.label or f"case {i}"
+        if outcome.error is not None:
+            return False, f"{name}: raised {outcome.error}"
+        if case.max_peak_bytes is not None:
+            if outcome.peak_bytes is None or outcome.peak_bytes > case.max_peak_bytes:
+                return False, f"{name}: allocated {outcome.peak_bytes} bytes, limit {case.max_peak_bytes}"
+        try:
+            part.check(case, outcome.output)
+        except AssertionError as exc:
+            return False, f"{name}: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a malformed output is a failure, not a crash
+            return False, f"{name}: {type(exc).__name__} while checking: {exc}"
+    return True, "passed"
+
+
+def run_hidden_tests(assignment: str, grade_id: str, namespace: dict) -> None:
+    """The hidden section of a test cell: run one part inside the notebook's kernel.
+
+    Raises ``AssertionError`` with a short message (no inputs) when the part fails. Used by
+    stock ``nbgrader autograde``; the grading pipeline runs the same part split across processes.
+    """
+    from attnmath.testing import uses_reference
+
+    part = load_parts(spec_path(assignment))[grade_id]
+    fn = namespace.get(part.function)
+    if not callable(fn):
+        raise AssertionError(f"{part.function} is not defined")
+    if uses_reference(fn, forbidden=part.forbidden):
+        raise AssertionError(f"{part.function} calls a reference implementation; implement it yourself")
+    cases = make_cases(part)
+    passed, reason = check_outputs(part, cases, compute_outputs(fn, cases))
+    if not passed:
+        raise AssertionError(f"hidden tests of {part.function} failed")

@@ -1,0 +1,650 @@
+"""Tests for attnmath.attention: scaled dot-product attention, its backward and its relatives.
+
+Oracles: ``torch.nn.functional.scaled_dot_product_attention`` and ``torch.autograd`` in float64,
+central differences for every hand-written backward, and hypothesis for the mathematical claims.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.nn.attention.bias import causal_lower_right
+
+from attnmath.attention import (
+    AttentionCache,
+    AttentionGrads,
+    DropoutCache,
+    additive_attention,
+    additive_scores,
+    attention_backward,
+    dot_product_attention,
+    dropout_attention,
+    dropout_attention_backward,
+    repeat_kv,
+    scaled_dot_product_attention,
+)
+from attnmath.masking import causal_mask, padding_mask
+from attnmath.testing import assert_close, check_gradient, random_qkv, to_torch
+
+SETTINGS = settings(max_examples=30, deadline=None)
+TOL = dict(rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs and the torch references
+# ---------------------------------------------------------------------------------------------
+
+
+def _make_case(lead=(2,), H=3, H_kv=None, L=5, S=None, D=4, D_v=None, mask=None, bias=None,
+               scale=None, empty_rows=False, seed=0):
+    """Random inputs. ``H=None`` gives plain ``(L, D)`` matrices (``lead`` is then ignored)."""
+    rng = np.random.default_rng(seed)
+    S = L if S is None else S
+    D_v = D if D_v is None else D_v
+    if H is None:
+        lead, heads, kv_heads = (), (), ()
+    else:
+        heads, kv_heads = (H,), (H if H_kv is None else H_kv,)
+    q = rng.standard_normal(lead + heads + (L, D))  # (B, H, L, D)
+    k = rng.standard_normal(lead + kv_heads + (S, D))  # (B, H_kv, S, D)
+    v = rng.standard_normal(lead + kv_heads + (S, D_v))  # (B, H_kv, S, D_v)
+    mask_arr = None if mask is None else rng.random(mask) < 0.7
+    if empty_rows:
+        mask_arr[..., 1, :] = False  # query 1 sees nothing, in every batch and head
+        mask_arr.reshape(-1, *mask_arr.shape[-2:])[0, L - 1, :] = False
+    bias_arr = None if bias is None else 2.0 * rng.standard_normal(bias)
+    return dict(q=q, k=k, v=v, mask=mask_arr, bias=bias_arr, scale=scale)
+
+
+def _torch_attention(q, k, v, *, mask=None, bias=None, scale=None, is_causal=False, dout=None,
+                     attn_mask=None):
+    """torch's fused attention in float64; with ``dout`` also the autograd gradients."""
+    qt, kt, vt = to_torch(q, k, v, requires_grad=True)
+    if attn_mask is None:
+        if bias is not None:
+            attn_mask = torch.from_numpy(np.asarray(bias, dtype=np.float64))
+        if mask is not None:
+            m = torch.from_numpy(np.asarray(mask))
+            attn_mask = m if attn_mask is None else torch.where(m, attn_mask, -torch.inf)
+    gqa = q.ndim >= 3 and k.shape[-3] != q.shape[-3]
+    out = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=attn_mask, is_causal=is_causal,
+                                         scale=scale, enable_gqa=gqa)
+    if dout is None:
+        return out.detach().numpy(), None
+    out.backward(torch.from_numpy(dout))
+    return out.detach().numpy(), AttentionGrads(qt.grad.numpy(), kt.grad.numpy(), vt.grad.numpy())
+
+
+def _assert_grads(ours: AttentionGrads, ref: AttentionGrads, **tol):
+    tol = tol or TOL
+    for name in AttentionGrads._fields:
+        assert_close(getattr(ours, name), getattr(ref, name), name=name, **tol)
+
+
+def _full_mask(mask, q, k):
+    """The mask broadcast to the score shape (B, H, L, S); all True without a mask."""
+    shape = q.shape[:-1] + (k.shape[-2],)
+    return np.ones(shape, bool) if mask is None else np.broadcast_to(mask, shape)
+
+
+CASES = {
+    "plain": dict(),
+    "mask (L, S)": dict(L=5, S=7, mask=(5, 7)),
+    "mask (B, 1, 1, S)": dict(L=5, S=7, mask=(2, 1, 1, 7)),
+    "mask (1, H, L, S)": dict(L=5, S=7, mask=(1, 3, 5, 7)),
+    "mask (B, H, L, S)": dict(L=5, S=7, mask=(2, 3, 5, 7)),
+    "mask (B, 1, L, S)": dict(L=5, S=7, mask=(2, 1, 5, 7)),
+    "bias (B, H, L, S)": dict(L=4, S=6, bias=(2, 3, 4, 6)),
+    "bias (1, H, 1, S) and mask (L, S)": dict(L=4, S=6, bias=(1, 3, 1, 6), mask=(4, 6)),
+    "multi-query H_kv=1": dict(H=4, H_kv=1, L=4, S=6, mask=(2, 1, 1, 6)),
+    "grouped H_kv=2": dict(H=4, H_kv=2, L=4, S=6, mask=(2, 4, 4, 6), bias=(4, 1, 6)),
+    "multi-head H_kv=H": dict(H=4, H_kv=4, L=4, S=6, mask=(4, 6)),
+    "cross-attention L != S, D_v != D": dict(L=3, S=9, D=5, D_v=2, mask=(2, 1, 3, 9)),
+    "custom scale 0.37": dict(scale=0.37, mask=(5, 5)),
+    "custom scale 2.5": dict(scale=2.5, bias=(5, 5)),
+    "fully masked rows": dict(L=4, S=5, mask=(2, 3, 4, 5), bias=(2, 3, 4, 5), empty_rows=True),
+    "2-D (L, D)": dict(H=None, L=4, S=6, D=3, D_v=5, mask=(4, 6)),
+    "3-D (H, L, D) grouped": dict(lead=(), H=4, H_kv=2, L=4, S=6, mask=(4, 1, 6)),
+    "5-D (B, B2, H, L, D) grouped": dict(lead=(2, 2), H=2, H_kv=1, L=3, S=4, mask=(2, 1, 1, 3, 4)),
+}
+CASE_PARAMS = [pytest.param(case, id=name) for name, case in CASES.items()]
+
+
+# ---------------------------------------------------------------------------------------------
+# oracle: forward and backward against torch
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_forward_matches_torch_scaled_dot_product_attention(case):
+    inputs = _make_case(**case)
+    out, cache = scaled_dot_product_attention(**inputs)
+    expected, _ = _torch_attention(**inputs)
+    assert isinstance(cache, AttentionCache)
+    assert out.shape == inputs["q"].shape[:-1] + (inputs["v"].shape[-1],)
+    assert cache.probs.shape == inputs["q"].shape[:-1] + (inputs["k"].shape[-2],)
+    assert_close(out, expected, name="out", **TOL)
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_backward_matches_torch_autograd(case):
+    inputs = _make_case(**case, seed=1)
+    out, cache = scaled_dot_product_attention(**inputs)
+    dout = np.random.default_rng(2).standard_normal(out.shape)
+    _, ref = _torch_attention(**inputs, dout=dout)
+    grads = attention_backward(dout, cache)
+    assert isinstance(grads, AttentionGrads)
+    assert grads.dq.shape == inputs["q"].shape
+    assert grads.dk.shape == inputs["k"].shape
+    assert grads.dv.shape == inputs["v"].shape
+    _assert_grads(grads, ref)
+
+
+@pytest.mark.parametrize("L, S", [(4, 4), (3, 7), (7, 3), (1, 5)])
+@pytest.mark.parametrize("H_kv", [1, 2, 4])
+def test_top_left_causal_mask_matches_torch_is_causal(L, S, H_kv):
+    q, k, v = random_qkv(B=2, H=4, L=L, S=S, D=3, H_kv=H_kv, seed=L * 10 + S)
+    out, cache = scaled_dot_product_attention(q, k, v, mask=causal_mask(L, S))
+    dout = np.random.default_rng(0).standard_normal(out.shape)
+    expected, ref = _torch_attention(q, k, v, is_causal=True, dout=dout)
+    assert_close(out, expected, name="out", **TOL)
+    _assert_grads(attention_backward(dout, cache), ref)
+
+
+@pytest.mark.parametrize("L, S", [(4, 4), (3, 7), (7, 3), (1, 5)])
+def test_bottom_right_causal_mask_matches_torch_causal_lower_right(L, S):
+    q, k, v = random_qkv(B=2, H=2, L=L, S=S, D=3, seed=L * 10 + S)
+    mask = causal_mask(L, S, alignment="bottom_right")
+    out, cache = scaled_dot_product_attention(q, k, v, mask=mask)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns of empty rows when L > S
+        expected, _ = _torch_attention(q, k, v, attn_mask=causal_lower_right(L, S))
+    assert_close(out, expected, name="out", **TOL)
+    # the same mask written explicitly as torch's tril(S - L), with gradients
+    explicit = torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L).numpy()
+    dout = np.random.default_rng(0).standard_normal(out.shape)
+    expected, ref = _torch_attention(q, k, v, mask=explicit, dout=dout)
+    assert_close(out, expected, name="out", **TOL)
+    _assert_grads(attention_backward(dout, cache), ref)
+    if L > S:
+        assert not out[..., : L - S, :].any()
+
+
+def test_fully_masked_row_is_zero():
+    q, k, v = random_qkv(B=1, H=2, L=3, S=4, D=3, seed=0)
+    mask = np.ones((3, 4), dtype=bool)
+    mask[1] = False
+    out, cache = scaled_dot_product_attention(q, k, v, mask=mask)
+    assert not out[..., 1, :].any()
+    assert not cache.probs[..., 1, :].any()
+    # torch 2.13's fused attention also returns zeros there (a plain softmax of an all -inf row is NaN)
+    expected, _ = _torch_attention(q, k, v, mask=mask)
+    assert not expected[..., 1, :].any()
+    assert torch.isnan(torch.softmax(torch.full((4,), -torch.inf), dim=-1)).all()
+    # a bias of -inf on every key masks the row as well
+    bias = np.zeros((3, 4))
+    bias[2] = -np.inf
+    out_b, _ = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias)
+    assert not out_b[..., 1:, :].any()
+    # and an empty row gets no gradient in q, nor sends any to k and v
+    grads = attention_backward(np.ones_like(out), cache)
+    assert not grads.dq[..., 1, :].any()
+    only_row_1 = np.zeros_like(out)
+    only_row_1[..., 1, :] = 1.0
+    grads = attention_backward(only_row_1, cache)
+    assert not grads.dk.any() and not grads.dv.any()
+
+
+def test_gradient_matches_central_differences_with_a_mask_and_grouped_heads():
+    inputs = _make_case(lead=(1,), H=4, H_kv=2, L=3, S=4, D=3, D_v=2, mask=(1, 4, 3, 4),
+                        bias=(4, 1, 4), empty_rows=True, seed=11)
+    q, k, v = inputs.pop("q"), inputs.pop("k"), inputs.pop("v")
+    out, cache = scaled_dot_product_attention(q, k, v, **inputs)
+    w = np.random.default_rng(12).standard_normal(out.shape)
+    grads = attention_backward(w, cache)
+
+    def loss(qq, kk, vv):
+        return float(np.sum(w * scaled_dot_product_attention(qq, kk, vv, **inputs)[0]))
+
+    check_gradient(lambda x: loss(x, k, v), q, grads.dq, name="q")
+    check_gradient(lambda x: loss(q, x, v), k, grads.dk, name="k")
+    check_gradient(lambda x: loss(q, k, x), v, grads.dv, name="v")
+
+
+def test_repeat_kv_matches_torch_repeat_interleave():
+    _, k, _ = random_qkv(B=2, H=6, H_kv=3, L=2, S=4, D=2, seed=0)
+    expected = torch.from_numpy(k).repeat_interleave(2, dim=-3).numpy()
+    np.testing.assert_array_equal(repeat_kv(k, 6), expected)
+    assert repeat_kv(k, 3) is k
+
+
+def test_dot_product_attention_is_attention_with_scale_one():
+    inputs = _make_case(L=4, S=6, D=16, mask=(4, 6), bias=(3, 4, 6), seed=3)
+    scale = inputs.pop("scale")
+    assert scale is None
+    out, cache = dot_product_attention(**inputs)
+    ref, ref_cache = scaled_dot_product_attention(**inputs, scale=1.0)
+    assert_close(out, ref, name="out", **TOL)
+    assert cache.scale == 1.0
+    expected, _ = _torch_attention(**inputs, scale=1.0)
+    assert_close(out, expected, name="out against torch", **TOL)
+    # the unscaled scores of q equal the default-scaled scores of sqrt(D) q
+    scaled, _ = scaled_dot_product_attention(inputs["q"] * 4.0, inputs["k"], inputs["v"],
+                                             mask=inputs["mask"], bias=inputs["bias"])
+    assert_close(out, scaled, name="out with q * sqrt(D)", **TOL)
+    dout = np.random.default_rng(0).standard_normal(out.shape)
+    _, ref_grads = _torch_attention(**inputs, scale=1.0, dout=dout)
+    _assert_grads(attention_backward(dout, cache), ref_grads)
+
+
+# ---------------------------------------------------------------------------------------------
+# additive (Bahdanau) attention
+# ---------------------------------------------------------------------------------------------
+
+
+def _additive_inputs(seed=0, L=4, S=6, D_q=3, D_k=5, A=7, D_v=2):
+    rng = np.random.default_rng(seed)
+    return dict(
+        q=rng.standard_normal((2, L, D_q)), k=rng.standard_normal((2, S, D_k)),
+        v=rng.standard_normal((2, S, D_v)), w_q=rng.standard_normal((D_q, A)),
+        w_k=rng.standard_normal((D_k, A)), w_a=rng.standard_normal(A),
+    )
+
+
+def _torch_additive(q, k, v, w_q, w_k, w_a, mask=None):
+    q, k, v, w_q, w_k, w_a = to_torch(q, k, v, w_q, w_k, w_a)
+    hidden = torch.tanh((q @ w_q).unsqueeze(-2) + (k @ w_k).unsqueeze(-3))  # (B, L, S, A)
+    scores = torch.einsum("blsa,a->bls", hidden, w_a)  # (B, L, S)
+    masked = scores if mask is None else scores.masked_fill(~torch.from_numpy(mask), -torch.inf)
+    probs = torch.softmax(masked, dim=-1)
+    return scores.numpy(), probs.numpy(), (probs @ v).numpy()
+
+
+def test_additive_scores_and_attention_match_a_torch_implementation():
+    inputs = _additive_inputs()
+    mask = np.random.default_rng(1).random((4, 6)) < 0.6
+    mask[:, 0] = True
+    scores_ref, probs_ref, out_ref = _torch_additive(**inputs, mask=mask)
+    scores = additive_scores(inputs["q"], inputs["k"], inputs["w_q"], inputs["w_k"], inputs["w_a"])
+    assert scores.shape == (2, 4, 6)
+    assert_close(scores, scores_ref, name="scores", **TOL)
+    out, probs = additive_attention(**inputs, mask=mask)
+    assert_close(probs, probs_ref, name="probs", **TOL)
+    assert_close(out, out_ref, name="out", **TOL)
+    out_nomask, _ = additive_attention(**inputs)
+    assert_close(out_nomask, _torch_additive(**inputs)[2], name="out without mask", **TOL)
+
+
+def test_additive_attention_gives_zeros_on_a_fully_masked_row():
+    inputs = _additive_inputs(seed=2)
+    mask = np.ones((4, 6), dtype=bool)
+    mask[2] = False
+    out, probs = additive_attention(**inputs, mask=mask)
+    assert not out[:, 2].any() and not probs[:, 2].any()
+    assert_close(probs.sum(axis=-1)[:, [0, 1, 3]], np.ones((2, 3)), name="row sums")
+
+
+def test_additive_functions_reject_bad_input():
+    x = _additive_inputs()
+    with pytest.raises(ValueError, match="w_q"):
+        additive_scores(x["q"], x["k"], x["w_k"], x["w_k"], x["w_a"])
+    with pytest.raises(ValueError, match="w_k"):
+        additive_scores(x["q"], x["k"], x["w_q"], x["w_q"], x["w_a"])
+    with pytest.raises(ValueError, match="A"):
+        additive_scores(x["q"], x["k"], x["w_q"], x["w_k"], x["w_a"][:-1])
+    with pytest.raises(ValueError, match="w_a"):
+        additive_scores(x["q"], x["k"], x["w_q"], x["w_k"], x["w_a"][:, None])
+    with pytest.raises(TypeError, match="q"):
+        additive_scores(x["q"].astype(np.int64), x["k"], x["w_q"], x["w_k"], x["w_a"])
+    with pytest.raises(ValueError, match="v"):
+        additive_attention(x["q"], x["k"], x["v"][:, :-1], x["w_q"], x["w_k"], x["w_a"])
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 6\)"):
+        additive_attention(**x, mask=np.ones((3, 6), dtype=bool))
+    with pytest.raises(TypeError, match="mask"):
+        additive_attention(**x, mask=np.ones((4, 6)))
+
+
+# ---------------------------------------------------------------------------------------------
+# dropout on the attention weights
+# ---------------------------------------------------------------------------------------------
+
+
+def test_dropout_with_p_zero_is_plain_attention():
+    inputs = _make_case(H=4, H_kv=2, L=4, S=6, mask=(4, 6), bias=(4, 1, 6), seed=5)
+    out, cache = scaled_dot_product_attention(**inputs)
+    d_out, d_cache = dropout_attention(**inputs, p=0.0, rng=np.random.default_rng(0))
+    assert isinstance(d_cache, DropoutCache)
+    assert d_cache.keep.all()
+    assert_close(d_out, out, name="out", **TOL)
+    dout = np.random.default_rng(1).standard_normal(out.shape)
+    _assert_grads(dropout_attention_backward(dout, d_cache), attention_backward(dout, cache))
+
+
+def test_dropout_is_unbiased_in_expectation():
+    q, k, v = random_qkv(B=1, H=2, L=3, S=5, D=4, D_v=2, seed=8)
+    plain, _ = scaled_dot_product_attention(q, k, v)
+    p, n = 0.3, 4000
+    rng = np.random.default_rng(2024)
+    samples = []
+    kept = 0.0
+    for _ in range(n):
+        out, cache = dropout_attention(q, k, v, p=p, rng=rng)
+        samples.append(out)
+        kept += cache.keep.mean()
+    samples = np.stack(samples)  # (n, B, H, L, D_v)
+    mean, std_err = samples.mean(axis=0), samples.std(axis=0) / np.sqrt(n)
+    assert (std_err > 0).all()  # dropout does change the output
+    assert (np.abs(mean - plain) <= 5.0 * std_err).all()
+    # the test has power: without the 1 / (1 - p) rescaling the mean would be (1 - p) * plain
+    assert (np.abs(mean * (1 - p) - plain) > 5.0 * std_err).any()
+    # each weight is kept with probability 1 - p
+    n_weights = n * cache.keep.size
+    assert abs(kept / n - (1 - p)) <= 5.0 * np.sqrt(p * (1 - p) / n_weights)
+
+
+def _torch_dropout_replay(q, k, v, keep, p, *, mask=None, bias=None, scale=None, dout=None):
+    """out = ((P * keep) / (1 - p)) @ V in torch with the same keep mask, and its autograd."""
+    qt, kt, vt = to_torch(q, k, v, requires_grad=True)
+    group = q.shape[-3] // k.shape[-3]
+    k_rep, v_rep = kt.repeat_interleave(group, dim=-3), vt.repeat_interleave(group, dim=-3)
+    s = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    scores = (qt @ k_rep.transpose(-1, -2)) * s  # (B, H, L, S)
+    if bias is not None:
+        scores = scores + torch.from_numpy(bias)
+    allowed = torch.ones_like(scores, dtype=torch.bool)
+    if mask is not None:
+        allowed = allowed & torch.from_numpy(mask)
+    empty = ~allowed.any(dim=-1, keepdim=True)  # rows with nothing to attend to
+    scores = torch.where(empty, 0.0, scores.masked_fill(~allowed, -torch.inf))
+    probs = torch.where(empty, 0.0, torch.softmax(scores, dim=-1))
+    out = (probs * torch.from_numpy(keep) / (1.0 - p)) @ v_rep  # (B, H, L, D_v)
+    out.backward(torch.from_numpy(dout))
+    return out.detach().numpy(), AttentionGrads(qt.grad.numpy(), kt.grad.numpy(), vt.grad.numpy())
+
+
+@pytest.mark.parametrize("H_kv", [1, 2, 4])
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_dropout_backward_matches_torch_autograd_with_the_same_keep_mask(H_kv, p):
+    inputs = _make_case(H=4, H_kv=H_kv, L=4, S=6, D=3, D_v=5, mask=(2, 4, 4, 6), bias=(4, 6),
+                        empty_rows=True, seed=H_kv)
+    out, cache = dropout_attention(**inputs, p=p, rng=np.random.default_rng(9))
+    assert not cache.keep.all() and cache.keep.any()
+    dout = np.random.default_rng(10).standard_normal(out.shape)
+    expected, ref = _torch_dropout_replay(**inputs, keep=cache.keep, p=p, dout=dout)
+    assert_close(out, expected, name="out", **TOL)
+    _assert_grads(dropout_attention_backward(dout, cache), ref)
+
+
+def test_dropout_gradient_matches_central_differences():
+    inputs = _make_case(lead=(1,), H=2, H_kv=1, L=3, S=4, D=3, D_v=2, mask=(3, 4), seed=13)
+    q, k, v = inputs.pop("q"), inputs.pop("k"), inputs.pop("v")
+    p = 0.4
+
+    def run(qq, kk, vv):  # a fresh generator with one seed replays the same keep mask
+        return dropout_attention(qq, kk, vv, p=p, rng=np.random.default_rng(77), **inputs)
+
+    out, cache = run(q, k, v)
+    assert not cache.keep.all()
+    w = np.random.default_rng(14).standard_normal(out.shape)
+    grads = dropout_attention_backward(w, cache)
+    check_gradient(lambda x: float(np.sum(w * run(x, k, v)[0])), q, grads.dq, name="q")
+    check_gradient(lambda x: float(np.sum(w * run(q, x, v)[0])), k, grads.dk, name="k")
+    check_gradient(lambda x: float(np.sum(w * run(q, k, x)[0])), v, grads.dv, name="v")
+
+
+def test_dropout_functions_reject_bad_input():
+    q, k, v = random_qkv(B=1, H=2, L=3, S=4, D=3, seed=0)
+    rng = np.random.default_rng(0)
+    for bad in (1.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match=r"p must lie in \[0, 1\)"):
+            dropout_attention(q, k, v, p=bad, rng=rng)
+    with pytest.raises(TypeError, match="p"):
+        dropout_attention(q, k, v, p="0.1", rng=rng)
+    with pytest.raises(TypeError, match="rng"):
+        dropout_attention(q, k, v, p=0.1, rng=np.random.RandomState(0))
+    with pytest.raises(ValueError, match="multiple"):
+        dropout_attention(q, k[:, :1].repeat(3, axis=1), v[:, :1].repeat(3, axis=1), p=0.1, rng=rng)
+    out, cache = dropout_attention(q, k, v, p=0.1, rng=rng)
+    with pytest.raises(ValueError, match=r"dout must have the output's shape \(1, 2, 3, 3\)"):
+        dropout_attention_backward(out[..., :2], cache)
+
+
+# ---------------------------------------------------------------------------------------------
+# properties
+# ---------------------------------------------------------------------------------------------
+
+
+@st.composite
+def attention_inputs(draw, with_mask=True):
+    B = draw(st.integers(1, 2))
+    H_kv = draw(st.integers(1, 2))
+    H = H_kv * draw(st.integers(1, 2))
+    L, S = draw(st.integers(1, 5)), draw(st.integers(1, 6))
+    D, D_v = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**32 - 1))
+    spread = draw(st.sampled_from([0.1, 1.0, 5.0]))  # soft to nearly one-hot weights
+    rng = np.random.default_rng(seed)
+    q = spread * rng.standard_normal((B, H, L, D))  # (B, H, L, D)
+    k = rng.standard_normal((B, H_kv, S, D))  # (B, H_kv, S, D)
+    v = rng.standard_normal((B, H_kv, S, D_v))  # (B, H_kv, S, D_v)
+    mask = None
+    if with_mask and draw(st.booleans()):
+        mask = rng.random((B, H, L, S)) < draw(st.sampled_from([0.3, 0.7, 1.0]))
+    return q, k, v, mask
+
+
+@SETTINGS
+@given(attention_inputs())
+def test_attention_weights_are_a_distribution_or_zero_on_each_row(inputs):
+    q, k, v, mask = inputs
+    _, cache = scaled_dot_product_attention(q, k, v, mask=mask)
+    full = _full_mask(mask, q, k)
+    assert (cache.probs >= 0).all()
+    assert not cache.probs[~full].any()  # masked keys get exactly zero weight
+    expected_sums = full.any(axis=-1).astype(np.float64)
+    assert_close(cache.probs.sum(axis=-1), expected_sums, rtol=1e-12, atol=1e-12, name="row sums")
+
+
+@SETTINGS
+@given(attention_inputs(), st.randoms(use_true_random=False))
+def test_permuting_queries_permutes_the_output_rows(inputs, random):
+    q, k, v, mask = inputs
+    L = q.shape[-2]
+    perm = np.array(random.sample(range(L), L))
+    full = _full_mask(mask, q, k)
+    out, cache = scaled_dot_product_attention(q, k, v, mask=full)
+    out_p, cache_p = scaled_dot_product_attention(q[..., perm, :], k, v, mask=full[..., perm, :])
+    assert_close(out_p, out[..., perm, :], name="permuted output", **TOL)
+    assert_close(cache_p.probs, cache.probs[..., perm, :], name="permuted probs", **TOL)
+
+
+@SETTINGS
+@given(attention_inputs(), st.randoms(use_true_random=False))
+def test_permuting_keys_and_values_together_leaves_the_output_unchanged(inputs, random):
+    q, k, v, mask = inputs
+    S = k.shape[-2]
+    perm = np.array(random.sample(range(S), S))
+    full = _full_mask(mask, q, k)
+    out, cache = scaled_dot_product_attention(q, k, v, mask=full)
+    out_p, cache_p = scaled_dot_product_attention(q, k[..., perm, :], v[..., perm, :],
+                                                  mask=full[..., perm])
+    assert_close(out_p, out, name="output with permuted keys", **TOL)
+    assert_close(cache_p.probs, cache.probs[..., perm], name="permuted probs", **TOL)
+
+
+@SETTINGS
+@given(attention_inputs())
+def test_each_output_coordinate_lies_between_the_attended_values(inputs):
+    q, k, v, mask = inputs
+    out, _ = scaled_dot_product_attention(q, k, v, mask=mask)
+    full = _full_mask(mask, q, k)[..., None]  # (B, H, L, S, 1)
+    v_rep = repeat_kv(v, q.shape[-3])[..., None, :, :]  # (B, H, 1, S, D_v)
+    lo = np.where(full, v_rep, np.inf).min(axis=-2)  # (B, H, L, D_v)
+    hi = np.where(full, v_rep, -np.inf).max(axis=-2)  # (B, H, L, D_v)
+    attended = full.any(axis=-2)[..., 0]  # (B, H, L)
+    tol = 1e-12 * (1 + np.abs(v).max())
+    assert (out[attended] >= lo[attended] - tol).all()
+    assert (out[attended] <= hi[attended] + tol).all()
+    assert not out[~attended].any()
+
+
+@SETTINGS
+@given(attention_inputs(), st.floats(0.25, 4.0), st.floats(0.1, 2.0))
+def test_moving_a_factor_between_the_keys_queries_and_scale_changes_nothing(inputs, c, s):
+    q, k, v, mask = inputs
+    out, _ = scaled_dot_product_attention(q, k, v, mask=mask, scale=s)
+    out_k, _ = scaled_dot_product_attention(q, c * k, v, mask=mask, scale=s / c)
+    out_q, _ = scaled_dot_product_attention(c * q, k, v, mask=mask, scale=s / c)
+    assert_close(out_k, out, name="output with c k and s / c", rtol=1e-9, atol=1e-11)
+    assert_close(out_q, out, name="output with c q and s / c", rtol=1e-9, atol=1e-11)
+    default, _ = scaled_dot_product_attention(q, k, v, mask=mask)
+    explicit, _ = scaled_dot_product_attention(q, k, v, mask=mask, scale=1 / np.sqrt(q.shape[-1]))
+    assert_close(default, explicit, name="default scale", **TOL)
+
+
+@SETTINGS
+@given(attention_inputs(), st.floats(-3.0, 3.0), st.floats(-3.0, 3.0))
+def test_output_is_affine_in_the_values_on_attended_rows(inputs, a, b):
+    q, k, v, mask = inputs
+    out, _ = scaled_dot_product_attention(q, k, v, mask=mask)
+    out_ab, _ = scaled_dot_product_attention(q, k, a * v + b, mask=mask)
+    attended = _full_mask(mask, q, k).any(axis=-1)[..., None]  # (B, H, L, 1)
+    expected = np.where(attended, a * out + b, 0.0)
+    assert_close(out_ab, expected, name="output with a v + b", rtol=1e-10, atol=1e-11)
+
+
+@SETTINGS
+@given(attention_inputs(), st.integers(0, 2**32 - 1))
+def test_adding_a_constant_to_each_row_of_scores_changes_nothing(inputs, seed):
+    q, k, v, mask = inputs
+    shift = 40.0 * np.random.default_rng(seed).standard_normal(q.shape[:-1] + (1,))  # (B, H, L, 1)
+    out, cache = scaled_dot_product_attention(q, k, v, mask=mask)
+    out_s, cache_s = scaled_dot_product_attention(q, k, v, mask=mask, bias=shift)
+    assert_close(out_s, out, name="output with a per-row shift", rtol=1e-9, atol=1e-11)
+    assert_close(cache_s.probs, cache.probs, name="probs with a per-row shift", rtol=1e-9, atol=1e-12)
+    dout = np.ones_like(out)
+    _assert_grads(attention_backward(dout, cache_s), attention_backward(dout, cache),
+                  rtol=1e-8, atol=1e-10)
+
+
+@SETTINGS
+@given(attention_inputs())
+def test_grouped_heads_equal_multi_head_with_repeated_keys_and_values(inputs):
+    q, k, v, mask = inputs
+    H, H_kv = q.shape[-3], k.shape[-3]
+    group = H // H_kv
+    k_rep, v_rep = np.repeat(k, group, axis=-3), np.repeat(v, group, axis=-3)
+    out, cache = scaled_dot_product_attention(q, k, v, mask=mask)
+    out_rep, cache_rep = scaled_dot_product_attention(q, k_rep, v_rep, mask=mask)
+    assert_close(out, out_rep, name="grouped output", **TOL)
+    dout = np.random.default_rng(0).standard_normal(out.shape)
+    g, g_rep = attention_backward(dout, cache), attention_backward(dout, cache_rep)
+    B, _, S, D = k.shape
+    assert_close(g.dq, g_rep.dq, name="dq", **TOL)
+    assert_close(g.dk, g_rep.dk.reshape(B, H_kv, group, S, D).sum(axis=2), name="dk", **TOL)
+    assert_close(g.dv, g_rep.dv.reshape(B, H_kv, group, S, -1).sum(axis=2), name="dv", **TOL)
+
+
+def test_causal_output_row_depends_only_on_earlier_keys():
+    q, k, v = random_qkv(B=1, H=2, L=6, D=3, seed=21)
+    out, cache = scaled_dot_product_attention(q, k, v, mask=causal_mask(6))
+    grads = attention_backward(_row(6, 2, 3), cache)  # the gradient of output row 2 alone
+    assert not grads.dk[..., 3:, :].any() and not grads.dv[..., 3:, :].any()
+    assert grads.dk[..., :3, :].any() and grads.dv[..., :3, :].any()
+
+
+def _row(L, i, D_v):
+    """dout that selects output row ``i``: ones there, zeros elsewhere, shape (1, 2, L, D_v)."""
+    dout = np.zeros((1, 2, L, D_v))
+    dout[..., i, :] = 1.0
+    return dout
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input
+# ---------------------------------------------------------------------------------------------
+
+
+def test_scaled_dot_product_attention_rejects_bad_input():
+    q, k, v = random_qkv(B=2, H=4, L=3, S=5, D=4, D_v=2, seed=0)
+    with pytest.raises(ValueError, match=r"head dim D.*D=4.*D=3"):
+        scaled_dot_product_attention(q, k[..., :3], v)
+    with pytest.raises(ValueError, match=r"k and v.*\(2, 4, 5, 4\).*\(2, 4, 4, 2\)"):
+        scaled_dot_product_attention(q, k, v[..., :4, :])
+    with pytest.raises(ValueError, match=r"H=4.*H_kv=3"):
+        scaled_dot_product_attention(q, k[:, :3], v[:, :3])
+    with pytest.raises(ValueError, match="batch"):
+        scaled_dot_product_attention(q, k[:1], v[:1])
+    with pytest.raises(ValueError, match="number of dimensions"):
+        scaled_dot_product_attention(q, k[0], v[0])
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        scaled_dot_product_attention(q[0, 0, 0], k[0, 0, 0], v[0, 0, 0])
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 4\) does not broadcast.*\(2, 4, 3, 5\)"):
+        scaled_dot_product_attention(q, k, v, mask=np.ones((3, 4), dtype=bool))
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 1, 1, 5\)"):
+        scaled_dot_product_attention(q, k, v, mask=np.ones((3, 1, 1, 5), dtype=bool))
+    with pytest.raises(TypeError, match="mask must be boolean.*float64"):
+        scaled_dot_product_attention(q, k, v, mask=np.ones((3, 5)))
+    with pytest.raises(TypeError, match="mask must be boolean.*int64"):
+        scaled_dot_product_attention(q, k, v, mask=np.ones((3, 5), dtype=np.int64))
+    bad_bias = np.zeros((3, 5))
+    bad_bias[1, 2] = np.nan
+    with pytest.raises(ValueError, match="bias.*NaN"):
+        scaled_dot_product_attention(q, k, v, bias=bad_bias)
+    with pytest.raises(ValueError, match=r"bias of shape \(3, 4\)"):
+        scaled_dot_product_attention(q, k, v, bias=np.zeros((3, 4)))
+    with pytest.raises(ValueError, match=r"bias of shape \(1, 1, 1, 3, 5\)"):
+        scaled_dot_product_attention(q, k, v, bias=np.zeros((1, 1, 1, 3, 5)))
+    with pytest.raises(TypeError, match="q must have a floating dtype.*int64"):
+        scaled_dot_product_attention(q.astype(np.int64), k, v)
+    with pytest.raises(TypeError, match="v must have a floating dtype"):
+        scaled_dot_product_attention(q, k, v.astype(np.int32))
+    with pytest.raises(TypeError, match="torch tensor"):
+        scaled_dot_product_attention(torch.from_numpy(q), k, v)
+    with pytest.raises(TypeError, match="scale"):
+        scaled_dot_product_attention(q, k, v, scale="0.5")
+    with pytest.raises(ValueError, match="scale"):
+        scaled_dot_product_attention(q, k, v, scale=np.inf)
+
+
+def test_attention_backward_rejects_a_dout_of_the_wrong_shape():
+    q, k, v = random_qkv(B=2, H=2, L=3, S=5, D=4, D_v=2, seed=0)
+    out, cache = scaled_dot_product_attention(q, k, v)
+    with pytest.raises(ValueError, match=r"dout must have the output's shape \(2, 2, 3, 2\).*\(2, 2, 3, 4\)"):
+        attention_backward(np.zeros((2, 2, 3, 4)), cache)
+    with pytest.raises(TypeError, match="dout"):
+        attention_backward(out.astype(np.int64), cache)
+
+
+def test_dot_product_attention_rejects_bad_input():
+    q, k, v = random_qkv(B=1, H=2, L=3, S=5, D=4, seed=0)
+    with pytest.raises(ValueError, match="head dim D"):
+        dot_product_attention(q, k[..., :2], v)
+    with pytest.raises(TypeError, match="mask must be boolean"):
+        dot_product_attention(q, k, v, mask=np.ones((3, 5), dtype=np.float32))
+
+
+def test_nan_in_the_queries_or_keys_is_reported_under_their_own_name():
+    q, k, v = random_qkv(B=1, H=2, L=3, S=5, D=4, seed=0)
+    q_nan, k_nan = q.copy(), k.copy()
+    q_nan[0, 1, 2, 3] = np.nan
+    k_nan[0, 0, 4, 0] = np.nan
+    with pytest.raises(ValueError, match="q.*NaN"):
+        scaled_dot_product_attention(q_nan, k, v)
+    with pytest.raises(ValueError, match="k.*NaN"):
+        scaled_dot_product_attention(q, k_nan, v)
+
+
+def test_scale_accepts_any_real_number_including_numpy_integers():
+    q, k, v = random_qkv(B=1, H=2, L=3, S=5, D=4, seed=0)
+    ref, _ = scaled_dot_product_attention(q, k, v, scale=2.0)
+    for scale in (2, np.int64(2), np.float32(2.0)):
+        out, cache = scaled_dot_product_attention(q, k, v, scale=scale)
+        assert cache.scale == 2.0
+        assert_close(out, ref, name=f"out with scale={scale!r}", **TOL)

@@ -1,0 +1,338 @@
+"""Tests of attnmath.linear: linear attention, its recurrent form, Performer features, flop counts."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnmath.attention import scaled_dot_product_attention
+from attnmath.linear import (
+    attention_flops,
+    causal_linear_attention,
+    draw_gaussian_features,
+    draw_orthogonal_features,
+    elu_feature_map,
+    linear_attention,
+    linear_attention_flops,
+    linear_attention_quadratic,
+    performer_attention,
+    random_feature_map,
+)
+from attnmath.testing import assert_close, random_qkv, to_torch
+
+SETTINGS = settings(max_examples=30, deadline=None)
+
+shapes = st.tuples(
+    st.integers(1, 2),  # B
+    st.sampled_from([(1, 1), (2, 2), (4, 2), (3, 1)]),  # (H, H_kv)
+    st.integers(1, 7),  # L
+    st.integers(1, 7),  # S
+    st.integers(1, 5),  # D
+    st.integers(1, 4),  # D_v
+    st.integers(0, 10_000),  # seed
+)
+
+
+def _torch_linear_attention(q, k, v, *, causal=False):
+    """Oracle: (phi(Q) phi(K)^T) V normalised by rows, with torch's ELU, in float64."""
+    tq, tk, tv = to_torch(q, k, v)
+    H = tq.shape[-3]
+    tk = tk.repeat_interleave(H // tk.shape[-3], dim=-3)
+    tv = tv.repeat_interleave(H // tv.shape[-3], dim=-3)
+    pq, pk = F.elu(tq) + 1, F.elu(tk) + 1
+    a = pq @ pk.transpose(-1, -2)  # (B, H, L, S)
+    if causal:
+        a = torch.tril(a)
+    return (a / a.sum(-1, keepdim=True)) @ tv
+
+
+# ----------------------------------------------------------------------------- feature map
+
+
+def test_elu_feature_map_matches_torch_elu_plus_one():
+    x = np.random.default_rng(0).standard_normal((4, 6)) * 5
+    assert_close(elu_feature_map(x), F.elu(to_torch(x)) + 1, name="elu + 1")
+
+
+def test_elu_feature_map_is_positive_and_differs_from_relu_plus_one():
+    x = np.linspace(-30.0, 30.0, 101)
+    phi = elu_feature_map(x)
+    assert (phi > 0).all()
+    relu_plus_one = np.maximum(0.0, x) + 1.0
+    negative = x < 0
+    # The two maps agree for x >= 0 but relu + 1 is the constant 1 for every negative x.
+    assert_close(phi[~negative], relu_plus_one[~negative])
+    assert (phi[negative] < relu_plus_one[negative]).all()
+
+
+def test_elu_feature_map_does_not_overflow_for_large_inputs():
+    with np.errstate(over="raise"):
+        assert_close(elu_feature_map(np.array([1e300, -1e300])), np.array([1e300 + 1.0, 0.0]))
+
+
+# ----------------------------------------------------------------------------- linear attention
+
+
+def test_linear_attention_matches_torch_quadratic_form():
+    q, k, v = random_qkv(B=2, H=4, L=6, S=9, D=5, D_v=3, H_kv=2, seed=1)
+    assert_close(linear_attention(q, k, v), _torch_linear_attention(q, k, v), name="linear attention")
+
+
+@SETTINGS
+@given(shapes)
+def test_linear_attention_equals_the_quadratic_form(shape):
+    B, (H, H_kv), L, S, D, D_v, seed = shape
+    q, k, v = random_qkv(B=B, H=H, L=L, S=S, D=D, D_v=D_v, H_kv=H_kv, seed=seed)
+    assert_close(linear_attention(q, k, v), linear_attention_quadratic(q, k, v), name="out")
+
+
+@SETTINGS
+@given(shapes)
+def test_causal_linear_attention_equals_the_causal_quadratic_form(shape):
+    B, (H, H_kv), L, _, D, D_v, seed = shape
+    q, k, v = random_qkv(B=B, H=H, L=L, D=D, D_v=D_v, H_kv=H_kv, seed=seed)
+    causal = np.tril(np.ones((L, L), dtype=bool))
+    expected = linear_attention_quadratic(q, k, v, mask=causal)
+    assert_close(causal_linear_attention(q, k, v), expected, name="causal out")
+
+
+def test_causal_linear_attention_matches_torch():
+    q, k, v = random_qkv(B=1, H=2, L=8, D=4, D_v=5, seed=2)
+    assert_close(causal_linear_attention(q, k, v), _torch_linear_attention(q, k, v, causal=True))
+
+
+def test_last_causal_row_equals_the_noncausal_row():
+    q, k, v = random_qkv(B=2, H=1, L=6, D=3, seed=3)
+    assert_close(causal_linear_attention(q, k, v)[..., -1, :], linear_attention(q, k, v)[..., -1, :])
+
+
+def test_linear_attention_accepts_plain_matrices():
+    q, k, v = random_qkv(B=1, H=1, L=4, S=5, D=3, seed=4)
+    assert_close(linear_attention(q[0, 0], k[0, 0], v[0, 0]), linear_attention(q, k, v)[0, 0])
+
+
+@SETTINGS
+@given(shapes)
+def test_linear_attention_output_lies_in_the_convex_hull_of_the_values(shape):
+    B, (H, H_kv), L, S, D, D_v, seed = shape
+    q, k, v = random_qkv(B=B, H=H, L=L, S=S, D=D, D_v=D_v, H_kv=H_kv, seed=seed)
+    out = linear_attention(q, k, v)  # (B, H, L, D_v)
+    v_rep = np.repeat(v, H // H_kv, axis=1)  # (B, H, S, D_v)
+    tol = 1e-12
+    assert (out >= v_rep.min(axis=-2, keepdims=True) - tol).all()
+    assert (out <= v_rep.max(axis=-2, keepdims=True) + tol).all()
+
+
+def test_output_is_invariant_to_rescaling_the_feature_map():
+    # With no epsilon in the denominator the kernel ratio is scale-free; the seed's
+    # "+ 1e-6" would change this output by far more than rounding when the features are small.
+    q, k, v = random_qkv(B=1, H=2, L=5, D=4, seed=5)
+    tiny = linear_attention(q, k, v, feature_map=lambda x: 1e-9 * elu_feature_map(x))
+    assert_close(tiny, linear_attention(q, k, v), name="rescaled feature map")
+
+
+def test_relu_plus_one_feature_map_gives_a_different_attention():
+    q, k, v = random_qkv(B=1, H=1, L=6, D=4, seed=6)
+    relu1 = linear_attention(q, k, v, feature_map=lambda x: np.maximum(0.0, x) + 1.0)
+    assert np.max(np.abs(relu1 - linear_attention(q, k, v))) > 1e-3
+
+
+def test_linear_attention_rejects_mismatched_head_dims():
+    q, k, v = random_qkv(L=3, D=4)
+    with pytest.raises(ValueError, match="head dim D"):
+        linear_attention(q, k[..., :3], v)
+
+
+def test_linear_attention_rejects_a_feature_map_with_a_nonpositive_normaliser():
+    q, k, v = random_qkv(L=3, D=4)
+    with pytest.raises(ValueError, match="normaliser"):
+        linear_attention(q, k, v, feature_map=np.zeros_like)
+
+
+def test_linear_attention_quadratic_rejects_negative_features():
+    q, k, v = random_qkv(L=3, D=4)
+    with pytest.raises(ValueError, match="non-negative"):
+        linear_attention_quadratic(q, k, v, feature_map=lambda x: -elu_feature_map(x))
+
+
+def test_causal_linear_attention_rejects_different_lengths():
+    q, k, v = random_qkv(L=3, S=4, D=2)
+    with pytest.raises(ValueError, match="L == S"):
+        causal_linear_attention(q, k, v)
+
+
+def test_feature_map_that_changes_leading_axes_is_rejected():
+    q, k, v = random_qkv(L=3, D=2)
+    with pytest.raises(ValueError, match="feature_map must map q"):
+        linear_attention(q, k, v, feature_map=lambda x: np.ones(3))
+
+
+# ----------------------------------------------------------------------------- random features
+
+
+def _kernel_estimates(x, y, omega):
+    """Per-feature estimates m * phi_i(x) phi_i(y), whose mean is phi(x) . phi(y)."""
+    m = omega.shape[0]
+    return m * random_feature_map(x, omega) * random_feature_map(y, omega)
+
+
+@pytest.mark.parametrize("draw", [draw_gaussian_features, draw_orthogonal_features])
+def test_random_features_estimate_the_exponential_kernel_without_bias(draw):
+    rng = np.random.default_rng(7)
+    D, m = 4, 200_000
+    for trial in range(3):
+        x, y = rng.standard_normal((2, D)) * 0.4
+        omega = draw(m, D, seed=100 + trial)
+        estimate = np.sum(random_feature_map(x, omega) * random_feature_map(y, omega))
+        exact = np.exp(x @ y)
+        # Exact standard deviation of the mean of m independent single-feature estimates.
+        std = np.exp(x @ y) * np.sqrt((np.exp((x + y) @ (x + y)) - 1.0) / m)
+        assert abs(estimate - exact) < 5 * std, (estimate, exact, std)
+        # The sample spread agrees with that formula (i.i.d. case only).
+        if draw is draw_gaussian_features:
+            sample_std = _kernel_estimates(x, y, omega).std() / np.sqrt(m)
+            assert abs(sample_std / std - 1.0) < 0.2
+
+
+def test_random_features_are_positive_and_match_the_formula():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((3, 5))
+    omega = draw_gaussian_features(7, 5, seed=1)
+    phi = random_feature_map(x, omega)
+    assert (phi > 0).all()
+    for i in range(3):
+        for j in range(7):
+            direct = np.exp(omega[j] @ x[i] - x[i] @ x[i] / 2) / np.sqrt(7)
+            assert abs(phi[i, j] - direct) <= 1e-14 * direct
+
+
+def test_orthogonal_features_are_orthogonal_within_a_block():
+    D = 6
+    omega = draw_orthogonal_features(2 * D + 3, D, seed=3)
+    assert omega.shape == (2 * D + 3, D)
+    for block in (omega[:D], omega[D:2 * D], omega[2 * D:]):
+        gram = block @ block.T
+        off = gram - np.diag(np.diag(gram))
+        assert np.max(np.abs(off)) < 1e-10 * np.max(np.diag(gram))
+
+
+def test_orthogonal_feature_rows_have_gaussian_norms():
+    # Each row is marginally N(0, I_D): E|w|^2 = D.
+    D = 5
+    omega = draw_orthogonal_features(40_000, D, seed=4)
+    sq = np.sum(omega ** 2, axis=1)
+    assert abs(sq.mean() - D) < 5 * np.sqrt(2 * D / sq.size)
+
+
+def test_feature_draws_are_reproducible_from_the_seed():
+    assert_close(draw_orthogonal_features(10, 3, seed=9), draw_orthogonal_features(10, 3, seed=9))
+    assert not np.allclose(draw_gaussian_features(10, 3, seed=9), draw_gaussian_features(10, 3, seed=10))
+
+
+def test_random_feature_map_rejects_wrong_projection_shape():
+    with pytest.raises(ValueError, match=r"omega must have shape \(m, D=4\)"):
+        random_feature_map(np.ones((2, 4)), np.ones((8, 3)))
+
+
+def test_feature_draw_rejects_nonpositive_count():
+    with pytest.raises(ValueError, match="m must be >= 1"):
+        draw_orthogonal_features(0, 3, seed=0)
+
+
+# ----------------------------------------------------------------------------- Performer
+
+
+def test_performer_error_shrinks_as_the_number_of_features_grows():
+    # Queries and keys of norm ~ 1.4 (the relative variance of one feature grows like
+    # exp(|q + k|^2 / sqrt(D)), so unit-normal entries in D = 8 would need far more features).
+    q, k, v = random_qkv(B=1, H=2, L=32, D=8, seed=11)
+    q, k = 0.5 * q, 0.5 * k
+    exact, _ = scaled_dot_product_attention(q, k, v)
+    errors = {}
+    for m in (64, 4096):
+        errs = [np.sqrt(np.mean((performer_attention(q, k, v, n_features=m, seed=s) - exact) ** 2))
+                for s in range(4)]
+        errors[m] = np.mean(errs)
+    # Monte Carlo error ~ 1/sqrt(m): a factor of 8 in theory; ask for a clear factor 3.
+    assert errors[4096] < errors[64] / 3, errors
+
+
+def test_performer_equals_linear_attention_with_the_unshifted_features():
+    q, k, v = random_qkv(B=2, H=2, L=5, S=7, D=4, D_v=3, seed=12)
+    m, seed, scale = 16, 5, 0.3
+    omega = draw_orthogonal_features(m, 4, seed)
+    phi = lambda x: random_feature_map(x * np.sqrt(scale), omega)  # noqa: E731
+    assert_close(performer_attention(q, k, v, n_features=m, seed=seed, scale=scale),
+                 linear_attention(q, k, v, feature_map=phi), name="performer")
+
+
+def test_performer_does_not_overflow_for_large_scores():
+    q, k, v = random_qkv(B=1, H=1, L=4, D=4, seed=13)
+    out = performer_attention(q * 40, k * 40, v, n_features=32, seed=0)
+    assert np.isfinite(out).all()
+
+
+def test_performer_rejects_zero_features():
+    q, k, v = random_qkv(L=3, D=4)
+    with pytest.raises(ValueError, match="n_features must be >= 1"):
+        performer_attention(q, k, v, n_features=0, seed=0)
+
+
+# ----------------------------------------------------------------------------- flop counts
+
+
+def _torch_flops(fn):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("L,S,D,D_v", [(5, 7, 3, 4), (16, 16, 8, 8), (1, 9, 2, 6)])
+def test_attention_flops_match_torch_flop_counter(L, S, D, D_v):
+    q, k, v = (torch.randn(n, d, dtype=torch.float64) for n, d in ((L, D), (S, D), (S, D_v)))
+
+    def run():
+        p = torch.softmax(q @ k.T, dim=-1)
+        return p @ v
+
+    assert attention_flops(L, S, D, D_v) == _torch_flops(run)
+
+
+@pytest.mark.parametrize("L,S,D_phi,D_v", [(5, 7, 3, 4), (16, 16, 8, 8), (1, 9, 2, 6)])
+def test_linear_attention_flops_match_torch_flop_counter(L, S, D_phi, D_v):
+    pq, pk, v = (torch.rand(n, d, dtype=torch.float64) + 0.1 for n, d in ((L, D_phi), (S, D_phi), (S, D_v)))
+
+    def run():
+        kv = pk.T @ v  # (D_phi, D_v)
+        z = pk.T @ torch.ones(S, 1, dtype=torch.float64)  # (D_phi, 1)
+        return (pq @ kv) / (pq @ z)
+
+    assert linear_attention_flops(L, S, D_phi, D_v) == _torch_flops(run)
+
+
+@SETTINGS
+@given(st.integers(1, 200), st.integers(1, 64))
+def test_attention_flops_are_quadratic_and_linear_flops_linear_in_length(n, d):
+    assert attention_flops(2 * n, 2 * n, d, d) == 4 * attention_flops(n, n, d, d)
+    assert linear_attention_flops(2 * n, 2 * n, d, d) == 2 * linear_attention_flops(n, n, d, d)
+    # The crossover: linear attention is cheaper exactly when n > d + 1.
+    cheaper = linear_attention_flops(n, n, d, d) < attention_flops(n, n, d, d)
+    assert cheaper == (n > d + 1)
+
+
+def test_linear_flops_grow_with_the_square_of_the_head_dim():
+    # O(n d^2), not the O(n d) of one source: doubling d at fixed n nearly quadruples the cost.
+    n = 1000
+    ratio = linear_attention_flops(n, n, 128, 128) / linear_attention_flops(n, n, 64, 64)
+    assert 3.9 < ratio < 4.0
+
+
+def test_flop_counts_reject_nonpositive_sizes():
+    with pytest.raises(ValueError, match="S must be >= 1"):
+        attention_flops(4, 0, 2, 2)
+    with pytest.raises(ValueError, match="D_phi must be >= 1"):
+        linear_attention_flops(4, 4, 0, 2)

@@ -1,0 +1,406 @@
+"""Tests for attnmath.masking: causal, padding, combined and sliding-window masks.
+
+Oracles: ``torch.ones(L, S, dtype=bool).tril(diagonal)`` and torch's ``causal_upper_left`` /
+``causal_lower_right`` biases for the causal masks, explicit Python loops for the others.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.nn.attention.bias import causal_lower_right, causal_upper_left
+
+from attnmath.attention import scaled_dot_product_attention
+from attnmath.masking import (
+    broadcast_mask,
+    causal_mask,
+    combine_masks,
+    mask_to_bias,
+    padding_mask,
+    sliding_window_mask,
+)
+from attnmath.softmax import masked_softmax
+from attnmath.testing import assert_close, random_qkv
+
+SETTINGS = settings(max_examples=40, deadline=None)
+lengths = st.integers(min_value=1, max_value=12)
+
+
+def _torch_tril(L: int, S: int, diagonal: int) -> np.ndarray:
+    return torch.ones(L, S, dtype=torch.bool).tril(diagonal=diagonal).numpy()
+
+
+def _torch_causal(L: int, S: int, alignment: str) -> np.ndarray:
+    """torch's own causal bias, materialised as a boolean (L, S) mask."""
+    make = causal_upper_left if alignment == "top_left" else causal_lower_right
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that L > S bottom-right rows are empty
+        return make(L, S)._materialize().numpy()
+
+
+# ---------------------------------------------------------------------------------------------
+# causal_mask
+# ---------------------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(L=lengths, S=lengths)
+def test_top_left_causal_mask_equals_torch_tril(L, S):
+    mask = causal_mask(L, S)
+    assert mask.dtype == np.bool_
+    assert mask.shape == (L, S)
+    np.testing.assert_array_equal(mask, _torch_tril(L, S, 0))
+    np.testing.assert_array_equal(mask, _torch_causal(L, S, "top_left"))
+
+
+@SETTINGS
+@given(L=lengths, S=lengths)
+def test_bottom_right_causal_mask_equals_torch_tril_shifted_by_s_minus_l(L, S):
+    mask = causal_mask(L, S, alignment="bottom_right")
+    assert mask.shape == (L, S)
+    np.testing.assert_array_equal(mask, _torch_tril(L, S, S - L))
+    np.testing.assert_array_equal(mask, _torch_causal(L, S, "bottom_right"))
+
+
+@SETTINGS
+@given(L=lengths)
+def test_both_alignments_agree_when_lengths_are_equal(L):
+    top_left = causal_mask(L)
+    np.testing.assert_array_equal(top_left, causal_mask(L, L, alignment="bottom_right"))
+    np.testing.assert_array_equal(top_left, causal_mask(L, L))
+    # the seed's GPT mask: np.tril(np.ones((n, n))) with 1 = may attend
+    np.testing.assert_array_equal(top_left, np.tril(np.ones((L, L))).astype(bool))
+
+
+@SETTINGS
+@given(L=lengths, S=lengths)
+def test_bottom_right_with_more_queries_than_keys_leaves_the_first_rows_empty(L, S):
+    mask = causal_mask(L, S, alignment="bottom_right")
+    empty = max(L - S, 0)
+    assert not mask[:empty].any()
+    # every other row i sees keys 0 .. i + S - L: the last query sees every key
+    np.testing.assert_array_equal(mask[empty:].sum(axis=1), np.arange(empty, L) + S - L + 1)
+    assert mask[-1].all()
+
+
+@SETTINGS
+@given(L=lengths, S=lengths)
+def test_top_left_causal_mask_never_leaves_a_row_empty(L, S):
+    mask = causal_mask(L, S)
+    assert mask.any(axis=1).all()
+    assert mask[:, 0].all()
+    np.testing.assert_array_equal(mask.sum(axis=1), np.minimum(np.arange(L) + 1, S))
+
+
+def test_causal_mask_rejects_bad_input():
+    with pytest.raises(ValueError, match="alignment"):
+        causal_mask(3, 4, alignment="bottom-right")
+    with pytest.raises(ValueError, match="L"):
+        causal_mask(0)
+    with pytest.raises(ValueError, match="S"):
+        causal_mask(3, 0)
+    with pytest.raises(TypeError, match="L"):
+        causal_mask(3.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# padding_mask
+# ---------------------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(data=st.data(), S=lengths)
+def test_padding_mask_marks_exactly_the_first_length_keys(data, S):
+    lens = data.draw(st.lists(st.integers(0, S), min_size=1, max_size=5))
+    mask = padding_mask(np.array(lens), S)
+    assert mask.dtype == np.bool_
+    assert mask.shape == (len(lens), 1, 1, S)
+    for b, n in enumerate(lens):
+        for j in range(S):
+            assert mask[b, 0, 0, j] == (j < n)
+
+
+def test_padding_mask_accepts_a_list_and_handles_empty_and_full_sequences():
+    mask = padding_mask([0, 3, 2], 3)
+    expected = np.array([[False, False, False], [True, True, True], [True, True, False]])
+    np.testing.assert_array_equal(mask[:, 0, 0, :], expected)
+
+
+def test_padding_mask_rejects_bad_input():
+    with pytest.raises(ValueError, match="lengths"):
+        padding_mask(np.array([[1, 2]]), 3)
+    with pytest.raises(TypeError, match="lengths"):
+        padding_mask(np.array([1.0, 2.0]), 3)
+    with pytest.raises(ValueError, match=r"\[0, S=3\]"):
+        padding_mask([1, 4], 3)
+    with pytest.raises(ValueError, match=r"\[0, S=3\]"):
+        padding_mask([-1, 2], 3)
+    with pytest.raises(ValueError, match="S"):
+        padding_mask([0], 0)
+
+
+def test_padded_keys_do_not_change_the_output_of_the_valid_positions():
+    B, H, L, D = 2, 2, 5, 4
+    q, k, v = random_qkv(B=B, H=H, L=L, D=D, seed=3)
+    mask = padding_mask([3, 5], L)  # (B, 1, 1, S)
+    out, _ = scaled_dot_product_attention(q, k, v, mask=mask)
+    k2, v2 = k.copy(), v.copy()
+    k2[0, :, 3:] = 100.0 * np.random.default_rng(1).standard_normal(k2[0, :, 3:].shape)
+    v2[0, :, 3:] = -50.0
+    out2, _ = scaled_dot_product_attention(q, k2, v2, mask=mask)
+    assert_close(out2, out, name="output with changed padding")
+
+
+# ---------------------------------------------------------------------------------------------
+# combine_masks
+# ---------------------------------------------------------------------------------------------
+
+
+def test_combined_padding_and_causal_mask_is_the_elementwise_and():
+    B, L = 3, 6
+    pad = padding_mask([6, 4, 1], L)  # (B, 1, 1, S)
+    causal = causal_mask(L)  # (L, S)
+    combined = combine_masks(pad, causal)
+    assert combined.shape == (B, 1, L, L)
+    for b in range(B):
+        for i in range(L):
+            for j in range(L):
+                assert combined[b, 0, i, j] == (pad[b, 0, 0, j] and j <= i)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 4))
+def test_combine_masks_is_logical_and_with_broadcasting_and_ignores_none(seed, n):
+    rng = np.random.default_rng(seed)
+    shapes = [(2, 1, 1, 5), (1, 3, 4, 5), (4, 5), (2, 3, 4, 1)]
+    masks = [rng.random(shapes[i]) < 0.7 for i in range(n)]
+    expected = np.ones((), dtype=bool)
+    for m in masks:
+        expected = np.logical_and(expected, m)
+    with_none = [None] + [x for m in masks for x in (m, None)]
+    np.testing.assert_array_equal(combine_masks(*with_none), expected)
+    np.testing.assert_array_equal(combine_masks(*reversed(masks)), expected)
+
+
+def test_combine_masks_of_nothing_is_none():
+    assert combine_masks() is None
+    assert combine_masks(None, None) is None
+
+
+def test_combine_masks_rejects_bad_input():
+    with pytest.raises(TypeError, match="mask 1 must be boolean"):
+        combine_masks(np.ones((2, 2), bool), np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"mask 1 of shape \(3, 2\).*\(2, 2\)"):
+        combine_masks(np.ones((2, 2), bool), np.ones((3, 2), bool))
+
+
+# ---------------------------------------------------------------------------------------------
+# sliding_window_mask
+# ---------------------------------------------------------------------------------------------
+
+
+def _window_loop(L, window, S, offset):
+    mask = np.zeros((L, S), dtype=bool)
+    for i in range(L):
+        for j in range(S):
+            mask[i, j] = 0 <= (i + offset) - j < window
+    return mask
+
+
+@SETTINGS
+@given(L=lengths, window=st.integers(1, 14))
+def test_each_query_sees_min_of_window_and_its_position_plus_one_keys(L, window):
+    mask = sliding_window_mask(L, window)
+    assert mask.shape == (L, L)
+    np.testing.assert_array_equal(mask.sum(axis=1), np.minimum(window, np.arange(L) + 1))
+    assert np.diag(mask).all()  # each query sees itself
+
+
+@SETTINGS
+@given(L=lengths, S=lengths, window=st.integers(1, 14))
+def test_sliding_window_mask_equals_an_explicit_double_loop(L, S, window):
+    np.testing.assert_array_equal(sliding_window_mask(L, window, S), _window_loop(L, window, S, 0))
+    np.testing.assert_array_equal(
+        sliding_window_mask(L, window, S, alignment="bottom_right"), _window_loop(L, window, S, S - L)
+    )
+
+
+@SETTINGS
+@given(L=lengths, S=lengths, extra=st.integers(0, 5))
+def test_window_covering_every_key_position_is_the_causal_mask(L, S, extra):
+    # Query i sits on key position i + delta; the causal mask lets it see j = 0 .. i + delta, that
+    # is i + delta + 1 keys. The window equals it once w >= (last position) + 1: w >= S
+    # bottom-right, and w >= max(L, S) top-left (where queries past S sit beyond the last key).
+    window = S + extra
+    np.testing.assert_array_equal(
+        sliding_window_mask(L, window, S, alignment="bottom_right"),
+        causal_mask(L, S, alignment="bottom_right"),
+    )
+    window = max(L, S) + extra
+    np.testing.assert_array_equal(sliding_window_mask(L, window, S), causal_mask(L, S))
+
+
+def test_top_left_window_of_s_keys_is_not_causal_when_queries_outnumber_keys():
+    # L = 4 queries, S = 2 keys, w = S: query 3 sits at position 3 and key 0 is 3 steps back,
+    # outside the window, although the top-left causal mask allows it.
+    window_mask = sliding_window_mask(4, 2, 2)
+    assert causal_mask(4, 2)[3, 0]
+    assert not window_mask[3, 0]
+    assert not window_mask[3].any()  # positions 2 and 3 hold no key
+
+
+def test_window_of_one_is_the_diagonal():
+    np.testing.assert_array_equal(sliding_window_mask(5, 1), np.eye(5, dtype=bool))
+
+
+def test_sliding_window_mask_rejects_bad_input():
+    with pytest.raises(ValueError, match="window"):
+        sliding_window_mask(4, 0)
+    with pytest.raises(TypeError, match="window"):
+        sliding_window_mask(4, 2.5)
+    with pytest.raises(ValueError, match="alignment"):
+        sliding_window_mask(4, 2, alignment="centre")
+
+
+# ---------------------------------------------------------------------------------------------
+# broadcast_mask
+# ---------------------------------------------------------------------------------------------
+
+
+def test_broadcast_mask_returns_the_mask_at_the_full_shape():
+    mask = causal_mask(3, 4)
+    full = broadcast_mask(mask, (2, 5, 3, 4))
+    assert full.shape == (2, 5, 3, 4)
+    for b in range(2):
+        for h in range(5):
+            np.testing.assert_array_equal(full[b, h], mask)
+
+
+def test_broadcast_mask_rejects_bad_input():
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 2\) does not broadcast.*\(2, 5, 3, 4\)"):
+        broadcast_mask(np.ones((3, 2), bool), (2, 5, 3, 4))
+    with pytest.raises(ValueError, match=r"key_mask of shape \(3, 1, 1, 4\)"):
+        broadcast_mask(np.ones((3, 1, 1, 4), bool), (2, 5, 3, 4), name="key_mask")
+    # the seed's 0/1 float masks are refused: True/False says which way round it is
+    with pytest.raises(TypeError, match="mask must be boolean.*float64"):
+        broadcast_mask(np.tril(np.ones((3, 4))), (3, 4))
+    with pytest.raises(TypeError, match="boolean"):
+        broadcast_mask(np.ones((3, 4), dtype=np.int64), (3, 4))
+
+
+# ---------------------------------------------------------------------------------------------
+# mask_to_bias and the sentinels of the source texts
+# ---------------------------------------------------------------------------------------------
+
+
+def test_mask_to_bias_gives_zero_where_allowed_and_minus_inf_elsewhere():
+    mask = np.array([[True, False, True], [False, False, True]])
+    bias = mask_to_bias(mask)
+    assert bias.dtype == np.float64
+    assert (bias[mask] == 0.0).all()
+    assert np.isneginf(bias[~mask]).all()
+    assert mask_to_bias(mask, dtype=np.float32).dtype == np.float32
+
+
+def test_mask_to_bias_rejects_a_non_boolean_mask():
+    with pytest.raises(TypeError, match="mask must be boolean"):
+        mask_to_bias(np.array([[1, 0], [1, 1]]))
+
+
+def test_masking_through_a_bias_equals_masking_through_a_mask():
+    q, k, v = random_qkv(B=2, H=2, L=4, S=6, D=3, seed=5)
+    mask = combine_masks(padding_mask([4, 2], 6), causal_mask(4, 6, alignment="bottom_right"))
+    mask[1, 0, 0] = False  # one fully masked row
+    out_mask, _ = scaled_dot_product_attention(q, k, v, mask=mask)
+    out_bias, _ = scaled_dot_product_attention(q, k, v, bias=mask_to_bias(mask))
+    assert_close(out_bias, out_mask, name="output with the mask as a bias")
+    assert not out_mask[1, :, 0].any()
+
+
+def test_the_multiplicative_minus_inf_formula_turns_allowed_scores_into_nan():
+    # Seed 000 writes S_masked = S + (1 - M_pad) * (-inf). For an allowed entry (M = 1) this is
+    # S + 0 * (-inf), and 0 * (-inf) is NaN in IEEE arithmetic: the formula poisons every score.
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((3, 4))
+    mask = padding_mask([3], 4)[0, 0, 0]  # (S,): keys 0..2 valid
+    with np.errstate(invalid="ignore"):
+        seed_formula = scores + (1 - mask.astype(np.float64)) * (-np.inf)
+    assert np.isnan(seed_formula[:, mask]).all()
+    assert np.isneginf(seed_formula[:, ~mask]).all()
+    # mask_to_bias keeps the allowed scores intact
+    ours = scores + mask_to_bias(mask)
+    assert_close(ours[:, mask], scores[:, mask], name="allowed scores")
+    assert np.isneginf(ours[:, ~mask]).all()
+
+
+def _seed_003_attention(q, k, v, mask):
+    """Seed 003's masked attention: ``np.where(mask == 0, -1e9, scores)`` then a row softmax."""
+    scores = q @ k.T / np.sqrt(q.shape[-1])
+    scores = np.where(mask == 0, -1e9, scores)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)
+    return weights @ v, weights
+
+
+def test_the_minus_1e9_sentinel_leaks_uniform_weight_on_a_fully_masked_row_while_ours_gives_zeros():
+    rng = np.random.default_rng(4)
+    L, S, D = 3, 5, 4
+    q, k, v = (rng.standard_normal((n, D)) for n in (L, S, S))
+    mask = causal_mask(L, S)
+    mask[1] = False  # query 1 may attend to nothing
+    seed_out, seed_weights = _seed_003_attention(q, k, v, mask.astype(np.float64))
+    # the sentinel: every score in row 1 is -1e9, so the softmax is uniform over the masked keys
+    assert_close(seed_weights[1], np.full(S, 1.0 / S), name="seed weights of the empty row")
+    assert_close(seed_out[1], v.mean(axis=0), name="seed output of the empty row")
+    ours, cache = scaled_dot_product_attention(q, k, v, mask=mask)
+    assert not cache.probs[1].any()
+    assert not ours[1].any()
+    # on the rows that keep at least one key the sentinel is harmless in float64
+    keep = [0, 2]
+    assert_close(ours[keep], seed_out[keep], name="rows with an allowed key")
+
+
+def test_the_minus_1e9_sentinel_overflows_to_minus_inf_in_float16():
+    with np.errstate(over="ignore"):
+        assert np.isneginf(np.float16(-1e9))
+    assert float(np.finfo(np.float16).max) == 65504.0 < 1e9
+    # a fully masked float16 row filled with the sentinel is all -inf, and the max-subtracted
+    # softmax of the seed computes -inf - (-inf) = NaN
+    scores = np.zeros((1, 4), dtype=np.float16)
+    with np.errstate(over="ignore"):
+        filled = np.where(np.zeros((1, 4), bool), scores, np.float16(-1e9))
+    assert filled.dtype == np.float16 and np.isneginf(filled).all()
+    with np.errstate(invalid="ignore"):
+        e = np.exp(filled - filled.max(axis=-1, keepdims=True))
+    assert np.isnan(e).all()
+    # the -inf convention with a zero-row rule gives zeros in float16 too
+    probs = masked_softmax(scores, np.zeros((1, 4), bool))
+    assert probs.dtype == np.float16
+    assert not probs.any()
+
+
+def test_bert_all_true_mask_masks_nothing_and_gpt_mask_is_causal():
+    # Seed 003: BERT uses Mask_ij = 1 for all i, j (padding aside nothing is masked), GPT the
+    # lower triangle.
+    B, H, L, D = 2, 2, 5, 4
+    q, k, v = random_qkv(B=B, H=H, L=L, D=D, seed=7)
+    bert = np.ones((L, L), dtype=bool)
+    out_bert, _ = scaled_dot_product_attention(q, k, v, mask=bert)
+    out_none, _ = scaled_dot_product_attention(q, k, v)
+    assert_close(out_bert, out_none, name="BERT output")
+    # with padding, BERT's mask is just the padding mask
+    pad = padding_mask([5, 3], L)
+    np.testing.assert_array_equal(combine_masks(bert, pad), np.broadcast_to(pad, (B, 1, L, L)))
+    # GPT: changing a later key or value never changes an earlier output row
+    out_gpt, _ = scaled_dot_product_attention(q, k, v, mask=causal_mask(L))
+    k2, v2 = k.copy(), v.copy()
+    k2[..., 3:, :] += 10.0
+    v2[..., 3:, :] -= 7.0
+    out_gpt2, _ = scaled_dot_product_attention(q, k2, v2, mask=causal_mask(L))
+    assert_close(out_gpt2[..., :3, :], out_gpt[..., :3, :], name="causal rows before the change")
+    assert not np.allclose(out_gpt2[..., 3:, :], out_gpt[..., 3:, :])
