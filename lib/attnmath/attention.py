@@ -131,7 +131,7 @@ def _scores(q, k_rep, scale, bias, mask):
 
 def _check_scale(scale, D: int) -> float:
     if scale is None:
-        return 1.0 / np.sqrt(D)
+        return float(1.0 / np.sqrt(D))
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise TypeError(f"scale must be a real number, got {type(scale).__name__}")
     if not np.isfinite(scale):

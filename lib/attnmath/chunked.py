@@ -1,0 +1,349 @@
+r"""Query-chunked attention and the one-pass (online) softmax it leads to.
+
+Plain attention forms the whole score matrix, :math:`O(LS)` numbers per head. Two ways to need
+less:
+
+* **Query chunks** (:func:`chunked_attention`). Rows of the softmax are independent, so the
+  queries can be processed ``chunk_size`` rows at a time, each chunk doing an ordinary softmax
+  over *all* keys. The result is exact; the peak extra memory is :math:`O(\text{chunk}\cdot S)`
+  per head instead of :math:`O(LS)`; the work is unchanged, :math:`O(LSD)`.
+* **Key blocks with an online softmax** (:func:`online_softmax`, :func:`online_logsumexp`).
+  The normaliser of a softmax can be accumulated in one streaming pass over blocks of a row,
+  keeping only a running maximum :math:`m` and a running sum :math:`\ell`:
+
+  .. math::
+
+      m_{\text{new}} = \max\bigl(m, \max_{j \in \text{block}} x_j\bigr), \qquad
+      \ell \leftarrow \ell\, e^{m - m_{\text{new}}} + \sum_{j \in \text{block}} e^{x_j - m_{\text{new}}},
+
+  and at the end :math:`\log\sum_j e^{x_j} = m + \log \ell`. This is the recurrence the
+  flash-tiled attention (:mod:`attnmath.flash`) runs over key tiles.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._validate import as_array, check_axis, check_positive_int
+from .masking import broadcast_mask
+
+__all__ = [
+    "chunked_attention",
+    "online_softmax",
+    "online_logsumexp",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared checks and views (also used by attnmath.flash)
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_qkv(q, k, v):
+    """Validate ``q (..., H, L, D)``, ``k (..., H_kv, S, D)``, ``v (..., H_kv, S, D_v)``."""
+    q = as_array(q, "q")
+    k = as_array(k, "k")
+    v = as_array(v, "v")
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.ndim < 2:
+            raise ValueError(
+                f"{name} must have at least 2 dimensions (..., length, dim), got shape {x.shape}"
+            )
+    if not (q.ndim == k.ndim == v.ndim):
+        raise ValueError(
+            "q, k and v must have the same number of dimensions, "
+            f"got shapes {q.shape}, {k.shape}, {v.shape}"
+        )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must share the head dim D: q has D={q.shape[-1]} (shape {q.shape}), "
+            f"k has D={k.shape[-1]} (shape {k.shape})"
+        )
+    if k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(
+            f"k and v must agree on every axis but the last (..., H_kv, S): got k {k.shape}, v {v.shape}"
+        )
+    if q.ndim >= 3:
+        if q.shape[:-3] != k.shape[:-3]:
+            raise ValueError(f"q and k must have the same batch axes, got q {q.shape}, k {k.shape}")
+        H, H_kv = q.shape[-3], k.shape[-3]
+        if H % H_kv != 0:
+            raise ValueError(
+                f"the number of query heads H={H} must be a multiple of the key/value heads H_kv={H_kv}"
+            )
+    return q, k, v
+
+
+def _check_scale(scale, D: int) -> float:
+    """``1/sqrt(D)`` by default; otherwise a finite real number."""
+    if scale is None:
+        # A Python float: a NumPy float64 scalar would promote float32 scores to float64.
+        return 1.0 / float(np.sqrt(D))
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"scale must be a real number, got {type(scale).__name__}")
+    if not np.isfinite(scale):
+        raise ValueError(f"scale must be finite, got {scale}")
+    return float(scale)
+
+
+def _work_dtype(*arrays) -> np.dtype:
+    """float64 stays float64, float32 stays float32; half precision is accumulated in float32."""
+    dtype = np.result_type(*arrays)
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
+def _grouped(q, k, v):
+    """Views that put the query heads of one key/value head on their own axis.
+
+    Returns ``q5 (..., H_kv, g, L, D)``, ``k5 (..., H_kv, 1, S, D)``, ``v5 (..., H_kv, 1, S, D_v)``
+    with ``g = H // H_kv``: query head ``h`` uses key/value head ``h // g``, as torch's
+    ``enable_gqa`` (``repeat_interleave``). Plain ``(L, D)`` inputs get two axes of size one.
+    No data is copied.
+    """
+    if q.ndim == 2:
+        return q[None, None], k[None, None], v[None, None]
+    *batch, H, L, D = q.shape
+    H_kv = k.shape[-3]
+    q5 = q.reshape(*batch, H_kv, H // H_kv, L, D)  # (..., H_kv, g, L, D)
+    return q5, np.expand_dims(k, -3), np.expand_dims(v, -3)  # (..., H_kv, 1, S, D)
+
+
+def _tile(full, rows: slice, cols: slice, shape) -> np.ndarray:
+    """Slice a broadcast ``(..., H, L, S)`` view to a tile and reshape it to ``shape``.
+
+    ``shape`` is the score tile's ``(..., H_kv, g, l, s)``; splitting the head axis (or adding
+    axes of size one) is always a view, so a broadcast mask or bias is never materialised at
+    full size.
+    """
+    return full[..., rows, cols].reshape(shape)
+
+
+def _softmax_rows_inplace(x: np.ndarray) -> None:
+    """Overwrite ``x`` with its masked softmax along the last axis (``-inf`` = masked).
+
+    The same numbers as :func:`attnmath.softmax.masked_softmax` without its temporaries: the
+    row maximum is subtracted, and a row that is entirely ``-inf`` becomes zeros.
+    """
+    m = np.max(x, axis=-1, keepdims=True)  # (..., 1)
+    m[np.isneginf(m)] = 0.0
+    x -= m
+    np.exp(x, out=x)
+    total = np.sum(x, axis=-1, keepdims=True)  # (..., 1)
+    total[total == 0.0] = 1.0
+    x /= total
+
+
+def _broadcast_bias(bias, shape) -> np.ndarray:
+    """Check an additive bias and return it broadcast (as a view) to the scores' ``shape``."""
+    bias = as_array(bias, "bias", allow_int=True)
+    if np.isnan(bias).any() or np.isposinf(bias).any():
+        raise ValueError("bias must not contain NaN or +inf")
+    try:
+        return np.broadcast_to(bias, tuple(shape))
+    except ValueError:
+        raise ValueError(
+            f"bias of shape {bias.shape} does not broadcast to the scores' shape {tuple(shape)}"
+        ) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Query-chunked attention
+# ---------------------------------------------------------------------------------------------
+
+
+def chunked_attention(q, k, v, *, chunk_size: int, mask=None, bias=None, scale=None) -> np.ndarray:
+    r"""Exact attention computed ``chunk_size`` query rows at a time.
+
+    .. math::
+
+        O_{I} = \operatorname{softmax}\!\left(s\, Q_I K^\top + \text{bias}_I\right)_{\text{masked}} V,
+        \qquad I = \{i_0, \dots, i_0 + \text{chunk} - 1\},
+
+    for consecutive blocks :math:`I` of query rows; each block's softmax runs over all
+    :math:`S` keys, so the result equals plain attention exactly.
+
+    Parameters
+    ----------
+    q : ndarray, shape (B, H, L, D)
+        Queries (any leading axes; plain ``(L, D)`` works).
+    k : ndarray, shape (B, H_kv, S, D)
+        Keys; ``H % H_kv == 0`` (grouped-query attention).
+    v : ndarray, shape (B, H_kv, S, D_v)
+        Values.
+    chunk_size : int
+        Query rows per block, ``>= 1``; it need not divide ``L`` (the last block is shorter).
+    mask : ndarray of bool, optional
+        ``True`` = may attend; broadcasts to ``(B, H, L, S)``. Sliced per block, never
+        broadcast to full size.
+    bias : ndarray, optional
+        Additive bias broadcasting to ``(B, H, L, S)`` (ALiBi); ``-inf`` acts as masked.
+    scale : float, optional
+        Score scale :math:`s`, ``1/sqrt(D)`` by default.
+
+    Returns
+    -------
+    out : ndarray, shape (B, H, L, D_v)
+
+    Notes
+    -----
+    Peak extra memory is one block of scores, :math:`O(B\,H\,\text{chunk}\,S)`, against
+    :math:`O(B\,H\,L\,S)` for plain attention; the arithmetic is the same :math:`O(LSD)`.
+    There is no cache and no hand-written backward: a backward pass would need the weights
+    of every block again (recompute them, as :func:`attnmath.flash.flash_attention_backward`
+    does). A fully masked row gives zeros. Grouped heads follow ``repeat_interleave``
+    (torch's ``enable_gqa``). Oracle: :func:`attnmath.attention.scaled_dot_product_attention`
+    and ``torch.nn.functional.scaled_dot_product_attention`` in float64.
+    """
+    q, k, v = _check_qkv(q, k, v)
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
+    D = q.shape[-1]
+    scale = _check_scale(scale, D)
+    L, S, D_v = q.shape[-2], k.shape[-2], v.shape[-1]
+    score_shape = q.shape[:-1] + (S,)  # (B, H, L, S)
+    full_mask = None if mask is None else broadcast_mask(mask, score_shape)  # view, no copy
+    full_bias = None if bias is None else _broadcast_bias(bias, score_shape)  # view, no copy
+    dtype = _work_dtype(q, k, v)
+
+    q5, k5, v5 = _grouped(q, k, v)  # (B, H_kv, g, L, D), (B, H_kv, 1, S, D), (B, H_kv, 1, S, D_v)
+    k5_t = np.swapaxes(k5, -1, -2)  # (B, H_kv, 1, D, S)
+    out5 = np.empty(q5.shape[:-1] + (D_v,), dtype=dtype)  # (B, H_kv, g, L, D_v)
+    for i0 in range(0, L, chunk_size):
+        rows = slice(i0, min(L, i0 + chunk_size))
+        # One (c, S) block is alive at a time: scores become probabilities in place.
+        block = q5[..., rows, :] @ k5_t  # (B, H_kv, g, c, S)
+        block *= scale
+        if full_bias is not None:
+            block += _tile(full_bias, rows, slice(None), block.shape)  # (B, H_kv, g, c, S)
+        if full_mask is not None:
+            np.copyto(block, -np.inf, where=~_tile(full_mask, rows, slice(None), block.shape))
+        _softmax_rows_inplace(block)  # (B, H_kv, g, c, S); an all -inf row -> zeros
+        out5[..., rows, :] = block @ v5  # (B, H_kv, g, c, D_v)
+        del block
+    return out5.reshape(q.shape[:-1] + (D_v,))  # (B, H, L, D_v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Online (streaming) softmax
+# ---------------------------------------------------------------------------------------------
+
+
+def _online_max_and_sum(x: np.ndarray, block_size: int):
+    """One pass over blocks of the last axis: running max ``m`` and sum ``l`` of ``e^{x - m}``.
+
+    ``m`` is ``-inf`` and ``l`` is ``0`` for a row that is entirely ``-inf``; a ``+inf`` entry
+    makes ``m = +inf`` and ``l = +inf``.
+    """
+    n = x.shape[-1]
+    m = np.full(x.shape[:-1], -np.inf, dtype=x.dtype)  # (...,)
+    total = np.zeros(x.shape[:-1], dtype=x.dtype)  # (...,)
+    with np.errstate(over="ignore"):
+        for j0 in range(0, n, block_size):
+            block = x[..., j0:j0 + block_size]  # (..., b)
+            m_new = np.maximum(m, np.max(block, axis=-1))  # (...,)
+            # Shift by a finite number: e^{-inf - (-inf)} would be NaN.
+            shift = np.where(np.isfinite(m_new), m_new, 0.0)  # (...,)
+            total = total * np.exp(m - shift) + np.sum(np.exp(block - shift[..., None]), axis=-1)
+            m = m_new
+    return m, total
+
+
+def _prepare_rows(x, axis, block_size, what: str):
+    x = as_array(x, "x", allow_int=True)
+    if x.ndim == 0:
+        raise ValueError("x must have at least 1 dimension, got a scalar")
+    axis = check_axis(axis, x.ndim)
+    block_size = check_positive_int(block_size, "block_size")
+    if np.isnan(x).any():
+        raise ValueError(f"{what} input contains NaN")
+    xw = np.moveaxis(x.astype(_work_dtype(x), copy=False), axis, -1)  # (..., n)
+    return x, xw, axis, block_size
+
+
+def online_softmax(x, *, block_size: int, axis: int = -1) -> np.ndarray:
+    r"""Softmax whose normaliser is accumulated in one streaming pass over blocks.
+
+    .. math::
+
+        m^{(t)} = \max\bigl(m^{(t-1)}, \max_{j \in b_t} x_j\bigr), \qquad
+        \ell^{(t)} = \ell^{(t-1)} e^{m^{(t-1)} - m^{(t)}} + \sum_{j \in b_t} e^{x_j - m^{(t)}},
+        \qquad p_i = \frac{e^{x_i - m}}{\ell},
+
+    starting from :math:`m^{(0)} = -\infty`, :math:`\ell^{(0)} = 0` and ending with
+    :math:`m, \ell` after the last block :math:`b_t` of ``block_size`` entries.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, ...)
+        Logits; ``-inf`` marks an entry with zero probability.
+    block_size : int
+        Entries read per step, ``>= 1``; it need not divide ``n``.
+    axis : int
+        The normalised axis. Default: the last.
+
+    Returns
+    -------
+    ndarray, same shape and dtype as ``x``
+
+    Notes
+    -----
+    The rescaling factor :math:`e^{m^{(t-1)} - m^{(t)}} \le 1` corrects the terms summed
+    against an older, smaller maximum, so every exponent stays :math:`\le 0` and nothing
+    overflows; the result does not depend on ``block_size`` (up to rounding). The normaliser
+    takes one pass; writing the probabilities needs a second pass over ``x`` (the safe softmax
+    takes three: max, sum, divide). Attention avoids that second pass by carrying the
+    unnormalised output :math:`\sum_j e^{x_j - m} v_j` along with :math:`\ell`
+    (:mod:`attnmath.flash`). As :func:`attnmath.softmax.softmax`, a row that is entirely
+    ``-inf`` (no distribution) and ``+inf`` or NaN entries raise ``ValueError``.
+    Oracle: :func:`attnmath.softmax.softmax`, for every block size from 1 to ``n``.
+    """
+    x, xw, axis, block_size = _prepare_rows(x, axis, block_size, "softmax")
+    if np.isposinf(xw).any():
+        raise ValueError("softmax input contains +inf; only -inf (a masked entry) is allowed")
+    m, total = _online_max_and_sum(xw, block_size)  # (...,), (...,)
+    if np.isneginf(m).any():
+        raise ValueError(
+            "softmax input has a row that is entirely -inf; use masked_softmax for fully masked rows"
+        )
+    probs = np.exp(xw - m[..., None]) / total[..., None]  # (..., n)
+    return np.moveaxis(probs, -1, axis).astype(x.dtype, copy=False)
+
+
+def online_logsumexp(x, *, block_size: int, axis: int = -1, keepdims: bool = False) -> np.ndarray:
+    r"""Log-sum-exp accumulated in one streaming pass over blocks of ``block_size`` entries.
+
+    .. math:: \log \sum_j e^{x_j} = m + \log \ell,
+
+    with the running maximum :math:`m` and running sum :math:`\ell` of :func:`online_softmax`.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, ...)
+    block_size : int
+        Entries read per step, ``>= 1``.
+    axis : int
+        The reduced axis.
+    keepdims : bool
+        Keep the reduced axis with size one.
+
+    Returns
+    -------
+    ndarray
+        ``x``'s shape without ``axis`` (or with it of size one).
+
+    Notes
+    -----
+    A row that is entirely ``-inf`` gives ``-inf`` (the log of an empty sum) and a ``+inf``
+    entry gives ``+inf``; NaN raises ``ValueError``. This is the per-row statistic the
+    flash-tiled attention keeps for its backward pass. Oracle:
+    :func:`attnmath.softmax.logsumexp` and ``torch.logsumexp``.
+    """
+    x, xw, axis, block_size = _prepare_rows(x, axis, block_size, "logsumexp")
+    m, total = _online_max_and_sum(xw, block_size)  # (...,), (...,)
+    shift = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = shift + np.log(total)  # (...,); log(0) = -inf for an all -inf row
+    if keepdims:
+        out = np.expand_dims(out, axis)
+    return out.astype(x.dtype, copy=False)
