@@ -1,0 +1,666 @@
+"""Tests of attnmath.multihead: oracles (torch, float64), gradients, properties, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.utils.flop_counter import FlopCounterMode
+
+from attnmath.kv_cache import kv_cache_bytes
+from attnmath.multihead import (
+    EncoderBlockParams,
+    MultiHeadParams,
+    encoder_block_forward,
+    feed_forward,
+    grouped_query_attention,
+    init_encoder_block_params,
+    init_multihead_params,
+    layer_norm,
+    merge_heads,
+    multi_query_attention,
+    multihead_attention,
+    multihead_attention_backward,
+    multihead_flops,
+    multihead_param_count,
+    output_projection_as_sum,
+    params_from_in_proj,
+    params_to_in_proj,
+    pre_norm_encoder_block_forward,
+    self_attention,
+    self_attention_backward,
+    split_heads,
+    torch_key_padding_mask,
+    torch_mha_attn_mask,
+)
+from attnmath.testing import assert_close, check_gradient, to_torch
+
+SETTINGS = settings(max_examples=30, deadline=None)
+GRAD_NAMES = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
+
+
+def _x(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _torch_mha(params: MultiHeadParams, H: int) -> torch.nn.MultiheadAttention:
+    """nn.MultiheadAttention (float64, batch_first) holding ``params``."""
+    in_w, in_b, out_w, out_b = params_to_in_proj(params)
+    C = in_w.shape[1]
+    mha = torch.nn.MultiheadAttention(C, H, bias=in_b is not None, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.from_numpy(in_w))
+        mha.out_proj.weight.copy_(torch.from_numpy(out_w))
+        if in_b is not None:
+            mha.in_proj_bias.copy_(torch.from_numpy(in_b))
+            mha.out_proj.bias.copy_(torch.from_numpy(out_b))
+    return mha
+
+
+def _torch_mha_grads(mha: torch.nn.MultiheadAttention, C: int) -> dict:
+    """Weight gradients of ``mha`` in the row-vector convention of MultiHeadParams."""
+    gw, gb = mha.in_proj_weight.grad, mha.in_proj_bias.grad if mha.in_proj_bias is not None else None
+    out = {
+        "w_q": gw[:C].T, "w_k": gw[C:2 * C].T, "w_v": gw[2 * C:].T, "w_o": mha.out_proj.weight.grad.T,
+    }
+    if gb is not None:
+        out.update(b_q=gb[:C], b_k=gb[C:2 * C], b_v=gb[2 * C:], b_o=mha.out_proj.bias.grad)
+    return out
+
+
+def _torch_gqa(x_q, x_kv, params, H, H_kv, mask=None):
+    """Grouped-query attention in torch: F.linear projections and sdpa(enable_gqa=True)."""
+    w_q, w_k, w_v, w_o = params[:4]
+    b_q, b_k, b_v, b_o = params[4:]
+    B, L, _ = x_q.shape
+    S = x_kv.shape[1]
+    q = F.linear(x_q, w_q.T, b_q).view(B, L, H, -1).transpose(1, 2)  # (B, H, L, D)
+    k = F.linear(x_kv, w_k.T, b_k).view(B, S, H_kv, -1).transpose(1, 2)  # (B, H_kv, S, D)
+    v = F.linear(x_kv, w_v.T, b_v).view(B, S, H_kv, -1).transpose(1, 2)  # (B, H_kv, S, D_v)
+    heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)  # (B, H, L, D_v)
+    return F.linear(heads.transpose(1, 2).reshape(B, L, -1), w_o.T, b_o)  # (B, L, C)
+
+
+class _TorchGQA(torch.nn.Module):
+    """A grouped-query attention module built from nn.Linear layers (the parameter-count oracle)."""
+
+    def __init__(self, C, H, H_kv, bias):
+        super().__init__()
+        D = C // H
+        self.H, self.H_kv, self.D = H, H_kv, D
+        self.q = torch.nn.Linear(C, H * D, bias=bias, dtype=torch.float64)
+        self.k = torch.nn.Linear(C, H_kv * D, bias=bias, dtype=torch.float64)
+        self.v = torch.nn.Linear(C, H_kv * D, bias=bias, dtype=torch.float64)
+        self.o = torch.nn.Linear(H * D, C, bias=bias, dtype=torch.float64)
+
+    def forward(self, x):
+        B, L, C = x.shape
+        q = self.q(x).view(B, L, self.H, self.D).transpose(1, 2)  # (B, H, L, D)
+        k = self.k(x).view(B, L, self.H_kv, self.D).transpose(1, 2)  # (B, H_kv, L, D)
+        v = self.v(x).view(B, L, self.H_kv, self.D).transpose(1, 2)  # (B, H_kv, L, D)
+        g = self.H // self.H_kv
+        kr, vr = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)  # (B, H, L, D)
+        probs = torch.softmax(q @ kr.transpose(-1, -2) / self.D ** 0.5, dim=-1)  # (B, H, L, L)
+        out = self.o((probs @ vr).transpose(1, 2).reshape(B, L, C))  # (B, L, C)
+        return out, k, v
+
+
+# ------------------------------------------------------------------------------------------
+# Heads
+# ------------------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(B=st.integers(1, 3), L=st.integers(1, 5), H=st.integers(1, 4), D=st.integers(1, 4))
+def test_merge_heads_inverts_split_heads(B, L, H, D):
+    x = _x(B, L, H * D)
+    assert_close(merge_heads(split_heads(x, H)), x, rtol=0, atol=0)
+
+
+def test_split_heads_matches_torch_view_transpose():
+    x = _x(2, 5, 12)
+    expected = torch.from_numpy(x).view(2, 5, 3, 4).transpose(1, 2)
+    assert_close(split_heads(x, 3), expected, rtol=0, atol=0)
+
+
+def test_split_heads_rejects_width_not_divisible_by_heads():
+    with pytest.raises(ValueError, match=r"C=10.*H=3"):
+        split_heads(_x(2, 4, 10), 3)
+
+
+def test_merge_heads_rejects_too_few_dimensions():
+    with pytest.raises(ValueError, match=r"\(\.\.\., H, L, D\)"):
+        merge_heads(_x(4, 6))
+
+
+# ------------------------------------------------------------------------------------------
+# Parameters and the torch conversion
+# ------------------------------------------------------------------------------------------
+
+
+def test_params_survive_the_round_trip_through_torch_in_proj_layout():
+    p = init_multihead_params(8, 2, seed=3)
+    back = params_from_in_proj(*params_to_in_proj(p))
+    for name, a, b in zip(MultiHeadParams._fields, p, back):
+        assert_close(b, a, rtol=0, atol=0, name=name)
+
+
+def test_in_proj_rows_are_the_transposed_query_key_value_weights():
+    mha = torch.nn.MultiheadAttention(6, 2, batch_first=True, dtype=torch.float64)
+    w = mha.in_proj_weight.detach().numpy()
+    p = params_from_in_proj(w, mha.in_proj_bias.detach().numpy(), mha.out_proj.weight.detach().numpy(),
+                            mha.out_proj.bias.detach().numpy())
+    x = _x(1, 3, 6)
+    q_torch = F.linear(torch.from_numpy(x), mha.in_proj_weight[:6], mha.in_proj_bias[:6])
+    assert_close(x @ p.w_q + p.b_q, q_torch, name="queries")
+
+
+def test_init_multihead_params_has_the_documented_shapes():
+    p = init_multihead_params(12, 4, H_kv=2, seed=0)
+    assert [a.shape for a in p] == [(12, 12), (12, 6), (12, 6), (12, 12), (12,), (6,), (6,), (12,)]
+    assert init_multihead_params(12, 4, bias=False).b_q is None
+
+
+def test_init_multihead_params_rejects_bad_heads():
+    with pytest.raises(ValueError, match=r"C=10.*H=4"):
+        init_multihead_params(10, 4)
+    with pytest.raises(ValueError, match=r"H=4.*H_kv=3"):
+        init_multihead_params(12, 4, H_kv=3)
+
+
+def test_params_from_in_proj_rejects_wrong_shape():
+    with pytest.raises(ValueError, match=r"in_proj_weight must have shape \(3C, C\)"):
+        params_from_in_proj(_x(8, 4), None, _x(4, 4), None)
+
+
+def test_params_to_in_proj_rejects_a_non_params_object():
+    with pytest.raises(TypeError, match="MultiHeadParams"):
+        params_to_in_proj((1, 2, 3, 4))
+
+
+# ------------------------------------------------------------------------------------------
+# Oracle: torch.nn.MultiheadAttention
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_self_attention_matches_torch_multihead_attention(bias):
+    B, L, C, H = 2, 5, 12, 3
+    p = init_multihead_params(C, H, bias=bias, seed=1)
+    x = _x(B, L, C, seed=2)
+    out, cache = self_attention(x, p, H)
+    xt = torch.from_numpy(x)
+    expected, weights = _torch_mha(p, H)(xt, xt, xt, need_weights=True, average_attn_weights=False)
+    assert_close(out, expected, name="out")
+    assert_close(cache.attention.probs, weights, name="attention weights")
+
+
+def test_cross_attention_with_different_lengths_matches_torch():
+    B, L, S, C, H = 2, 3, 7, 8, 2
+    p = init_multihead_params(C, H, seed=4)
+    x_q, x_kv = _x(B, L, C, seed=5), _x(B, S, C, seed=6)
+    out, _ = multihead_attention(x_q, x_kv, p, H)
+    xq, xkv = to_torch(x_q, x_kv)
+    expected, _ = _torch_mha(p, H)(xq, xkv, xkv, need_weights=False)
+    assert out.shape == (B, L, C)
+    assert_close(out, expected, name="out")
+
+
+def test_masks_convert_to_torch_flipped_convention():
+    B, L, S, C, H = 2, 4, 6, 8, 2
+    p = init_multihead_params(C, H, seed=7)
+    x_q, x_kv = _x(B, L, C, seed=8), _x(B, S, C, seed=9)
+    rng = np.random.default_rng(10)
+    mask = rng.random((B, H, L, S)) < 0.7
+    valid = np.array([[True] * S, [True] * 4 + [False] * 2])  # (B, S): the second sequence has 2 pads
+    mask[..., 0] = True  # every row keeps key 0, so no row is fully masked (NaN in torch's weights path)
+    full = mask & valid[:, None, None, :]  # (B, H, L, S)
+    out, _ = multihead_attention(x_q, x_kv, p, H, mask=full)
+    xq, xkv = to_torch(x_q, x_kv)
+    expected, _ = _torch_mha(p, H)(
+        xq, xkv, xkv,
+        attn_mask=torch.from_numpy(torch_mha_attn_mask(mask, B, H, L, S)),
+        key_padding_mask=torch.from_numpy(torch_key_padding_mask(valid[:, None, None, :])),
+        need_weights=False,
+    )
+    assert_close(out, expected, name="masked out")
+    # Passing the True = may-attend mask unconverted attends to the complement: a different answer.
+    unconverted = torch.from_numpy(~torch_mha_attn_mask(mask, B, H, L, S))
+    wrong, _ = _torch_mha(p, H)(xq, xkv, xkv, attn_mask=unconverted, need_weights=False)
+    assert not np.allclose(out, wrong.detach().numpy(), equal_nan=True)
+
+
+def test_torch_mha_attn_mask_is_batch_major_and_negated():
+    mask = np.zeros((2, 3, 1, 1), dtype=bool)
+    mask[1, 2] = True
+    converted = torch_mha_attn_mask(mask, 2, 3, 1, 1)
+    assert converted.shape == (6, 1, 1)
+    assert converted[:, 0, 0].tolist() == [True, True, True, True, True, False]
+
+
+def test_torch_mask_converters_reject_bad_input():
+    with pytest.raises(ValueError, match="does not broadcast"):
+        torch_mha_attn_mask(np.ones((3, 5), dtype=bool), 2, 2, 4, 6)
+    with pytest.raises(TypeError, match="boolean"):
+        torch_key_padding_mask(np.ones((2, 5)))
+    with pytest.raises(ValueError, match=r"\(B, 1, 1, S\) or \(B, S\)"):
+        torch_key_padding_mask(np.ones((2, 2, 1, 5), dtype=bool))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_cross_attention_gradients_match_torch_autograd(bias):
+    B, L, S, C, H = 2, 3, 5, 8, 2
+    p = init_multihead_params(C, H, bias=bias, seed=11)
+    x_q, x_kv, dout = _x(B, L, C, seed=12), _x(B, S, C, seed=13), _x(B, L, C, seed=14)
+    mask = np.random.default_rng(15).random((B, 1, L, S)) < 0.8
+    mask[..., 0] = True
+    out, cache = multihead_attention(x_q, x_kv, p, H, mask=mask)
+    g = multihead_attention_backward(dout, cache)
+    mha = _torch_mha(p, H)
+    xq, xkv = to_torch(x_q, x_kv, requires_grad=True)
+    blocked = torch.from_numpy(torch_mha_attn_mask(mask, B, H, L, S))
+    y, _ = mha(xq, xkv, xkv, attn_mask=blocked, need_weights=False)
+    y.backward(torch.from_numpy(dout))
+    assert_close(g.dx_q, xq.grad, name="dx_q")
+    assert_close(g.dx_kv, xkv.grad, name="dx_kv")
+    expected = _torch_mha_grads(mha, C)
+    for name in GRAD_NAMES:
+        ours = getattr(g, "d" + name)
+        if name.startswith("b") and not bias:
+            assert ours is None
+        else:
+            assert_close(ours, expected[name], name="d" + name)
+
+
+def test_self_attention_backward_adds_the_query_and_key_value_paths():
+    B, L, C, H = 2, 4, 8, 4
+    p = init_multihead_params(C, H, seed=16)
+    x, dout = _x(B, L, C, seed=17), _x(B, L, C, seed=18)
+    out, cache = self_attention(x, p, H)
+    g = self_attention_backward(dout, cache)
+    g_two = multihead_attention_backward(dout, cache)
+    xt = to_torch(x, requires_grad=True)
+    y, _ = _torch_mha(p, H)(xt, xt, xt, need_weights=False)
+    y.backward(torch.from_numpy(dout))
+    assert_close(g.dx, xt.grad, name="dx")
+    assert_close(g.dx, g_two.dx_q + g_two.dx_kv, name="dx = dx_q + dx_kv")
+    assert not np.allclose(g_two.dx_q, xt.grad.numpy()), "dx_q alone is not the gradient of x"
+
+
+# ------------------------------------------------------------------------------------------
+# Grouped-query and multi-query attention
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("H, H_kv", [(4, 2), (6, 3), (4, 1)])
+def test_grouped_query_attention_and_gradients_match_torch_enable_gqa(H, H_kv):
+    B, L, S, D = 2, 3, 5, 2
+    C = H * D
+    p = init_multihead_params(C, H, H_kv=H_kv, seed=19)
+    x_q, x_kv, dout = _x(B, L, C, seed=20), _x(B, S, C, seed=21), _x(B, L, C, seed=22)
+    mask = np.random.default_rng(23).random((B, H, L, S)) < 0.7
+    out, cache = grouped_query_attention(x_q, x_kv, p, H, H_kv, mask=mask)
+    g = multihead_attention_backward(dout, cache)
+    xq, xkv = to_torch(x_q, x_kv, requires_grad=True)
+    tp = [None if a is None else to_torch(a, requires_grad=True) for a in p]
+    y = _torch_gqa(xq, xkv, tp, H, H_kv, mask=torch.from_numpy(mask))
+    assert_close(out, y, name="out")
+    y.backward(torch.from_numpy(dout))
+    assert_close(g.dx_q, xq.grad, name="dx_q")
+    assert_close(g.dx_kv, xkv.grad, name="dx_kv")
+    for name, t in zip(GRAD_NAMES, tp):
+        assert_close(getattr(g, "d" + name), t.grad, name="d" + name)
+
+
+def test_multi_query_attention_is_grouped_query_attention_with_one_kv_head():
+    B, L, C, H = 2, 4, 8, 4
+    p = init_multihead_params(C, H, H_kv=1, seed=24)
+    x = _x(B, L, C, seed=25)
+    out_mqa, _ = multi_query_attention(x, x, p, H)
+    out_gqa, _ = grouped_query_attention(x, x, p, H, 1)
+    xt = torch.from_numpy(x)
+    assert_close(out_mqa, out_gqa, rtol=0, atol=0)
+    assert_close(out_mqa, _torch_gqa(xt, xt, list(map(lambda a: torch.from_numpy(a), p)), H, 1), name="mqa")
+
+
+@SETTINGS
+@given(G=st.integers(1, 3), H_kv=st.integers(1, 3), seed=st.integers(0, 10_000))
+def test_grouped_query_attention_equals_multi_head_with_repeated_kv_weights(G, H_kv, seed):
+    H, D, B, L = G * H_kv, 2, 2, 3
+    C = H * D
+    p = init_multihead_params(C, H, H_kv=H_kv, seed=seed)
+
+    def repeat_blocks(w, axis):  # (.., H_kv*D) -> (.., H*D): each kv head's block copied G times
+        blocks = np.split(w, H_kv, axis=axis)
+        return np.concatenate([b for b in blocks for _ in range(G)], axis=axis)
+
+    full = p._replace(w_k=repeat_blocks(p.w_k, 1), w_v=repeat_blocks(p.w_v, 1),
+                      b_k=repeat_blocks(p.b_k, 0), b_v=repeat_blocks(p.b_v, 0))
+    x = _x(B, L, C, seed=seed)
+    assert_close(grouped_query_attention(x, x, p, H, H_kv)[0], multihead_attention(x, x, full, H)[0])
+
+
+def test_grouped_query_attention_requires_h_kv_dividing_h():
+    p = init_multihead_params(12, 6, H_kv=2)
+    x = _x(1, 2, 12)
+    with pytest.raises(ValueError, match=r"H=6.*H_kv=4"):
+        grouped_query_attention(x, x, p, 6, 4)
+
+
+def test_grouped_weights_without_h_kv_raise_a_clear_error():
+    p = init_multihead_params(8, 4, H_kv=2)
+    x = _x(1, 2, 8)
+    with pytest.raises(ValueError, match="pass H_kv"):
+        multihead_attention(x, x, p, 4)
+
+
+def test_multi_query_attention_rejects_multi_head_weights():
+    p = init_multihead_params(8, 4)
+    x = _x(1, 2, 8)
+    with pytest.raises(ValueError, match=r"w_k must have shape"):
+        multi_query_attention(x, x, p, 4)
+
+
+# ------------------------------------------------------------------------------------------
+# Central differences
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("H, H_kv", [(2, 2), (4, 2)])
+def test_multihead_backward_matches_central_differences(H, H_kv):
+    B, L, S, D = 2, 3, 4, 2
+    C = H * D
+    p = init_multihead_params(C, H, H_kv=H_kv, seed=26)
+    x_q, x_kv, dout = _x(B, L, C, seed=27), _x(B, S, C, seed=28), _x(B, L, C, seed=29)
+    mask = np.random.default_rng(30).random((B, 1, L, S)) < 0.7
+    mask[0, 0, 1] = False  # one fully masked row: its output is b_o, its gradients zero
+    _, cache = multihead_attention(x_q, x_kv, p, H, H_kv=H_kv, mask=mask)
+    g = multihead_attention_backward(dout, cache)
+
+    def loss(xq=x_q, xkv=x_kv, params=p):
+        return float(np.sum(multihead_attention(xq, xkv, params, H, H_kv=H_kv, mask=mask)[0] * dout))
+
+    check_gradient(lambda a: loss(xq=a), x_q, g.dx_q, name="x_q")
+    check_gradient(lambda a: loss(xkv=a), x_kv, g.dx_kv, name="x_kv")
+    for i, name in enumerate(GRAD_NAMES):
+        check_gradient(lambda a, i=i: loss(params=p._replace(**{GRAD_NAMES[i]: a})), p[i],
+                       getattr(g, "d" + name), name=name)
+
+
+def test_self_attention_backward_matches_central_differences():
+    B, L, C, H = 2, 3, 4, 2
+    p = init_multihead_params(C, H, seed=31)
+    x, dout = _x(B, L, C, seed=32), _x(B, L, C, seed=33)
+    g = self_attention_backward(dout, self_attention(x, p, H)[1])
+    check_gradient(lambda a: float(np.sum(self_attention(a, p, H)[0] * dout)), x, g.dx, name="x")
+
+
+def test_backward_rejects_wrong_dout_shape():
+    p = init_multihead_params(4, 2)
+    _, cache = self_attention(_x(1, 3, 4), p, 2)
+    with pytest.raises(ValueError, match=r"dout must have the output's shape \(1, 3, 4\)"):
+        multihead_attention_backward(_x(1, 3, 5), cache)
+
+
+# ------------------------------------------------------------------------------------------
+# Properties
+# ------------------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(B=st.integers(1, 3), H=st.integers(1, 4), L=st.integers(1, 4), D_v=st.integers(1, 4),
+       C=st.integers(1, 6), seed=st.integers(0, 10_000))
+def test_output_projection_is_a_sum_of_per_head_projections(B, H, L, D_v, C, seed):
+    heads, w_o = _x(B, H, L, D_v, seed=seed), _x(H * D_v, C, seed=seed + 1)
+    assert_close(output_projection_as_sum(heads, w_o), merge_heads(heads) @ w_o)
+
+
+def test_output_projection_as_sum_rejects_mismatched_w_o():
+    with pytest.raises(ValueError, match=r"H\*D_v=6"):
+        output_projection_as_sum(_x(1, 2, 3, 3), _x(5, 4))
+
+
+@SETTINGS
+@given(H=st.sampled_from([1, 2, 3, 6]), seed=st.integers(0, 10_000))
+def test_permuting_heads_leaves_the_output_unchanged(H, seed):
+    C, D = 6, 6 // H
+    p = init_multihead_params(C, H, seed=seed)
+    perm = np.random.default_rng(seed).permutation(H)
+    cols = np.concatenate([np.arange(h * D, (h + 1) * D) for h in perm])
+    q = p._replace(w_q=p.w_q[:, cols], w_k=p.w_k[:, cols], w_v=p.w_v[:, cols], w_o=p.w_o[cols],
+                   b_q=p.b_q[cols], b_k=p.b_k[cols], b_v=p.b_v[cols])
+    x = _x(2, 3, C, seed=seed)
+    assert_close(self_attention(x, q, H)[0], self_attention(x, p, H)[0])
+
+
+def test_fully_masked_query_row_outputs_the_output_bias():
+    p = init_multihead_params(8, 2, seed=34)
+    x = _x(1, 3, 8)
+    mask = np.ones((3, 3), dtype=bool)
+    mask[1] = False
+    out, _ = self_attention(x, p, 2, mask=mask)
+    assert_close(out[0, 1], p.b_o, name="row of a query that sees no key")
+
+
+def test_multihead_attention_rejects_bad_input():
+    p = init_multihead_params(8, 2)
+    x = _x(2, 3, 8)
+    with pytest.raises(ValueError, match=r"w_q must have shape \(C, H\*D\) with C=6"):
+        multihead_attention(_x(2, 3, 6), x, p, 2)
+    with pytest.raises(ValueError, match="same batch size"):
+        multihead_attention(x, _x(3, 3, 8), p, 2)
+    with pytest.raises(ValueError, match="x_q must have 3 dimensions"):
+        multihead_attention(x[0], x, p, 2)
+    with pytest.raises(ValueError, match="not divisible by the number of heads H=3"):
+        multihead_attention(x, x, p, 3)
+    with pytest.raises(TypeError, match="MultiHeadParams"):
+        multihead_attention(x, x, tuple(p), 2)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        multihead_attention(x, x, p, 2, mask=np.ones((2, 3, 4), dtype=bool))
+
+
+# ------------------------------------------------------------------------------------------
+# Counting: parameters, FLOPs, KV cache
+# ------------------------------------------------------------------------------------------
+
+
+def _numel(module):
+    return sum(t.numel() for t in module.parameters())
+
+
+@pytest.mark.parametrize("C, H", [(16, 1), (16, 4), (24, 3), (64, 8)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_param_count_matches_torch_multihead_attention(C, H, bias):
+    mha = torch.nn.MultiheadAttention(C, H, bias=bias)
+    assert multihead_param_count(C, H, bias=bias) == _numel(mha)
+
+
+@pytest.mark.parametrize("C, H, H_kv", [(16, 4, 2), (16, 4, 1), (24, 6, 3), (32, 8, 8)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_param_count_matches_a_torch_grouped_query_module(C, H, H_kv, bias):
+    assert multihead_param_count(C, H, H_kv=H_kv, bias=bias) == _numel(_TorchGQA(C, H, H_kv, bias))
+
+
+@SETTINGS
+@given(D=st.integers(1, 16), H=st.sampled_from([1, 2, 4, 8]))
+def test_multi_head_has_4c_squared_weights_whatever_the_number_of_heads(D, H):
+    C = H * D
+    assert multihead_param_count(C, H, bias=False) == 4 * C * C
+    assert multihead_param_count(C, H, bias=False) == multihead_param_count(C, 1, bias=False)
+
+
+def test_per_head_query_key_value_maps_are_c_by_d_not_d_by_d():
+    # A claimed count h * 3 (d/h)^2 + d^2 = 3 d^2 / h + d^2 is not what torch holds: each head's
+    # W_i^Q is d x d/h, so the H heads hold 3 d^2 in total and the block 4 d^2.
+    C, H = 512, 8
+    torch_count = _numel(torch.nn.MultiheadAttention(C, H, bias=False))
+    assert torch_count == 4 * C * C
+    assert torch_count != 3 * C * C // H + C * C
+    assert multihead_param_count(C, H, bias=False) == torch_count
+
+
+def test_single_head_with_output_projection_also_has_4c_squared_weights():
+    # Single-head attention "3 d^2" omits W_O; with the same output projection it is 4 d^2.
+    C = 64
+    single = _numel(torch.nn.MultiheadAttention(C, 1, bias=False))
+    multi = _numel(torch.nn.MultiheadAttention(C, 8, bias=False))
+    assert single == multi == 4 * C * C
+    assert single - _numel(torch.nn.Linear(C, C, bias=False)) == 3 * C * C
+
+
+def _counted(fn):
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("L, S", [(5, 5), (3, 7)])
+@pytest.mark.parametrize("H", [1, 2, 4])
+def test_flops_match_the_flop_counter_on_torch_multihead_attention(L, S, H):
+    B, C = 2, 8
+    mha = torch.nn.MultiheadAttention(C, H, batch_first=True, dtype=torch.float64)
+    x_q, x_kv = torch.randn(B, L, C, dtype=torch.float64), torch.randn(B, S, C, dtype=torch.float64)
+    # need_weights=True makes torch compute the attention as two batched matmuls, which the
+    # counter sees (the fused CPU attention kernel is not counted).
+    counted = _counted(lambda: mha(x_q, x_kv, x_kv, need_weights=True))
+    assert multihead_flops(B, L, S, C, H).total == counted
+
+
+@pytest.mark.parametrize("H, H_kv", [(4, 2), (4, 1), (8, 2)])
+def test_flops_match_the_flop_counter_on_a_torch_grouped_query_module(H, H_kv):
+    B, L, C = 2, 6, 16
+    module = _TorchGQA(C, H, H_kv, bias=True)
+    x = torch.randn(B, L, C, dtype=torch.float64)
+    assert multihead_flops(B, L, L, C, H, H_kv=H_kv).total == _counted(lambda: module(x))
+
+
+@pytest.mark.parametrize("H", [2, 4, 8])
+def test_heads_of_width_c_over_h_cost_the_same_matmul_flops_as_one_full_head(H):
+    B, L, S, C = 2, 6, 9, 16
+    one, many = multihead_flops(B, L, S, C, 1), multihead_flops(B, L, S, C, H)
+    assert one.projections == many.projections
+    assert (one.scores, one.weighted_sum) == (many.scores, many.weighted_sum)
+    x_q, x_kv = torch.randn(B, L, C, dtype=torch.float64), torch.randn(B, S, C, dtype=torch.float64)
+    counts = [
+        _counted(lambda h=h: torch.nn.MultiheadAttention(C, h, batch_first=True, dtype=torch.float64)(
+            x_q, x_kv, x_kv, need_weights=True))
+        for h in (1, H)
+    ]
+    assert counts[0] == counts[1]
+
+
+def test_attention_weights_memory_grows_with_the_number_of_heads():
+    # Equal matmul FLOPs do not mean equal cost: the softmax runs over H times more entries.
+    B, L, C = 2, 5, 8
+    x = _x(B, L, C)
+    sizes = [self_attention(x, init_multihead_params(C, H), H)[1].attention.probs.size for H in (1, 4)]
+    assert sizes == [B * L * L, 4 * B * L * L]
+
+
+def test_grouped_query_saves_only_key_value_projection_flops():
+    full, grouped = multihead_flops(2, 8, 8, 64, 8), multihead_flops(2, 8, 8, 64, 8, H_kv=2)
+    assert grouped.k_proj * 4 == full.k_proj and grouped.v_proj * 4 == full.v_proj
+    assert (grouped.q_proj, grouped.scores, grouped.weighted_sum, grouped.out_proj) == (
+        full.q_proj, full.scores, full.weighted_sum, full.out_proj)
+
+
+def test_kv_cache_bytes_matches_the_key_value_tensors_of_a_torch_module():
+    layers, B, L, C, H, H_kv = 3, 2, 5, 16, 4, 2
+    modules = [_TorchGQA(C, H, H_kv, bias=False).to(torch.float16) for _ in range(layers)]
+    x = torch.randn(B, L, C, dtype=torch.float16)
+    total = 0
+    for m in modules:
+        _, k, v = m(x)
+        total += k.nbytes + v.nbytes
+    assert kv_cache_bytes(B, H_kv, L, C // H, n_layers=layers, itemsize=2) == total
+
+
+def test_llama2_70b_grouped_query_cache_is_eight_times_smaller():
+    # LLaMA 2 70B: 80 layers, 64 query heads of dim 128, 8 key/value heads.
+    layers, H, H_kv, D, S = 80, 64, 8, 128, 4096
+    gqa = kv_cache_bytes(1, H_kv, S, D, n_layers=layers, itemsize=2)
+    mha = kv_cache_bytes(1, H, S, D, n_layers=layers, itemsize=2)
+    assert mha / gqa == H / H_kv == 8
+    assert gqa == 2 * 80 * 4096 * 8 * 128 * 2  # 1.25 GiB per 4096-token sequence in float16
+    assert kv_cache_bytes(1, 1, S, D, n_layers=layers, itemsize=2) * H == mha  # multi-query: 64 times smaller
+
+
+def test_counting_functions_reject_bad_input():
+    with pytest.raises(ValueError, match=r"C=10.*H=4"):
+        multihead_param_count(10, 4)
+    with pytest.raises(ValueError, match=r"H=8.*H_kv=3"):
+        multihead_flops(1, 2, 2, 16, 8, H_kv=3)
+
+
+# ------------------------------------------------------------------------------------------
+# Encoder block reference
+# ------------------------------------------------------------------------------------------
+
+
+def test_layer_norm_matches_torch():
+    x, g, b = _x(2, 3, 6), 1 + _x(6, seed=1), _x(6, seed=2)
+    expected = F.layer_norm(torch.from_numpy(x), (6,), torch.from_numpy(g), torch.from_numpy(b), eps=1e-5)
+    assert_close(layer_norm(x, g, b), expected)
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_feed_forward_matches_torch(activation):
+    x, w1, b1, w2, b2 = _x(2, 3, 4), _x(4, 7, seed=1), _x(7, seed=2), _x(7, 4, seed=3), _x(4, seed=4)
+    t = to_torch(x, w1, b1, w2, b2)
+    act = F.relu if activation == "relu" else F.gelu
+    expected = F.linear(act(F.linear(t[0], t[1].T, t[2])), t[3].T, t[4])
+    assert_close(feed_forward(x, w1, b1, w2, b2, activation=activation), expected)
+
+
+def _params_from_torch_layer(layer) -> EncoderBlockParams:
+    sa = layer.self_attn
+
+    def n(t):
+        return t.detach().numpy()
+
+    attn = params_from_in_proj(n(sa.in_proj_weight), n(sa.in_proj_bias), n(sa.out_proj.weight),
+                               n(sa.out_proj.bias))
+    return EncoderBlockParams(attn, n(layer.linear1.weight).T, n(layer.linear1.bias),
+                              n(layer.linear2.weight).T, n(layer.linear2.bias),
+                              n(layer.norm1.weight), n(layer.norm1.bias),
+                              n(layer.norm2.weight), n(layer.norm2.bias))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_block_matches_torch_transformer_encoder_layer(norm_first, activation):
+    B, L, C, H, F_ = 2, 5, 8, 2, 16
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(C, H, F_, dropout=0.0, activation=activation, batch_first=True,
+                                             norm_first=norm_first, dtype=torch.float64).eval()
+    with torch.no_grad():
+        for prm in layer.parameters():  # nonzero biases and non-unit norms, so every term matters
+            prm.add_(0.1 * torch.randn_like(prm))
+    params = _params_from_torch_layer(layer)
+    x = _x(B, L, C, seed=35)
+    valid = np.array([[True] * L, [True] * 3 + [False] * (L - 3)])
+    forward = pre_norm_encoder_block_forward if norm_first else encoder_block_forward
+    ours = forward(x, params, H, mask=valid[:, None, None, :], activation=activation)
+    with torch.enable_grad():  # keeps torch on its reference path
+        expected = layer(torch.from_numpy(x).requires_grad_(True),
+                         src_key_padding_mask=torch.from_numpy(torch_key_padding_mask(valid)))
+    assert_close(ours, expected, name="block output")
+
+
+def test_pre_norm_and_post_norm_blocks_differ():
+    p = init_encoder_block_params(8, 2, 16, seed=1)
+    x = _x(2, 3, 8)
+    assert not np.allclose(encoder_block_forward(x, p, 2), pre_norm_encoder_block_forward(x, p, 2))
+
+
+def test_encoder_block_reference_rejects_bad_input():
+    p = init_encoder_block_params(8, 2, 16)
+    with pytest.raises(ValueError, match="activation must be 'relu' or 'gelu'"):
+        encoder_block_forward(_x(1, 3, 8), p, 2, activation="tanh")
+    with pytest.raises(TypeError, match="EncoderBlockParams"):
+        encoder_block_forward(_x(1, 3, 8), p.attn, 2)
+    with pytest.raises(ValueError, match=r"gamma and beta must have shape \(C,\) = \(8,\)"):
+        layer_norm(_x(1, 8), np.ones(4), np.zeros(4))
