@@ -70,6 +70,7 @@ class GradedCourse:
     expected: dict[str, dict[str, float]] = field(default_factory=dict)
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
     max_scores: dict[str, float] = field(default_factory=dict)
+    manual_parts: list[str] = field(default_factory=list)
 
 
 def notebook_name(assignment: str) -> str:
@@ -107,6 +108,8 @@ def graded(request, tmp_path_factory) -> GradedCourse:
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for student in ["solution", "release", *result.expected]:
             sub = gb.find_submission_notebook(nb_name.removesuffix(".ipynb"), assignment, student)
-            result.scores[student] = {g.name: float(g.score) for g in sub.grades}
-            result.max_scores = {g.name: float(g.max_score) for g in sub.grades}
+            auto = [g for g in sub.grades if g.cell.cell_type == "code"]  # written answers are graded by hand
+            result.scores[student] = {g.name: float(g.score) for g in auto}
+            result.max_scores = {g.name: float(g.max_score) for g in auto}
+            result.manual_parts = sorted(g.name for g in sub.grades if g.cell.cell_type != "code")
     return result

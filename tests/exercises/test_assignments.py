@@ -84,3 +84,9 @@ def test_sample_submissions_get_the_expected_scores(graded):
         got = {k: v for k, v in graded.scores[student].items() if k in expect}
         assert set(expect) == set(graded.max_scores), f"{student}: expectations must name every graded part"
         assert got == expect, f"sample {student!r}: got {got}, expected {expect}"
+
+
+def test_softmax_assignment_has_the_written_jacobian_proof(graded):
+    if graded.assignment != "01_softmax":
+        pytest.skip("the written proof belongs to the softmax assignment")
+    assert graded.manual_parts == ["jacobian_proof"]
