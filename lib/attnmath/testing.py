@@ -42,11 +42,12 @@ def assert_close(actual, expected, *, rtol: float = 1e-10, atol: float = 1e-12, 
     with np.errstate(invalid="ignore"):
         same_inf = np.isinf(a) & np.isinf(e) & (np.sign(a) == np.sign(e))
         err = np.where(nan_a | same_inf, 0.0, np.abs(a - e))
-        bound = atol + rtol * np.where(np.isinf(e), 0.0, np.abs(e))
+        bound = atol + rtol * np.where(np.isinf(e) | nan_e, 0.0, np.abs(e))
     bad = ~(err <= bound)
     if bad.any():
         worst = np.unravel_index(int(np.argmax(np.where(bad, err - bound, -np.inf))), a.shape) if a.ndim else ()
-        rel = np.max(err / np.maximum(np.abs(e), np.finfo(np.float64).tiny)) if e.size else 0.0
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            rel = np.nanmax(np.where(np.isfinite(e), err / np.maximum(np.abs(e), np.finfo(np.float64).tiny), np.inf))
         raise AssertionError(
             f"{name}: {int(bad.sum())} of {a.size} entries differ; worst at index "
             f"{tuple(int(i) for i in worst)}: {a[worst]!r} vs expected {e[worst]!r} "
@@ -164,7 +165,7 @@ def uses_reference(fn, *, forbidden=("attnmath", "torch", "scipy", "jax"), _dept
             for name in co.co_names:
                 if name in glb:
                     candidates.append(glb[name])
-                elif name in forbidden:
+                elif name.split(".")[0] in forbidden:
                     return True
             stack.extend(c for c in co.co_consts if isinstance(c, types.CodeType))
         for obj in candidates:
