@@ -11,12 +11,11 @@ number of leading batch axes works, and plain ``(L, D)`` matrices too.
 
 from __future__ import annotations
 
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_array, check_probability
+from ._validate import as_array, check_probability, check_qkv, check_scale
 from .masking import broadcast_mask
 from .softmax import masked_softmax, softmax_vjp
 
@@ -55,35 +54,11 @@ class AttentionGrads(NamedTuple):
 
 
 def _check_qkv(q, k, v):
-    q = as_array(q, "q")
-    k = as_array(k, "k")
-    v = as_array(v, "v")
+    """:func:`attnmath._validate.check_qkv`, and no NaN anywhere (it would spread to every row)."""
+    q, k, v = check_qkv(q, k, v)
     for name, x in (("q", q), ("k", k), ("v", v)):
-        if x.ndim < 2:
-            raise ValueError(f"{name} must have at least 2 dimensions (..., length, dim), got shape {x.shape}")
         if np.isnan(x).any():
             raise ValueError(f"{name} contains NaN")
-    if not (q.ndim == k.ndim == v.ndim):
-        raise ValueError(
-            f"q, k and v must have the same number of dimensions, got shapes {q.shape}, {k.shape}, {v.shape}"
-        )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must share the head dim D: q has D={q.shape[-1]} (shape {q.shape}), "
-            f"k has D={k.shape[-1]} (shape {k.shape})"
-        )
-    if k.shape[:-1] != v.shape[:-1]:
-        raise ValueError(
-            f"k and v must agree on every axis but the last (..., H_kv, S): got k {k.shape}, v {v.shape}"
-        )
-    if q.ndim >= 3:
-        if q.shape[:-3] != k.shape[:-3]:
-            raise ValueError(f"q and k must have the same batch axes, got q {q.shape}, k {k.shape}")
-        H, H_kv = q.shape[-3], k.shape[-3]
-        if H % H_kv != 0:
-            raise ValueError(
-                f"the number of query heads H={H} must be a multiple of the key/value heads H_kv={H_kv}"
-            )
     return q, k, v
 
 
@@ -129,16 +104,6 @@ def _scores(q, k_rep, scale, bias, mask):
     return scores, mask
 
 
-def _check_scale(scale, D: int) -> float:
-    if scale is None:
-        return float(1.0 / np.sqrt(D))
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError(f"scale must be a real number, got {type(scale).__name__}")
-    if not np.isfinite(scale):
-        raise ValueError(f"scale must be finite, got {scale}")
-    return float(scale)
-
-
 def scaled_dot_product_attention(q, k, v, *, mask=None, bias=None, scale=None):
     r"""Scaled dot-product attention, keeping the attention weights for the backward pass.
 
@@ -176,7 +141,7 @@ def scaled_dot_product_attention(q, k, v, *, mask=None, bias=None, scale=None):
     ``torch.nn.functional.scaled_dot_product_attention`` in float64.
     """
     q, k, v = _check_qkv(q, k, v)
-    scale = _check_scale(scale, q.shape[-1])
+    scale = check_scale(scale, q.shape[-1])
     H = q.shape[-3] if q.ndim >= 3 else None
     k_rep, v_rep = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, S, D), (B, H, S, D_v)
     scores, full_mask = _scores(q, k_rep, scale, bias, mask)  # (B, H, L, S)

@@ -22,11 +22,10 @@ less:
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 
-from ._validate import as_array, check_axis, check_positive_int
+from ._validate import as_array, check_axis, check_positive_int, check_qkv, check_scale
 from .masking import broadcast_mask
 
 __all__ = [
@@ -39,53 +38,6 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # Shared checks and views (also used by attnmath.flash)
 # ---------------------------------------------------------------------------------------------
-
-
-def _check_qkv(q, k, v):
-    """Validate ``q (..., H, L, D)``, ``k (..., H_kv, S, D)``, ``v (..., H_kv, S, D_v)``."""
-    q = as_array(q, "q")
-    k = as_array(k, "k")
-    v = as_array(v, "v")
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        if x.ndim < 2:
-            raise ValueError(
-                f"{name} must have at least 2 dimensions (..., length, dim), got shape {x.shape}"
-            )
-    if not (q.ndim == k.ndim == v.ndim):
-        raise ValueError(
-            "q, k and v must have the same number of dimensions, "
-            f"got shapes {q.shape}, {k.shape}, {v.shape}"
-        )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must share the head dim D: q has D={q.shape[-1]} (shape {q.shape}), "
-            f"k has D={k.shape[-1]} (shape {k.shape})"
-        )
-    if k.shape[:-1] != v.shape[:-1]:
-        raise ValueError(
-            f"k and v must agree on every axis but the last (..., H_kv, S): got k {k.shape}, v {v.shape}"
-        )
-    if q.ndim >= 3:
-        if q.shape[:-3] != k.shape[:-3]:
-            raise ValueError(f"q and k must have the same batch axes, got q {q.shape}, k {k.shape}")
-        H, H_kv = q.shape[-3], k.shape[-3]
-        if H % H_kv != 0:
-            raise ValueError(
-                f"the number of query heads H={H} must be a multiple of the key/value heads H_kv={H_kv}"
-            )
-    return q, k, v
-
-
-def _check_scale(scale, D: int) -> float:
-    """``1/sqrt(D)`` by default; otherwise a finite real number."""
-    if scale is None:
-        # A Python float: a NumPy float64 scalar would promote float32 scores to float64.
-        return 1.0 / float(np.sqrt(D))
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError(f"scale must be a real number, got {type(scale).__name__}")
-    if not np.isfinite(scale):
-        raise ValueError(f"scale must be finite, got {scale}")
-    return float(scale)
 
 
 def _work_dtype(*arrays) -> np.dtype:
@@ -196,10 +148,10 @@ def chunked_attention(q, k, v, *, chunk_size: int, mask=None, bias=None, scale=N
     (torch's ``enable_gqa``). Oracle: :func:`attnmath.attention.scaled_dot_product_attention`
     and ``torch.nn.functional.scaled_dot_product_attention`` in float64.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = check_qkv(q, k, v)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     D = q.shape[-1]
-    scale = _check_scale(scale, D)
+    scale = check_scale(scale, D)
     L, S, D_v = q.shape[-2], k.shape[-2], v.shape[-1]
     score_shape = q.shape[:-1] + (S,)  # (B, H, L, S)
     full_mask = None if mask is None else broadcast_mask(mask, score_shape)  # view, no copy

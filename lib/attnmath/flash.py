@@ -33,8 +33,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_array, check_positive_int
-from .chunked import _check_qkv, _check_scale, _grouped, _tile, _work_dtype
+from ._validate import as_array, check_positive_int, check_qkv, check_scale
+from .chunked import _grouped, _tile, _work_dtype
 from .masking import broadcast_mask
 
 __all__ = [
@@ -147,11 +147,11 @@ def flash_attention_forward(q, k, v, *, block_q: int = 64, block_k: int = 64, ma
     ``torch.nn.functional.scaled_dot_product_attention`` (``attn_mask``, ``is_causal``,
     ``enable_gqa``) and ``torch.logsumexp`` for ``lse``, in float64.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = check_qkv(q, k, v)
     block_q = check_positive_int(block_q, "block_q")
     block_k = check_positive_int(block_k, "block_k")
     causal, causal_alignment = _check_causal(causal, causal_alignment)
-    scale = _check_scale(scale, q.shape[-1])
+    scale = check_scale(scale, q.shape[-1])
     L, S, D_v = q.shape[-2], k.shape[-2], v.shape[-1]
     full_mask = None if mask is None else broadcast_mask(mask, q.shape[:-1] + (S,))  # view
     offset = 0 if causal_alignment == "top_left" else S - L  # query i sits on key i + offset

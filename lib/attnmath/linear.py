@@ -29,8 +29,8 @@ from typing import Callable
 
 import numpy as np
 
-from ._validate import as_array, check_positive_int
-from .attention import _check_qkv, _check_scale, repeat_kv
+from ._validate import as_array, check_positive_int, check_qkv, check_scale
+from .attention import repeat_kv
 from .masking import broadcast_mask
 
 __all__ = [
@@ -132,7 +132,7 @@ def linear_attention(q, k, v, *, feature_map: Callable = elu_feature_map) -> np.
     score scale, and neither does this function. Oracle: :func:`linear_attention_quadratic`
     (the same kernel in :math:`O(LS)` form), and ``torch`` with the same two products.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = check_qkv(q, k, v)
     H = q.shape[-3] if q.ndim >= 3 else None
     k, v = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, S, D), (B, H, S, D_v)
     phi_q = _features(feature_map, q, "q")  # (B, H, L, D_phi)
@@ -174,7 +174,7 @@ def linear_attention_quadratic(q, k, v, *, feature_map: Callable = elu_feature_m
     (lower-triangular mask): the same numbers, associated the other way. Unlike softmax weights,
     :math:`A` is a ratio of kernel values, not of exponentials.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = check_qkv(q, k, v)
     H = q.shape[-3] if q.ndim >= 3 else None
     k, v = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, S, D), (B, H, S, D_v)
     phi_q = _features(feature_map, q, "q")  # (B, H, L, D_phi)
@@ -221,7 +221,7 @@ def causal_linear_attention(q, k, v, *, feature_map: Callable = elu_feature_map)
     each step is vectorised over batch and heads. Oracle: :func:`linear_attention_quadratic`
     with the lower-triangular mask.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = check_qkv(q, k, v)
     L, S = q.shape[-2], k.shape[-2]
     if L != S:
         raise ValueError(f"causal_linear_attention needs L == S (self-attention), got L={L}, S={S}")
@@ -381,10 +381,10 @@ def performer_attention(q, k, v, *, n_features: int, seed: int, scale=None) -> n
     :math:`D = 8` thousands of features still leave errors of order 0.1. Oracle:
     :func:`attnmath.attention.scaled_dot_product_attention`, approached as ``n_features`` grows.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = check_qkv(q, k, v)
     n_features = check_positive_int(n_features, "n_features")
     D = q.shape[-1]
-    s = _check_scale(scale, D)
+    s = check_scale(scale, D)
     if s <= 0:
         raise ValueError(f"scale must be positive for the softmax kernel estimate, got {s}")
     H = q.shape[-3] if q.ndim >= 3 else None

@@ -18,8 +18,8 @@ import numbers
 
 import numpy as np
 
-from ._validate import check_positive_int
-from .attention import _check_qkv, _check_scale, repeat_kv
+from ._validate import check_positive_int, check_qkv, check_scale
+from .attention import repeat_kv
 
 __all__ = [
     "local_mask",
@@ -293,12 +293,12 @@ def sliding_window_attention(q, k, v, *, window: int, scale=None) -> np.ndarray:
     :func:`attnmath.masking.sliding_window_mask` and torch's
     ``scaled_dot_product_attention`` with the same mask.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = check_qkv(q, k, v)
     window = check_positive_int(window, "window")
     L, S = q.shape[-2], k.shape[-2]
     if L != S:
         raise ValueError(f"sliding_window_attention needs L == S (self-attention), got L={L}, S={S}")
-    s = _check_scale(scale, q.shape[-1])
+    s = check_scale(scale, q.shape[-1])
     H = q.shape[-3] if q.ndim >= 3 else None
     k, v = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, L, D), (B, H, L, D_v)
     W = min(window, L)
