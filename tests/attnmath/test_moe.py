@@ -74,6 +74,7 @@ def _torch_moe(x, w_g, w1, w2, k, *, renormalized, kept=None):
 # ----------------------------------------------------------------------------- gating and routing
 
 
+@pytest.mark.claim("003 §6.4", "The gating network computes probabilities with a softmax, G(x) = softmax(x^T W_g)", "verified")
 def test_softmax_gating_matches_torch():
     x, w_g, _, _ = _params(seed=1)
     tx, tg = to_torch(x, w_g)
@@ -265,6 +266,7 @@ def test_load_balancing_loss_rejects_out_of_range_experts():
 # ----------------------------------------------------------------------------- the layer: oracle
 
 
+@pytest.mark.claim("003 §6.4", "Top-K routing: Output = sum over i in TopK(G(x)) of G(x)_i E_i(x)", "verified")
 @pytest.mark.parametrize("variant", ["plain", "renormalized"])
 @pytest.mark.parametrize("k", [1, 2, 5])
 def test_moe_layer_and_its_gradients_match_torch_autograd(variant, k):
@@ -309,7 +311,7 @@ def test_moe_backward_matches_central_differences(variant, capacity_factor):
     grads = moe_backward(r, cache)
 
     def loss(**kw):
-        args = dict(x=x, w_g=w_g, w1=w1, w2=w2) | kw
+        args = {"x": x, "w_g": w_g, "w1": w1, "w2": w2} | kw
         return float(np.sum(forward(args["x"], args["w_g"], args["w1"], args["w2"], k,
                                     capacity_factor=capacity_factor)[0] * r))
 
@@ -334,6 +336,29 @@ def test_experts_that_receive_no_token_get_exactly_zero_gradient():
         assert (np.abs(grads.dw1[used]).sum(axis=(1, 2)) > 0).all()
 
 
+@pytest.mark.claim("003 §6.4", "Mixture of experts activates only a subset of multiple expert networks", "verified")
+def test_experts_outside_the_top_k_are_never_evaluated():
+    x, w_g, w1, w2 = _params(N=4, C=3, E=8, F=5, seed=2)
+    for forward in FORWARDS.values():
+        out, cache = forward(x, w_g, w1, w2, 2)
+        unused = np.setdiff1d(np.arange(8), cache.expert_index)
+        assert unused.size >= 2
+        w1_nan, w2_nan = w1.copy(), w2.copy()
+        w1_nan[unused], w2_nan[unused] = np.nan, np.nan
+        out_nan, _ = forward(x, w_g, w1_nan, w2_nan, 2)
+        assert_close(out_nan, out, rtol=0, atol=0)
+
+
+def test_the_sparse_layer_equals_the_dense_mixture_with_gates_zero_off_the_top_k():
+    x, w_g, w1, w2 = _params(N=7, C=4, E=6, F=3, seed=3)
+    out, cache = moe_forward(x, w_g, w1, w2, 2)
+    gates = np.zeros((7, 6))
+    np.put_along_axis(gates, cache.expert_index, cache.gate, axis=1)
+    assert ((gates != 0).sum(axis=1) == 2).all()
+    dense = sum(gates[:, e:e + 1] * (np.maximum(x @ w1[e], 0.0) @ w2[e]) for e in range(6))
+    assert_close(out, dense)
+
+
 def test_renormalized_router_gets_no_gradient_on_unchosen_logits():
     # With x = I the router gradient dw_g is the logit gradient itself.
     C = E = 6
@@ -355,6 +380,13 @@ def test_top1_renormalized_router_gets_no_gradient_from_the_output():
     assert (moe_backward(np.ones_like(out), cache).dw_g == 0).all()
 
 
+@pytest.mark.claim(
+    "003 §6.4", "The challenge of MoE is the differentiability of the discrete selection, handled with a Straight-Through Estimator",
+    "corrected",
+    correction="Standard top-k MoE (Shazeer et al. 2017, GShard, Switch, Mixtral) uses no straight-through estimator: "
+               "the selection is piecewise constant and is not differentiated; the router learns through the gates that "
+               "multiply the chosen experts' outputs (the exact gradient wherever the selection does not tie) and through "
+               "the load-balancing loss. A straight-through estimate differs from that gradient.")
 def test_straight_through_estimate_is_not_the_gradient_of_top_k_moe():
     x, w_g, w1, w2 = _params(N=6, C=4, E=5, F=3, seed=43)
     k = 2
@@ -402,6 +434,6 @@ def test_moe_forward_rejects_k_larger_than_E():
 
 
 def test_moe_backward_rejects_a_wrong_dout_shape():
-    out, cache = moe_forward(*_params(N=3, C=4, E=5, F=2), 2)
+    _, cache = moe_forward(*_params(N=3, C=4, E=5, F=2), 2)
     with pytest.raises(ValueError, match=r"dout must have the output's shape \(3, 4\)"):
         moe_backward(np.ones((3, 5)), cache)

@@ -58,6 +58,7 @@ def test_kernel_smoother_equals_attnmath_attention_with_any_scale():
     assert_close(kernel_smoother(q, k, v, scale=0.7), scaled_dot_product_attention(q, k, v, scale=0.7)[0])
 
 
+@pytest.mark.claim("002 §11", "Attention is a Nadaraya-Watson estimator with kernel K(q, k) = exp(q^T k / sqrt(d_k))", "verified")
 def test_kernel_smoother_equals_the_literal_nadaraya_watson_ratio():
     q, k, v = random_qkv(B=1, H=1, L=4, S=6, D=3, seed=2)
     kernel = np.exp(q @ np.swapaxes(k, -1, -2) / np.sqrt(3))
@@ -161,6 +162,7 @@ def _problem(seed, N, d, M=None):
     return X, y, xq
 
 
+@pytest.mark.claim("002 §12", "Self-attention can implement one step of gradient descent on a linear regression objective (von Oswald et al.)", "verified")
 @SETTINGS
 @given(regression)
 def test_linear_self_attention_layer_predicts_one_gradient_descent_step(case):
@@ -210,6 +212,9 @@ def test_gd_prediction_with_one_step_is_the_one_step_prediction_and_zero_steps_g
     assert gd_prediction(X, y, xq, lr=0.2, n_steps=0) == 0.0
 
 
+@pytest.mark.claim("002 §12", "Given training data (X, Y) in context, attention outputs approx X(X^T X)^{-1} X^T Y: exactly the least-squares solution",
+                   "corrected",
+                   correction="X(X^T X)^{-1} X^T Y are the least-squares fitted values at the context inputs, not a prediction at the query; one linear self-attention layer outputs the one-step gradient-descent prediction (lr/N) x_q^T X^T y, which equals the least-squares prediction only when X^T X / N = lambda I and lr = 1/lambda; many steps (layers) converge to it.")
 def test_one_gradient_step_is_not_the_least_squares_solution():
     """The claim 'attention outputs the least-squares solution' fails for a generic context."""
     X, y, xq = _problem(5, N=20, d=4)
@@ -233,6 +238,9 @@ def test_one_step_equals_least_squares_when_the_covariance_is_a_multiple_of_iden
     assert linear_self_attention_gd_step(X, y, xq, lr=1.0 / lam) == pytest.approx(ls, rel=1e-9, abs=1e-10)
 
 
+@pytest.mark.claim("002 §12", "Given training data (X, Y) in context, attention outputs approx X(X^T X)^{-1} X^T Y: exactly the least-squares solution",
+                   "corrected",
+                   correction="X(X^T X)^{-1} X^T Y are the least-squares fitted values at the context inputs, not a prediction at the query; one linear self-attention layer outputs the one-step gradient-descent prediction (lr/N) x_q^T X^T y, which equals the least-squares prediction only when X^T X / N = lambda I and lr = 1/lambda; many steps (layers) converge to it.")
 def test_hat_matrix_expression_is_the_least_squares_fit_at_the_context_inputs():
     """X (X^T X)^{-1} X^T y are fitted values at the x_i, not a prediction at the query."""
     X, y, _ = _problem(6, N=12, d=3)
@@ -322,6 +330,11 @@ def test_equivariance_gap_matches_torch_with_a_causal_mask():
     assert gap == pytest.approx(expected, rel=1e-10)
 
 
+@pytest.mark.claim("000 Permutation Invariance", "Without positional encoding, attention is permutation-invariant: Attention(PQ, PK, PV) = P Attention(Q, K, V)",
+                   "corrected",
+                   correction="The identity is permutation equivariance (the output rows move with the input rows); attention is not "
+                              "invariant under permuting the sequence. It is invariant under reordering the key-value pairs at fixed queries, "
+                              "and a causal mask breaks both.")
 @SETTINGS
 @given(perm_case)
 def test_self_attention_is_not_permutation_invariant(case):
@@ -367,6 +380,7 @@ def _probs(L, S, D, seed):
     return scaled_dot_product_attention(q, k, np.zeros_like(k))[1].probs[0, 0]  # (L, S)
 
 
+@pytest.mark.claim("002 §4.2", "Single attention has limited rank: rank(AV) <= min(rank(A), rank(V))", "verified")
 @SETTINGS
 @given(seed=seeds, L=st.integers(1, 8), S=st.integers(1, 8), D_v=st.integers(1, 8))
 def test_attention_output_rank_is_at_most_min_of_l_s_and_d_v(seed, L, S, D_v):
@@ -377,6 +391,9 @@ def test_attention_output_rank_is_at_most_min_of_l_s_and_d_v(seed, L, S, D_v):
     assert rank <= min(np.linalg.matrix_rank(probs), np.linalg.matrix_rank(v))
 
 
+@pytest.mark.claim("002 §13", "Attention outputs have bounded rank: rank(Attention(Q, K, V)) <= min(n, d_v)", "corrected",
+                   correction="With L queries and S keys the bound is min(L, S, D_v) (min(n, D_v) only for self-attention, L = S = n), "
+                              "and generic inputs attain it; the softmax weights are generically of full rank min(L, S) even when QK^T has low rank.")
 @pytest.mark.parametrize("L,S,D_v", [(6, 6, 2), (6, 6, 8), (3, 7, 5), (7, 3, 5)])
 def test_attention_output_rank_reaches_the_bound_for_generic_inputs(L, S, D_v):
     probs = _probs(L, S, 4, 14)
@@ -445,3 +462,154 @@ def test_rank_functions_reject_bad_input():
         attention_rank_bound(3, 3, 0)
     with pytest.raises(TypeError, match="C must be an integer"):
         multi_head_rank_bound(3, 3, 2, 2, 4.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Corrections of the source documents that need more than one function
+# ----------------------------------------------------------------------------------------------
+
+@pytest.mark.claim(
+    "002 §11", "Attention can be viewed as a kernel density estimator", "corrected",
+    correction="It is kernel regression (the Nadaraya-Watson estimator): a kernel-weighted average of the values whose "
+               "weights sum to one over the samples for each query. A kernel density estimator involves no values and "
+               "integrates to one over space; it is (up to a constant) the denominator of the Nadaraya-Watson ratio.")
+def test_kernel_smoother_is_regression_not_density_estimation():
+    rng = np.random.default_rng(20)
+    keys = rng.uniform(-2, 2, size=(12, 1))
+    values = np.sin(2 * keys) + 0.1 * rng.standard_normal((12, 1))
+    grid = np.linspace(-6, 6, 4001)[:, None]
+    h = 0.4
+    kernel = np.exp(-(grid - keys.T) ** 2 / (2 * h**2))  # (L, S)
+    kde = kernel.sum(axis=1) / (12 * h * np.sqrt(2 * np.pi))
+    assert np.trapezoid(kde, grid[:, 0]) == pytest.approx(1.0, abs=1e-6)  # a density integrates to one
+    smooth = gaussian_kernel_smoother(grid, keys, values, h)
+    # The estimator is the ratio of the value-weighted sum to the density's (unnormalised) sum.
+    assert_close(smooth[:, 0], (kernel @ values)[:, 0] / (12 * h * np.sqrt(2 * np.pi) * kde))
+    # A regression estimator: constants are reproduced and outputs are averages of the values.
+    assert_close(gaussian_kernel_smoother(grid, keys, np.full_like(values, 3.0), h), np.full((4001, 1), 3.0))
+    assert smooth.min() >= values.min() - 1e-12 and smooth.max() <= values.max() + 1e-12
+    # Its integral over space is not one (it is not a density).
+    assert abs(np.trapezoid(smooth[:, 0], grid[:, 0]) - 1.0) > 0.1
+
+
+@pytest.mark.claim(
+    "004 Attention as Kernel Smoothing", "Attention is kernel smoothing with K(x_i, x_j) = softmax(q_i . k_j / sqrt(d_k)), "
+    "so K(x_i, x_j) >= 0 and sum_j K(x_i, x_j) = 1", "corrected",
+    correction="The kernel is exp(q_i . k_j / sqrt(d_k)); the softmax weight is that kernel value divided by its sum over all "
+               "keys, so it depends on every key, not on the pair alone, and summing to one is the property of the normalised "
+               "weights. With W_Q != W_K the kernel is not symmetric in the tokens.")
+@pytest.mark.claim("004 Attention as Kernel Smoothing", "Unlike fixed kernels such as the Gaussian, the attention kernel is learned and input-dependent",
+                   "verified")
+def test_softmax_weights_are_not_a_kernel_of_the_pair():
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((4, 3))
+    w_q, w_k = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    q, k = x @ w_q, x @ w_k
+
+    def weights(keys):
+        return scaled_dot_product_attention(q, keys, np.eye(keys.shape[0]))[0]  # values = I: the weights
+
+    more = np.vstack([k, 2.0 * q[:1]])  # one more key, aligned with query 0
+    assert abs(weights(k)[0, 1] - weights(more)[0, 1]) > 1e-3  # the weight of a pair depends on other keys
+    kappa = np.exp(dot_product_log_kernel(q, k))
+    kappa_more = np.exp(dot_product_log_kernel(q, more))
+    assert_close(kappa_more[:, :4], kappa)  # the kernel of a pair does not
+    assert_close(weights(k), kappa / kappa.sum(axis=-1, keepdims=True))
+    assert not np.allclose(kappa, kappa.T)  # not symmetric in the tokens
+    # Learned: other projections give another kernel on the same tokens.
+    assert not np.allclose(np.exp(dot_product_log_kernel(x @ w_k, x @ w_q)), kappa)
+
+
+@pytest.mark.claim(
+    "002 §4.2", "Multi-head can achieve higher effective rank through concatenation", "corrected",
+    correction="Higher than one head of the same head dim D_v = C/H: the projected concatenation reaches min(L, H min(S, D_v), C). "
+               "Not higher than a single head of full width D_v = C (the same parameter count), which already reaches "
+               "min(L, S, C): heads add attention patterns, not rank.")
+@pytest.mark.claim(
+    "002 §13", "Bounded rank limits expressivity; multi-head attention helps by combining subspaces", "corrected",
+    correction="Combining H heads of dim C/H raises the rank cap from min(L, S, C/H) to min(L, H min(S, C/H), C), but a "
+               "single head of width C has the cap min(L, S, C) already; the output projection to width C bounds both.")
+@pytest.mark.parametrize("L,C,H", [(12, 8, 4), (6, 8, 4), (10, 6, 3)])
+def test_multi_head_rank_does_not_exceed_one_full_width_head(L, C, H):
+    D_v = C // H
+    q, k, v = random_qkv(B=1, H=H, L=L, D=D_v, D_v=D_v, seed=L + C)
+    probs = scaled_dot_product_attention(q, k, v)[1].probs[0]
+    w_o = np.random.default_rng(L).standard_normal((C, C))
+    multi = multi_head_output_rank(probs, v[0], w_o)
+    small = attention_output_rank(probs[0], v[0, 0])
+    q1, k1, v1 = random_qkv(B=1, H=1, L=L, D=C, D_v=C, seed=L + C + 1)
+    full = attention_output_rank(scaled_dot_product_attention(q1, k1, v1)[1].probs[0, 0], v1[0, 0])
+    assert small == min(L, D_v)
+    assert multi == full == min(L, C) == multi_head_rank_bound(L, L, H, D_v, C) == attention_rank_bound(L, L, C)
+    assert multi >= small
+
+
+def _attention_stack(x, layers):
+    """Residual multi-head self-attention layers: no positions, no feed-forward layers, no norms."""
+    for w_q, w_k, w_v, w_o in layers:
+        q, k, v = (np.einsum("lc,hcd->hld", x, w) for w in (w_q, w_k, w_v))
+        heads, _ = scaled_dot_product_attention(q, k, v)
+        x = x + np.einsum("hld,hdc->lc", heads, w_o)
+    return x
+
+
+@pytest.mark.claim(
+    "000 Universal Approximation", "Multi-head attention with sufficient heads and dimensions can approximate any continuous "
+    "function on compact sets", "corrected",
+    correction="No number of heads makes attention alone universal: without positional encodings it is permutation equivariant "
+               "(equal tokens get equal outputs), and without feed-forward layers it is linear on constant sequences. Yun et al. "
+               "(2020) prove that transformers (attention plus token-wise feed-forward layers, with positional encodings) "
+               "approximate continuous sequence-to-sequence functions of compact support in L^p, 1 <= p < infinity; without "
+               "positional encodings, exactly the permutation-equivariant ones.")
+@pytest.mark.parametrize("H", [1, 4, 16])
+def test_attention_alone_cannot_approximate_non_equivariant_or_nonlinear_functions(H):
+    from attnmath.positional import sinusoidal_encoding
+
+    rng = np.random.default_rng(H)
+    C, D = 4, 2
+    shapes = [(H, C, D), (H, C, D), (H, C, D), (H, D, C)]
+    layers = [tuple(rng.standard_normal(s) / np.sqrt(C) for s in shapes) for _ in range(5)]
+    x = rng.standard_normal((5, C))
+    perm = np.array([2, 4, 0, 1, 3])
+    assert_close(_attention_stack(x[perm], layers), _attention_stack(x, layers)[perm], rtol=1e-12, atol=1e-12)
+    # Equal tokens get equal outputs, so "output the position index" has error >= 1/2 somewhere.
+    a, b = rng.standard_normal(C), rng.standard_normal(C)
+    x_rep = np.stack([a, b, a, b, a])
+    out = _attention_stack(x_rep, layers)
+    assert np.array_equal(out[0], out[2]) and np.array_equal(out[2], out[4])
+    # Linear on constant sequences: g(-a) = -g(a), so |a| (an equivariant target) is out of reach.
+    const = np.tile(a, (3, 1))
+    g_pos, g_neg = _attention_stack(const, layers), _attention_stack(-const, layers)
+    assert_close(g_neg, -g_pos, rtol=0, atol=1e-12)
+    err = np.maximum(np.abs(g_pos - np.abs(const)), np.abs(g_neg - np.abs(const)))
+    assert (err >= np.abs(const) / 2 - 1e-12).all()
+    # Positional encodings break the tie between equal tokens.
+    out_pe = _attention_stack(x_rep + sinusoidal_encoding(5, C), layers)
+    assert np.abs(out_pe[0] - out_pe[2]).max() > 1e-3
+
+
+@pytest.mark.claim(
+    "002 §14", "Transformers with hard attention (argmax instead of softmax) are Turing complete (Perez et al., 2019)", "corrected",
+    correction="Perez et al. prove it for average-hard attention (uniform weight on all maximal scores, not an argmax), "
+               "arbitrary-precision rational activations, positional encodings and an unbounded number of decoding steps; "
+               "with a fixed finite precision the result fails.")
+@pytest.mark.claim(
+    "002 §14", "Soft attention transformers are computationally universal under reasonable assumptions", "corrected",
+    correction="Perez et al. prove nothing about softmax attention; their construction needs hard attention, unbounded precision "
+               "and unbounded decoding steps. Softmax attention reaches average-hard attention only in the limit of infinitely "
+               "large scores; at every finite scale all weights are positive.")
+def test_softmax_attention_reaches_average_hard_attention_only_in_the_limit():
+    scores = np.array([[2.0, 5.0, 1.0, 5.0, 4.9]])
+    v = np.eye(5)
+    is_max = scores == scores.max(axis=-1, keepdims=True)
+    hard = is_max / is_max.sum(axis=-1, keepdims=True)  # average-hard: ties averaged
+    assert hard.tolist() == [[0.0, 0.5, 0.0, 0.5, 0.0]]
+    assert np.argmax(scores) == 1  # an argmax would pick one of the tied keys, not average them
+    gaps = []
+    for scale in (1.0, 10.0, 30.0):
+        w = scaled_dot_product_attention(np.ones((1, 1)), scores.T, v, scale=scale)[0]  # (1, 5): q = 1, k_j = score j
+        assert (w > 0).all()
+        gaps.append(np.abs(w - hard).max())
+    assert gaps[0] > gaps[1] > gaps[2] > 0
+    limit = scaled_dot_product_attention(np.ones((1, 1)), scores.T, v, scale=1e4)[0]
+    assert_close(limit, hard, rtol=0, atol=1e-12)
