@@ -365,7 +365,7 @@ def apply_rope(x, positions, *, base: float = 10000.0) -> np.ndarray:
     -----
     Convention: coordinates ``2i`` and ``2i+1`` form pair ``i`` (RoFormer, and the complex view
     :math:`z_i = x_{2i} + \mathrm{i}\,x_{2i+1} \mapsto e^{\mathrm{i} m\theta_i} z_i`).
-    GPT-NeoX and LLaMA code pairs ``i`` with ``i + D/2`` instead: see :func:`apply_rope_half`
+    GPT-NeoX and the Hugging Face LLaMA code pair ``i`` with ``i + D/2`` instead: see :func:`apply_rope_half`
     and :func:`interleaved_to_half`; the two differ by a fixed permutation of the coordinates,
     which a learned projection absorbs, but weights trained under one convention give wrong
     scores under the other.
@@ -410,7 +410,7 @@ def apply_rope_inverse(x, positions, *, base: float = 10000.0) -> np.ndarray:
 
 
 def apply_rope_half(x, positions, *, base: float = 10000.0) -> np.ndarray:
-    r"""Rotary position embedding, "rotate-half" pairing ``(i, i + D/2)`` (GPT-NeoX, LLaMA code).
+    r"""Rotary position embedding, "rotate-half" pairing ``(i, i + D/2)`` (GPT-NeoX; Hugging Face LLaMA, whose weight conversion permutes Meta's interleaved pairs).
 
     .. math::
 

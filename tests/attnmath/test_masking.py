@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn.attention.bias import causal_lower_right, causal_upper_left
@@ -25,7 +26,8 @@ from attnmath.masking import (
     sliding_window_mask,
 )
 from attnmath.softmax import masked_softmax
-from attnmath.testing import assert_close, random_qkv
+from attnmath.sparse import local_mask
+from attnmath.testing import assert_close, random_qkv, to_torch
 
 SETTINGS = settings(max_examples=40, deadline=None)
 lengths = st.integers(min_value=1, max_value=12)
@@ -67,6 +69,7 @@ def test_bottom_right_causal_mask_equals_torch_tril_shifted_by_s_minus_l(L, S):
     np.testing.assert_array_equal(mask, _torch_causal(L, S, "bottom_right"))
 
 
+@pytest.mark.claim("000 Masking", "Causal mask: M_causal[i,j] = 1 if j <= i, 0 if j > i; a lower-triangular attention matrix", "verified")
 @SETTINGS
 @given(L=lengths)
 def test_both_alignments_agree_when_lengths_are_equal(L):
@@ -144,6 +147,7 @@ def test_padding_mask_rejects_bad_input():
         padding_mask([0], 0)
 
 
+@pytest.mark.claim("000 Masking", "Padding mask: M_pad[i,j] = 0 for padding keys prevents attention to padding tokens", "verified")
 def test_padded_keys_do_not_change_the_output_of_the_valid_positions():
     B, H, L, D = 2, 2, 5, 4
     q, k, v = random_qkv(B=B, H=H, L=L, D=D, seed=3)
@@ -161,6 +165,7 @@ def test_padded_keys_do_not_change_the_output_of_the_valid_positions():
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.claim("000 Masking", "Combined mask: M_combined = M_pad ⊙ M_causal, where ⊙ is element-wise AND", "verified")
 def test_combined_padding_and_causal_mask_is_the_elementwise_and():
     B, L = 3, 6
     pad = padding_mask([6, 4, 1], L)  # (B, 1, 1, S)
@@ -322,6 +327,8 @@ def test_masking_through_a_bias_equals_masking_through_a_mask():
     assert not out_mask[1, :, 0].any()
 
 
+@pytest.mark.claim("000 Masking", "Apply the padding mask before softmax as S_masked = S + (1 - M_pad) · (-∞)", "corrected",
+                   correction="0 · (-inf) is NaN in IEEE arithmetic, so the formula turns every allowed score into NaN; the mask must select: where(M, S, -inf), or add a bias built as where(M, 0, -inf).")
 def test_the_multiplicative_minus_inf_formula_turns_allowed_scores_into_nan():
     # Seed 000 writes S_masked = S + (1 - M_pad) * (-inf). For an allowed entry (M = 1) this is
     # S + 0 * (-inf), and 0 * (-inf) is NaN in IEEE arithmetic: the formula poisons every score.
@@ -347,6 +354,8 @@ def _seed_003_attention(q, k, v, mask):
     return weights @ v, weights
 
 
+@pytest.mark.claim("003 §2.1", "Mask the scores with np.where(mask == 0, -1e9, scores) before the softmax", "corrected",
+                   correction="-1e9 is not -inf: a fully masked row becomes uniform (its output is the mean of all values, padding included). Mask with -inf and return zeros for a row with no allowed key, as torch's scaled_dot_product_attention does.")
 def test_the_minus_1e9_sentinel_leaks_uniform_weight_on_a_fully_masked_row_while_ours_gives_zeros():
     rng = np.random.default_rng(4)
     L, S, D = 3, 5, 4
@@ -365,10 +374,12 @@ def test_the_minus_1e9_sentinel_leaks_uniform_weight_on_a_fully_masked_row_while
     assert_close(ours[keep], seed_out[keep], name="rows with an allowed key")
 
 
+@pytest.mark.claim("003 §2.1", "A large negative constant (-1e9) can stand in for -inf in masked scores", "corrected",
+                   correction="In float16 (largest finite 65504) -1e9 rounds to -inf, and a fully masked row then gives -inf - (-inf) = NaN in the max-subtracted softmax; use -inf with an explicit zero-row rule.")
 def test_the_minus_1e9_sentinel_overflows_to_minus_inf_in_float16():
     with np.errstate(over="ignore"):
         assert np.isneginf(np.float16(-1e9))
-    assert float(np.finfo(np.float16).max) == 65504.0 < 1e9
+    assert float(np.finfo(np.float16).max) == 65504.0  # far above it: -1e9 is not representable
     # a fully masked float16 row filled with the sentinel is all -inf, and the max-subtracted
     # softmax of the seed computes -inf - (-inf) = NaN
     scores = np.zeros((1, 4), dtype=np.float16)
@@ -384,6 +395,7 @@ def test_the_minus_1e9_sentinel_overflows_to_minus_inf_in_float16():
     assert not probs.any()
 
 
+@pytest.mark.claim("003 §6.2", "GPT uses the causal mask Mask_ij = 1 if j <= i, 0 if j > i (lower triangular, np.tril)", "verified")
 def test_bert_all_true_mask_masks_nothing_and_gpt_mask_is_causal():
     # Seed 003: BERT uses Mask_ij = 1 for all i, j (padding aside nothing is masked), GPT the
     # lower triangle.
@@ -404,3 +416,80 @@ def test_bert_all_true_mask_masks_nothing_and_gpt_mask_is_causal():
     out_gpt2, _ = scaled_dot_product_attention(q, k2, v2, mask=causal_mask(L))
     assert_close(out_gpt2[..., :3, :], out_gpt[..., :3, :], name="causal rows before the change")
     assert not np.allclose(out_gpt2[..., 3:, :], out_gpt[..., 3:, :])
+
+
+@pytest.mark.claim("003 §6.1", "BERT's attention mask is Mask_ij = 1 for all i, j (bidirectional)", "corrected",
+                   correction="All ones only for a sequence without padding. In a padded batch BERT's attention mask is the key-padding mask [j < length_b], bidirectional among the real tokens; the all-ones mask lets the padding change their outputs.")
+def test_an_all_ones_mask_on_a_padded_batch_lets_the_padding_change_the_real_tokens():
+    lengths, S = [5, 3], 5
+    q, k, v = random_qkv(B=2, H=2, L=S, D=4, seed=7)
+    k2, v2 = k.copy(), v.copy()
+    k2[1, :, 3:] += 3.0
+    v2[1, :, 3:] -= 2.0
+    all_ones = np.ones((S, S), dtype=bool)
+    out, _ = scaled_dot_product_attention(q, k, v, mask=all_ones)
+    out2, _ = scaled_dot_product_attention(q, k2, v2, mask=all_ones)
+    assert np.abs(out2 - out)[1, :, :3].max() > 1e-2  # real tokens of sequence 1 moved
+    pad = padding_mask(lengths, S)
+    out, _ = scaled_dot_product_attention(q, k, v, mask=pad)
+    out2, _ = scaled_dot_product_attention(q, k2, v2, mask=pad)
+    assert_close(out2[1, :, :3], out[1, :, :3], name="real tokens under the padding mask")
+
+
+@pytest.mark.claim("002 §8", "Causal attention sets S_ij = -inf for j > i; after softmax, future positions have zero weight", "verified")
+@pytest.mark.claim("001 Masked (Causal) Attention", "Set future positions to -inf before softmax to prevent attending to subsequent positions", "verified")
+def test_future_positions_get_exactly_zero_weight_under_the_causal_mask():
+    q, k, v = random_qkv(B=2, H=3, L=7, D=5, seed=9)
+    out, cache = scaled_dot_product_attention(q, k, v, mask=causal_mask(7))
+    future = np.triu(np.ones((7, 7), dtype=bool), 1)
+    assert (cache.probs[..., future] == 0.0).all()
+    assert_close(cache.probs.sum(axis=-1), np.ones((2, 3, 7)), name="row sums")
+    assert_close(out, F.scaled_dot_product_attention(*to_torch(q, k, v), is_causal=True), name="causal output")
+
+
+def test_the_band_formula_is_not_a_window_of_w_previous_positions():
+    # Seed 002 §10 (its claim marker is on tests/attnmath/test_sparse.py::test_causal_window_and_symmetric_band_are_different_patterns).
+    n, w = 16, 4
+    band = local_mask(n, radius=w // 2)  # |i - j| <= w/2, the formula
+    window = sliding_window_mask(n, w)  # w previous positions, itself included
+    expected_band = np.array([[abs(i - j) <= w / 2 for j in range(n)] for i in range(n)])
+    np.testing.assert_array_equal(band, expected_band)
+    assert np.triu(band, 1).any()  # looks ahead
+    assert not np.triu(window, 1).any()  # never a future key
+    assert (band.sum(axis=1)[w:-w] == w + 1).all()
+    assert (window.sum(axis=1)[w:] == w).all()
+
+
+@pytest.mark.claim("002 §10", "Sliding-window attention costs O(nw)", "verified")
+@SETTINGS
+@given(n=st.integers(1, 40), w=st.integers(1, 12))
+def test_a_window_mask_allows_at_most_n_times_w_pairs(n, w):
+    allowed = int(sliding_window_mask(n, w).sum())
+    m = min(w, n)
+    assert allowed == n * m - m * (m - 1) // 2
+    assert allowed <= n * w
+
+
+@SETTINGS
+@given(t=st.integers(0, 6), L=st.integers(1, 6), seed=st.integers(0, 2**16))
+def test_bottom_right_mask_reproduces_the_last_rows_of_full_causal_attention(t, L, seed):
+    q, k, v = random_qkv(B=1, H=2, L=t + L, D=4, seed=seed)
+    full, _ = scaled_dot_product_attention(q, k, v, mask=causal_mask(t + L))
+    new, _ = scaled_dot_product_attention(q[:, :, t:], k, v,
+                                          mask=causal_mask(L, t + L, alignment="bottom_right"))
+    assert_close(new, full[:, :, t:], name="bottom-right rows")
+    if t > 0:  # top-left hides the cached keys i < j <= t + i from new query i
+        wrong, _ = scaled_dot_product_attention(q[:, :, t:], k, v, mask=causal_mask(L, t + L))
+        assert not np.allclose(wrong, full[:, :, t:])
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-12), (np.float32, 1e-5), (np.float16, 3e-3)])
+def test_fully_masked_rows_are_zero_as_in_torch_in_every_precision(dtype, tol):
+    q, k, v = (x.astype(dtype) for x in random_qkv(B=2, H=2, L=4, S=5, D=4, seed=10))
+    mask = combine_masks(padding_mask([0, 5], 5), causal_mask(4, 5))  # sequence 0 has no keys
+    mask[1, 0, 2] = False  # and one more empty row
+    out, _ = scaled_dot_product_attention(q, k, v, mask=mask)
+    assert out.dtype == dtype and np.isfinite(out).all()
+    assert not out[0].any() and not out[1, :, 2].any()
+    expected = F.scaled_dot_product_attention(*to_torch(q, k, v), attn_mask=torch.from_numpy(mask))
+    assert_close(out, expected, rtol=tol, atol=tol, name=f"{np.dtype(dtype).name} output")

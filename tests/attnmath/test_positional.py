@@ -31,6 +31,11 @@ from attnmath.positional import (
 )
 from attnmath.softmax import softmax
 from attnmath.testing import assert_close, check_gradient, random_qkv, to_torch
+from attnmath.theory import (
+    key_value_permutation_gap,
+    permutation_equivariance_gap,
+    permutation_invariance_gap,
+)
 
 SETTINGS = settings(max_examples=30, deadline=None)
 even_widths = st.sampled_from([2, 4, 6, 8, 16, 32])
@@ -136,6 +141,7 @@ def test_sinusoidal_encoding_matches_the_papers_formula(L, C, base):
     assert_close(sinusoidal_encoding(L, C, base=base), formula_encoding(L, C, base), name="PE")
 
 
+@pytest.mark.claim("003 §4.2", "PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))", "verified")
 def test_sinusoidal_encoding_matches_the_source_documents_code():
     assert_close(sinusoidal_encoding(100, 128), source_document_encoding(100, 128), rtol=1e-9, atol=1e-12)
 
@@ -158,6 +164,7 @@ def test_source_documents_code_breaks_on_odd_width_and_library_says_why():
         sinusoidal_encoding(4, 7)
 
 
+@pytest.mark.claim("003 §4.3", "PE_{pos+k} = T_k · PE_pos: a shift by k is a linear map of the encoding, the same at every position", "verified")
 @SETTINGS
 @given(pos=st.integers(0, 300), k=st.integers(-300, 300), C=even_widths)
 def test_relative_rotation_matrix_shifts_the_encoding_at_every_position(pos, k, C):
@@ -184,6 +191,8 @@ def test_relative_rotation_matrix_is_block_diagonal_with_the_derived_blocks():
     assert_close(relative_rotation_matrix(k, C), expected)
 
 
+@pytest.mark.claim("003 §4.3", "T_k is a rotation matrix (for each frequency)", "corrected",
+                   correction="T_k is a rotation by -ωk in the stored (sin, cos) coordinates, blocks [[cos ωk, sin ωk], [-sin ωk, cos ωk]]; the usual rotation matrix [[cos ωk, -sin ωk], [sin ωk, cos ωk]] (the one RoPE uses) maps PE_pos to PE_{pos-k}.")
 def test_counterclockwise_rotation_block_shifts_the_encoding_backwards():
     """With the (sin, cos) ordering, the textbook block [[cos, -sin], [sin, cos]] gives PE_{pos-k}."""
     C, pos, k = 8, 20, 5
@@ -207,6 +216,7 @@ def test_relative_rotation_matrices_are_orthogonal_and_compose_by_adding_shifts(
     assert_close(relative_rotation_matrix(0, C), np.eye(C))
 
 
+@pytest.mark.claim("003 Problem 3", "The inner product PE_pos1 · PE_pos2 is a function of the position difference", "verified")
 @SETTINGS
 @given(pos=st.integers(0, 400), k=st.integers(0, 400), C=even_widths)
 def test_encoding_dot_product_depends_only_on_the_offset(pos, k, C):
@@ -282,6 +292,7 @@ def test_apply_rope_half_matches_complex_multiplication_on_half_pairs():
                  complex_rope_half(q, positions, base=1000.0), atol=1e-12)
 
 
+@pytest.mark.claim("003 §4.4", "RoPE rotates each 2-D subspace (q_2i, q_2i+1) by the angle m θ_i", "verified")
 def test_apply_rope_matches_the_source_documents_code_on_the_interleaved_convention():
     rng = np.random.default_rng(3)
     n, d_model = 10, 64
@@ -293,6 +304,7 @@ def test_apply_rope_matches_the_source_documents_code_on_the_interleaved_convent
     assert not np.allclose(apply_rope_half(q, positions), q_doc)
 
 
+@pytest.mark.claim("003 §4.4", "With RoPE the inner product of query and key depends only on their relative position", "verified")
 @SETTINGS
 @given(m=st.integers(0, 1000), n=st.integers(0, 1000), shift=st.integers(-500, 500),
        D=even_widths, seed=st.integers(0, 2**16))
@@ -520,6 +532,8 @@ def test_alibi_bias_depends_only_on_distance_and_is_largest_for_the_nearest_key(
             assert np.all(np.argmax(causal[:, i, visible], axis=-1) == visible.size - 1)
 
 
+@pytest.mark.claim("003 §4.5", "ALiBi scores: softmax(q_i K^T / sqrt(d_k) + m · [0, -1, -2, ..., -(i-1)])", "corrected",
+                   correction="Read as a row over the keys 1..i this favours the oldest key and penalises the recent ones. ALiBi's row is m · [-(i-1), ..., -1, 0]: key j gets -m (i - j), zero for the query's own position.")
 def test_source_documents_alibi_row_favours_the_oldest_key_instead_of_the_newest():
     """softmax(q_i K^T + m [0, -1, ..., -(i-1)]) read as key j -> -m j penalises recent keys."""
     m, i = 0.5, 7  # query i sees keys 0 .. i
@@ -548,3 +562,54 @@ def test_alibi_rejects_bad_input():
         alibi_bias_symmetric(4, 3, 0)
     with pytest.raises(ValueError, match="alignment must be one of"):
         alibi_bias(4, 3, alignment="bottom")
+
+
+# ----------------------------------------------------------------------------------------------
+# why positions: permutation symmetry, and how much relative position each encoding keeps
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.claim("003 §4.1", "The attention mechanism is permutation-invariant: changing the input order changes the output in the same way", "corrected",
+                   correction="That behaviour is permutation equivariance, Attn(PX) = P Attn(X); the output is not invariant, its rows move with the tokens.")
+@SETTINGS
+@given(seed=st.integers(0, 2**16), perm=st.permutations(list(range(6))))
+def test_attention_without_positions_is_permutation_equivariant_not_invariant(seed, perm):
+    # Seed 000 makes the same claim; its marker is on tests/attnmath/test_theory.py::test_self_attention_is_not_permutation_invariant.
+    perm = np.array(perm)
+    q, k, v = random_qkv(B=1, H=2, L=6, D=4, seed=seed)
+    assert permutation_equivariance_gap(q, k, v, perm) < 1e-13
+    assert key_value_permutation_gap(q, k, v, perm) < 1e-13
+    if not np.array_equal(perm, np.arange(6)):
+        assert permutation_invariance_gap(q, k, v, perm) > 1e-3
+
+
+def test_adding_a_positional_encoding_breaks_permutation_equivariance():
+    rng = np.random.default_rng(13)
+    L, C, D = 6, 8, 4
+    x = rng.standard_normal((L, C))
+    w_q, w_k, w_v = rng.standard_normal((3, C, D))
+    perm = np.array([2, 0, 1, 5, 3, 4])
+
+    def layer(tokens):
+        h = tokens + sinusoidal_encoding(L, C)
+        return scaled_dot_product_attention(h @ w_q, h @ w_k, h @ w_v)[0]
+
+    assert np.abs(layer(x[perm]) - layer(x)[perm]).max() > 1e-2
+
+
+def test_rope_and_alibi_scores_depend_on_the_offset_only_and_added_sinusoids_do_not():
+    rng = np.random.default_rng(5)
+    C, D = 64, 16
+    w_q, w_k = rng.standard_normal((2, C, D)) / np.sqrt(C)
+    x, y = rng.standard_normal((2, C))
+    pe = sinusoidal_encoding(2100, C)
+    deltas = np.arange(-20, 21)
+    starts = np.arange(50, 2001, 50)
+    added = np.array([((x + pe[p]) @ w_q) @ ((y + pe[p + deltas]) @ w_k).T for p in starts])
+    rope = np.array([apply_rope((x @ w_q)[None], [p]) @ apply_rope(np.repeat((y @ w_k)[None], deltas.size, 0),
+                                                                     p + deltas).T for p in starts])[:, 0]
+    bias = alibi_bias_symmetric(1, 2100)[0]
+    alibi = np.array([float((x @ w_q) @ (y @ w_k)) + bias[p, p + deltas] for p in starts])
+    spread = lambda s: (s.max(axis=0) - s.min(axis=0)).max()  # over start positions
+    assert spread(rope) < 1e-11 and spread(alibi) < 1e-12
+    assert spread(added) > 1.0
