@@ -121,6 +121,8 @@ CASE_PARAMS = [pytest.param(case, id=name) for name, case in CASES.items()]
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.claim("000 Scaled Dot-Product Attention", "Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V with Q (n x d_k), K (m x d_k), V (m x d_v) and an n x d_v output", "verified")
+@pytest.mark.claim("001 Core Formula", "Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V: an n x d_v matrix of weighted values", "verified")
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_forward_matches_torch_scaled_dot_product_attention(case):
     inputs = _make_case(**case)
@@ -132,6 +134,8 @@ def test_forward_matches_torch_scaled_dot_product_attention(case):
     assert_close(out, expected, name="out", **TOL)
 
 
+@pytest.mark.claim("000 Gradient Analysis", "dL/dV = A^T dL/dOutput and dL/dA = dL/dOutput V^T", "verified")
+@pytest.mark.claim("002 §3.2", "dL/dQ = (1/sqrt(d_k)) dL/dS K and dL/dK = (1/sqrt(d_k)) (dL/dS)^T Q", "verified")
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_backward_matches_torch_autograd(case):
     inputs = _make_case(**case, seed=1)
@@ -201,6 +205,7 @@ def test_fully_masked_row_is_zero():
     assert not grads.dk.any() and not grads.dv.any()
 
 
+@pytest.mark.claim("004 Gradient Flow Through Attention", "dL/dS = A * (dL/dA - (dL/dA * A).sum(dim=-1, keepdim=True)) through the row-wise softmax", "verified")
 def test_gradient_matches_central_differences_with_a_mask_and_grouped_heads():
     inputs = _make_case(lead=(1,), H=4, H_kv=2, L=3, S=4, D=3, D_v=2, mask=(1, 4, 3, 4),
                         bias=(4, 1, 4), empty_rows=True, seed=11)
@@ -439,6 +444,8 @@ def attention_inputs(draw, with_mask=True):
     return q, k, v, mask
 
 
+@pytest.mark.claim("002 §2.2", "alpha_ij >= 0 and sum_j alpha_ij = 1 for every query i", "verified")
+@pytest.mark.claim("000 Step 3: Normalization", "Each row of the attention weight matrix A sums to 1", "verified")
 @SETTINGS
 @given(attention_inputs())
 def test_attention_weights_are_a_distribution_or_zero_on_each_row(inputs):
@@ -648,3 +655,239 @@ def test_scale_accepts_any_real_number_including_numpy_integers():
         out, cache = scaled_dot_product_attention(q, k, v, scale=scale)
         assert cache.scale == 2.0
         assert_close(out, ref, name=f"out with scale={scale!r}", **TOL)
+
+
+# ---------------------------------------------------------------------------------------------
+# claims of the source documents repeated by the chapters on attention and on gradients
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.claim("001 Key Insight", "Attention is 'database lookup with soft matching': the query matches against the keys to retrieve weighted values", "verified")
+def test_a_large_scale_turns_attention_into_a_hard_lookup_of_the_best_key():
+    rng = np.random.default_rng(0)
+    k, v = rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
+    q = k[[4, 1]] + 0.3 * rng.standard_normal((2, 4))  # queries resembling keys 4 and 1
+    scores = q @ k.T  # (L, S)
+    best = np.argmax(scores, axis=-1)
+    top2 = np.sort(scores, axis=-1)[:, -2:]
+    assert (top2[:, 1] - top2[:, 0] > 0.05).all()  # a unique best match in each row
+    soft, cache = scaled_dot_product_attention(q, k, v)
+    assert (cache.probs > 0).all() and (cache.probs.max(axis=-1) < 1.0).all()  # a soft blend
+    hard, cache = scaled_dot_product_attention(q, k, v, scale=1e3)
+    assert_close(cache.probs, np.eye(6)[best], rtol=0, atol=1e-12, name="one-hot weights")
+    assert_close(hard, v[best], name="the value of the best-matching key")
+
+
+@pytest.mark.claim("002 §2.2", "High q_i . k_j -> high alpha_ij: position i attends to position j", "verified")
+@SETTINGS
+@given(attention_inputs(with_mask=False))
+def test_a_larger_score_gets_a_larger_weight_in_its_row(inputs):
+    q, k, v, _ = inputs
+    _, cache = scaled_dot_product_attention(q, k, v)
+    scores = q @ np.swapaxes(repeat_kv(k, q.shape[-3]), -1, -2)  # (B, H, L, S)
+    larger = scores[..., :, None] > scores[..., None, :] + 1e-9  # (B, H, L, S, S)
+    heavier = cache.probs[..., :, None] > cache.probs[..., None, :]
+    underflow = cache.probs[..., :, None] == 0.0  # both weights rounded to zero
+    assert (heavier | underflow)[larger].all()
+
+
+@pytest.mark.claim("000 Self-Attention vs Cross-Attention", "Self-attention: Q = K = V = X", "corrected",
+                   correction="Q = X W_Q, K = X W_K, V = X W_V are three learned projections of X; with Q = K = X the scores "
+                              "X X^T are symmetric and, for generic inputs, each token attends mostly to itself.")
+@pytest.mark.claim("004 Self-Attention vs Cross-Attention", "Self-attention: Q = K = V = X, attn[i,j] = similarity(X[i], X[j])", "corrected",
+                   correction="Q, K and V are different linear projections of X (Q = X W_Q etc.); without them the score "
+                              "matrix is symmetric and self-dominated.")
+@pytest.mark.claim("000 Self-Attention vs Cross-Attention", "Cross-attention: Q = X_1, K = V = X_2", "corrected",
+                   correction="Q = X_1 W_Q, K = X_2 W_K, V = X_2 W_V: keys and values are different projections of X_2, "
+                              "so D_v may differ from D and the output need not be a mixture of keys.")
+def test_self_attention_without_projections_has_symmetric_self_dominated_scores():
+    rng = np.random.default_rng(9)
+    L, C, D = 8, 64, 16
+    x = rng.standard_normal((4, L, C))  # (B, L, C)
+    out, plain = scaled_dot_product_attention(x, x, x)
+    scores = x @ np.swapaxes(x, -1, -2)  # (B, L, L)
+    assert_close(scores, np.swapaxes(scores, -1, -2), rtol=0, atol=0, name="symmetric scores")
+    self_weight = np.diagonal(plain.probs, axis1=-2, axis2=-1)  # (B, L)
+    assert (np.argmax(plain.probs, axis=-1) == np.arange(L)).all()
+    assert self_weight.mean() > 0.95
+    assert_close(out, x, rtol=0, atol=0.2, name="Q = K = V = X is close to the identity map")
+    w_q, w_k, w_v = (rng.standard_normal((C, D)) / np.sqrt(C) for _ in range(3))
+    _, proj = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)
+    proj_scores = (x @ w_q) @ np.swapaxes(x @ w_k, -1, -2)
+    assert np.abs(proj_scores - np.swapaxes(proj_scores, -1, -2)).max() > 0.5
+    assert np.diagonal(proj.probs, axis1=-2, axis2=-1).mean() < 0.5
+    # cross-attention: with K = V = X_2 the output is a mixture of the keys themselves
+    x_enc = rng.standard_normal((3, 7, C))  # (B, S, C)
+    q = rng.standard_normal((3, 2, C))
+    mixed, cache = scaled_dot_product_attention(q, x_enc, x_enc)
+    assert_close(mixed, cache.probs @ x_enc, name="mixture of keys")
+    out, _ = scaled_dot_product_attention(q @ w_q, x_enc @ w_k, x_enc @ w_v[:, :5])
+    expected, _ = _torch_attention(q @ w_q, x_enc @ w_k, x_enc @ w_v[:, :5])
+    assert out.shape == (3, 2, 5)
+    assert_close(out, expected, name="cross-attention with projections", **TOL)
+
+
+@pytest.mark.claim("004 Gradient Flow Through Attention", "dA_ik/dS_ij = A_ik(1 - A_ik) if i = j, -A_ik A_ij if i != j", "corrected",
+                   correction="The condition compares the column indices: dA_ik/dS_ij = A_ik (delta_kj - A_ij), and "
+                              "dA_ik/dS_lj = 0 for l != i because each row is normalised separately.")
+def test_rowwise_softmax_derivative_compares_the_column_indices():
+    z = np.random.default_rng(0).standard_normal((3, 4))
+    a = torch.softmax(to_torch(z), dim=-1).numpy()
+    jac = torch.autograd.functional.jacobian(lambda t: torch.softmax(t, dim=-1), to_torch(z)).numpy()
+    expected = np.zeros((3, 4, 3, 4))  # [i, k, l, j] = dA_ik / dS_lj
+    for i in range(3):
+        expected[i, :, i, :] = np.diag(a[i]) - np.outer(a[i], a[i])
+    assert_close(jac, expected, rtol=1e-12, atol=1e-15, name="row-wise softmax Jacobian")
+    # read literally, the source's 'i != j' branch gives dA_01/dS_01 = -A_01^2, the wrong sign
+    assert jac[0, 1, 0, 1] == pytest.approx(a[0, 1] * (1 - a[0, 1]), rel=1e-12)
+    assert jac[0, 1, 0, 1] > 0 > -a[0, 1] ** 2
+
+
+@pytest.mark.claim("004 Gradient Flow Through Attention", "dL/dX = dL/dQ dQ/dX + dL/dK dK/dX + dL/dV dV/dX (Y depends on X through Q, K and V)", "verified")
+def test_self_attention_input_gradient_is_the_sum_of_three_paths():
+    rng = np.random.default_rng(5)
+    L, C, D, D_v = 6, 8, 4, 3
+    x = rng.standard_normal((2, L, C))  # (B, L, C)
+    w_q, w_k, w_v = rng.standard_normal((C, D)), rng.standard_normal((C, D)), rng.standard_normal((C, D_v))
+    dy = rng.standard_normal((2, L, D_v))
+    mask = causal_mask(L)
+    _, cache = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, mask=mask)
+    g = attention_backward(dy, cache)
+    dx = g.dq @ w_q.T + g.dk @ w_k.T + g.dv @ w_v.T  # (B, L, C)
+    xt, wqt, wkt, wvt = to_torch(x, w_q, w_k, w_v, requires_grad=True)
+    yt = F.scaled_dot_product_attention(xt @ wqt, xt @ wkt, xt @ wvt, is_causal=True)
+    yt.backward(torch.from_numpy(dy))
+    assert_close(dx, xt.grad, name="dX", **TOL)
+    for w, wt, dpart in ((w_q, wqt, g.dq), (w_k, wkt, g.dk), (w_v, wvt, g.dv)):
+        assert_close(np.einsum("blc,bld->cd", x, dpart), wt.grad, name="dW", **TOL)
+
+
+def _rnn_input_jacobian_norms(gain, *, T=32, C=8, H=16, seed=0):
+    """||d h_T / d x_t||_F for h_t = tanh(W h_{t-1} + U x_t), by torch.autograd; shape (T,)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((T, C))
+    w = gain * rng.standard_normal((H, H)) / np.sqrt(H)
+    u = rng.standard_normal((H, C)) / np.sqrt(C)
+    wt, ut = to_torch(w, u)
+
+    def last_state(xt):
+        h = torch.zeros(H, dtype=torch.float64)
+        for t in range(T):
+            h = torch.tanh(wt @ h + ut @ xt[t])
+        return h
+
+    jac = torch.autograd.functional.jacobian(last_state, to_torch(x))  # (H, T, C)
+    return torch.linalg.matrix_norm(jac.permute(1, 0, 2)).numpy()
+
+
+def _attention_input_jacobian_norms(sharpness, *, T=32, C=8, D=16, seed=0):
+    """||d y_T / d x_t||_F for the last row of self-attention, by attention_backward; shape (T,)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((T, C))
+    w_q, w_k, w_v = (rng.standard_normal((C, D)) / np.sqrt(C) for _ in range(3))
+    w_q = sharpness * w_q
+    out, cache = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)
+    sq = np.zeros(T)
+    for a in range(D):
+        dout = np.zeros_like(out)
+        dout[-1, a] = 1.0
+        g = attention_backward(dout, cache)
+        sq += np.sum((g.dq @ w_q.T + g.dk @ w_k.T + g.dv @ w_v.T) ** 2, axis=-1)
+    return np.sqrt(sq)
+
+
+@pytest.mark.claim("000 Optimization", "Attention provides direct paths between all positions: shortest path length O(1) compared to O(n) for RNNs", "verified")
+@pytest.mark.claim("001 Attention vs Traditional Mechanisms", "RNN/LSTM struggle with long-range dependencies (vanishing gradients); attention has direct connections", "verified")
+def test_rnn_gradient_decays_with_distance_and_attention_gradient_does_not():
+    T = 32
+    rnn = np.median([_rnn_input_jacobian_norms(0.9, T=T, seed=s) for s in range(8)], axis=0)  # (T,)
+    att = np.median([_attention_input_jacobian_norms(1.0, T=T, seed=s) for s in range(8)], axis=0)
+    # recurrent: a product of T - t Jacobians, geometric decay with the distance
+    assert rnn[0] < 1e-3 * rnn[T - 2]
+    assert np.all(np.diff(np.log(rnn[: T - 1])) > 0)  # grows monotonically towards t = T
+    # attention: the same order of magnitude at every distance t != T
+    near, far = np.median(att[T // 2: T - 1]), np.median(att[: T // 2])
+    assert 0.5 < far / near < 2.0
+    assert att[: T - 1].min() > 0.1 * np.median(att[: T - 1])
+    # the recurrent Jacobians from autograd match the product formula on one draw
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((T, 8))
+    w = 0.9 * rng.standard_normal((16, 16)) / 4.0
+    u = rng.standard_normal((16, 8)) / np.sqrt(8)
+    h, states = np.zeros(16), []
+    for t in range(T):
+        h = np.tanh(w @ h + u @ x[t])
+        states.append(h)
+    m, norms = np.eye(16), np.empty(T)
+    for t in range(T - 1, -1, -1):
+        d = 1.0 - states[t] ** 2
+        norms[t] = np.linalg.norm(m @ (d[:, None] * u))
+        m = m @ (d[:, None] * w)
+    assert_close(norms, _rnn_input_jacobian_norms(0.9, T=T, seed=0), rtol=1e-10, atol=1e-300, name="RNN")
+
+
+@pytest.mark.claim("004 Why Attention Has Good Gradients", "RNN: dL/dh_0 = dL/dh_T x dh_T/dh_{T-1} x ... x dh_1/dh_0, a product of T terms -> vanishing", "corrected",
+                   correction="A product of T Jacobians vanishes geometrically when they are contractive (e.g. ||W||_2 < 1 "
+                              "with tanh) and can grow geometrically when they expand: vanishing or exploding gradients.")
+def test_rnn_input_gradient_can_explode_as_well_as_vanish():
+    T = 32
+    small = np.median([_rnn_input_jacobian_norms(0.5, T=T, seed=s) for s in range(8)], axis=0)
+    large = np.median([_rnn_input_jacobian_norms(4.0, T=T, seed=s) for s in range(8)], axis=0)
+    assert small[0] < 1e-10 * small[T - 2]  # vanishing
+    assert large[0] > 30.0 * large[T - 2]  # exploding
+
+
+@pytest.mark.claim("004 Why Attention Has Good Gradients", "Attention: dL/dX_i directly from dL/dY_i. No long chain -> stable gradients", "corrected",
+                   correction="dL/dX_i collects gradient from every output Y_j (X_i makes key i and value i); the path length is "
+                              "O(1), but every path to y_T carries the weight P_Tt, so gradients still vanish through a "
+                              "saturated softmax.")
+@pytest.mark.claim("004 Summary", "Gradient Flow: Direct paths -> No vanishing gradients", "corrected",
+                   correction="Direct paths remove the decay with distance, not vanishing gradients: through a saturated "
+                              "(nearly one-hot) softmax the gradient to every non-attended input vanishes.")
+def test_attention_gradient_reaches_every_input_but_vanishes_through_a_saturated_softmax():
+    rng = np.random.default_rng(8)
+    L, C, D = 8, 8, 16
+    x = rng.standard_normal((L, C))
+    w_q, w_k, w_v = (rng.standard_normal((C, D)) / np.sqrt(C) for _ in range(3))
+    out, cache = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)
+    only_row_5 = np.zeros_like(out)
+    only_row_5[5] = 1.0
+    g = attention_backward(only_row_5, cache)
+    dx = g.dq @ w_q.T + g.dk @ w_k.T + g.dv @ w_v.T
+    assert (np.linalg.norm(dx, axis=-1) > 1e-3).all()  # not only X_5: every input gets gradient
+    # d y_T / d x_t = P_Tt (W_V^T + s (v_t - y_T)^T q_T W_K^T): the weight P_Tt multiplies every path
+    s, q, k, v, P = cache.scale, cache.q, cache.k, cache.v, cache.probs
+    for t in range(L - 1):
+        formula = P[-1, t] * (w_v.T + s * np.outer(v[t] - out[-1], q[-1] @ w_k.T))  # (D_v, C)
+        rows = []
+        for a in range(D):
+            dout = np.zeros_like(out)
+            dout[-1, a] = 1.0
+            ga = attention_backward(dout, cache)
+            rows.append((ga.dq @ w_q.T + ga.dk @ w_k.T + ga.dv @ w_v.T)[t])
+        assert_close(np.stack(rows), formula, name=f"d y_T / d x_{t}")
+    # saturation: sharper queries leave most inputs with (almost) no gradient
+    fractions = []
+    for sharpness in (1.0, 8.0, 32.0):
+        norms = np.concatenate([_attention_input_jacobian_norms(sharpness, T=16, seed=s)[:-1] for s in range(8)])
+        fractions.append(np.mean(norms < 1e-6))
+    assert fractions[0] == 0.0
+    assert fractions[1] > 0.1 and fractions[2] > 0.6
+
+
+@pytest.mark.claim("004 Attention Dropout", "attn = dropout(attn, p=0.1) zeroes out 10% of the attention connections", "verified")
+def test_torch_dropout_on_attention_weights_zeroes_a_fraction_p_and_rescales_the_rest():
+    torch.manual_seed(0)
+    attn = torch.softmax(torch.randn(400, 50, dtype=torch.float64), dim=-1)
+    dropped = F.dropout(attn, p=0.1, training=True)
+    kept = dropped != 0
+    frac = 1.0 - kept.double().mean().item()
+    assert abs(frac - 0.1) < 5 * np.sqrt(0.1 * 0.9 / attn.numel())
+    # the survivors are rescaled by 1 / (1 - p): torch's dropout is the inverted dropout of the library
+    assert_close(dropped[kept], attn[kept] / 0.9, rtol=1e-15, atol=0, name="survivors")
+    q, k, v = random_qkv(B=1, H=1, L=3, S=5, D=4, seed=1)
+    out, cache = dropout_attention(q, k, v, p=0.1, rng=np.random.default_rng(3))
+    replay = to_torch(cache.attention.probs)
+    expected = (replay * torch.from_numpy(cache.keep) / 0.9) @ to_torch(v)
+    assert_close(out, expected, name="library dropout = torch's convention with the same mask")
+
