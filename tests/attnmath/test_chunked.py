@@ -94,6 +94,9 @@ def test_float32_input_stays_float32_with_the_default_scale():
     assert_close(out, expected.astype(np.float32), rtol=1e-5, atol=1e-6, name="float32 output")
 
 
+@pytest.mark.claim("004 Efficient Attention Computation",
+                   "Processing the queries in chunks: still O(n^2) ops but reduced peak memory", "verified")
+@pytest.mark.claim("000 Memory Optimization", "Chunked attention: process in blocks for long sequences", "verified")
 def test_chunked_attention_never_allocates_a_full_score_or_mask_array():
     B, H, L, D = 2, 4, 1024, 8
     q, k, v = random_qkv(B=B, H=H, L=L, D=D, seed=9)
@@ -150,6 +153,8 @@ def rows_with_a_finite_entry(draw):
     return x
 
 
+@pytest.mark.claim("003 §5.2", "Compute softmax in an online manner (no need to store the entire QK^T)", "verified")
+@pytest.mark.claim("002 §6.1", "Accumulate the results of the blocks using online softmax", "verified")
 @SETTINGS
 @given(x=rows_with_a_finite_entry())
 def test_online_softmax_equals_softmax_for_every_block_size(x):

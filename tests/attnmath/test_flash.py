@@ -126,6 +126,9 @@ def flash_problems(draw):
     return dims, block_q, block_k, causal, alignment, mask_kind, seed
 
 
+@pytest.mark.claim("004 Efficient Attention Computation",
+                   "Flash attention: same math as standard attention, only the execution differs (kernel fusion)",
+                   "verified")
 @SETTINGS
 @given(problem=flash_problems())
 def test_flash_equals_plain_attention_forward_and_backward_for_any_tiling(problem):
@@ -224,6 +227,14 @@ def test_float32_input_stays_float32():
 # --------------------------------------------------------------------------- memory
 
 
+@pytest.mark.claim("002 §6.1", "Flash attention computes attention block by block, never materialising the full n x n matrix", "verified")
+@pytest.mark.claim("002 §6.1", "Flash attention: same time O(n^2 d), but memory O(n)", "corrected",
+                   correction="The inputs and output already take O(nd); flash attention needs O(n) memory besides "
+                              "them (lse, one number per row and head, plus a tile independent of n): O(nd) in total, "
+                              "against O(n^2 + nd) for plain attention.")
+@pytest.mark.claim("003 §5.2", "Flash attention: memory O(n^2) -> O(n)", "corrected",
+                   correction="The O(n^2) attention matrix is removed, but the total stays O(nd) for Q, K, V and O; "
+                              "the extra memory is O(n) (lse).")
 def test_forward_never_allocates_an_l_by_s_array():
     L = S = 2048
     D = 16
@@ -236,6 +247,11 @@ def test_forward_never_allocates_an_l_by_s_array():
     assert sum(a.nbytes for a in extra) == L * 8
 
 
+@pytest.mark.claim("004 Attention as Matrix Operations", "Memory: gradients through attention O(n^2)", "corrected",
+                   correction="Only for the backward that stores the weights; the recomputing backward forms P and dS "
+                              "one tile at a time from lse and D_i = rowsum(dO * O), so it needs O(n) memory besides the "
+                              "O(nd) inputs, outputs and gradients. Its time stays O(n^2 d).")
+@pytest.mark.claim("003 §5.2", "Flash attention recomputes the attention weights during backpropagation instead of storing them", "verified")
 def test_backward_never_allocates_an_l_by_s_array():
     L = S = 2048
     q, k, v = random_qkv(B=1, H=1, L=L, S=S, D=16, seed=17)
@@ -245,6 +261,7 @@ def test_backward_never_allocates_an_l_by_s_array():
     assert peak < L * S * 8 / 16, f"peak {peak} B is not far below {L * S * 8} B"
 
 
+@pytest.mark.claim("001 Computational Complexity", "Memory: O(n^2) for the attention matrix; flash attention is a solution", "verified")
 def test_flash_forward_memory_grows_linearly_while_plain_grows_quadratically():
     def peaks(n):
         q, k, v = random_qkv(B=1, H=1, L=n, D=8, seed=n)
@@ -258,6 +275,10 @@ def test_flash_forward_memory_grows_linearly_while_plain_grows_quadratically():
     assert plain_2 > 3.5 * plain_1, f"plain peak {plain_1} -> {plain_2} B when n doubles"
 
 
+@pytest.mark.claim("002 §5.3", "n = 4096 in FP16: attention matrix 4096^2 x 2 = 33.5 MB per head; with 32 heads ~1 GB",
+                   "verified")
+@pytest.mark.claim("004 Attention as Matrix Operations",
+                   "n = 2048: 4M floats x 4 bytes = 16MB per attention head; 12 heads: 192MB", "verified")
 @pytest.mark.parametrize(
     "L, H, bytes_per_elem, expected_bytes, decimal_mb, binary_mib",
     [
@@ -279,6 +300,9 @@ def test_attention_matrix_bytes_checks_the_memory_arithmetic(L, H, bytes_per_ele
     assert n_bytes / 2**20 == pytest.approx(binary_mib, abs=1e-9)
 
 
+@pytest.mark.claim("002 §5.2", "Storing the attention matrix A takes O(n^2) memory, the main bottleneck; total O(n^2 + nd)", "verified")
+@pytest.mark.claim("003 §5.1", "Space complexity O(n^2) (attention weight matrix)", "verified")
+@pytest.mark.claim("000 Complexity Analysis", "Space: the attention matrix A takes O(n m)", "verified")
 def test_attention_matrix_bytes_matches_the_probs_plain_attention_keeps():
     q, k, v = random_qkv(B=2, H=3, L=5, S=7, D=4, seed=18)
     _, cache = scaled_dot_product_attention(q, k, v)

@@ -40,6 +40,7 @@ def _torch_causal(q, k, v, *, scale=None):
     return F.scaled_dot_product_attention(tq, tk, tv, is_causal=True, enable_gqa=True, scale=scale)
 
 
+@pytest.mark.claim("003 §5.4", "KV cache: K_new = [K_cached; k_{t+1}], V_new = [V_cached; v_{t+1}] instead of recomputing the sequence", "verified")
 @SETTINGS
 @given(st.integers(1, 2), heads, st.integers(1, 10), st.integers(1, 5), st.integers(1, 4),
        st.integers(0, 3), st.integers(0, 10_000))
@@ -178,6 +179,8 @@ def test_kv_cache_bytes_equals_the_buffers_nbytes(dtype):
     assert kv_cache_bytes(2, 3, 17, 8, 5, itemsize=itemsize) == cache.k.nbytes + cache.v.nbytes
 
 
+@pytest.mark.claim("003 §5.4", "KV cache memory: O(t . d . layers)", "verified")
+@pytest.mark.claim("002 §9", "Grouped-query attention gives a smaller KV cache during inference", "verified")
 @SETTINGS
 @given(st.integers(1, 4096), st.integers(1, 8), st.sampled_from([(8, 8), (8, 2), (8, 1)]), st.integers(1, 64))
 def test_kv_cache_bytes_is_linear_in_tokens_width_and_layers(t, layers, hh, D):
@@ -191,6 +194,7 @@ def test_kv_cache_bytes_is_linear_in_tokens_width_and_layers(t, layers, hh, D):
     assert kv_cache_bytes(1, H_kv, t, D, n_layers=layers, itemsize=2) * (H // H_kv) == mha
 
 
+@pytest.mark.claim("003 §5.4", "KV cache: O(td) per decoding step (t the current length)", "verified")
 def test_a_decoding_step_costs_linear_time_in_the_cached_length():
     D = 64
     costs = [attention_flops(1, t, D, D) for t in (100, 200, 400)]

@@ -56,6 +56,9 @@ def test_elu_feature_map_matches_torch_elu_plus_one():
     assert_close(elu_feature_map(x), F.elu(to_torch(x)) + 1, name="elu + 1")
 
 
+@pytest.mark.claim("003 §5.3", "phi(x) = elu(x) + 1, implemented as phi = np.maximum(0, x) + 1", "corrected",
+                   correction="ReLU + 1 is a different feature map: it equals elu(x) + 1 for x >= 0 but is the "
+                              "constant 1 (with zero gradient) for every x < 0, where elu(x) + 1 = exp(x).")
 def test_elu_feature_map_is_positive_and_differs_from_relu_plus_one():
     x = np.linspace(-30.0, 30.0, 101)
     phi = elu_feature_map(x)
@@ -133,6 +136,8 @@ def test_output_is_invariant_to_rescaling_the_feature_map():
     assert_close(tiny, linear_attention(q, k, v), name="rescaled feature map")
 
 
+@pytest.mark.claim("003 §5.3", "The linear-attention code with phi = np.maximum(0, x) + 1 computes elu + 1 linear attention",
+                   "corrected", correction="ReLU + 1 features give a different attention output than elu + 1 features.")
 def test_relu_plus_one_feature_map_gives_a_different_attention():
     q, k, v = random_qkv(B=1, H=1, L=6, D=4, seed=6)
     relu1 = linear_attention(q, k, v, feature_map=lambda x: np.maximum(0.0, x) + 1.0)
@@ -291,6 +296,8 @@ def _torch_flops(fn):
     return counter.get_total_flops()
 
 
+@pytest.mark.claim("000 Complexity Analysis", "Time: QK^T O(n m d_k), softmax O(n m), AV O(n m d_v); total O(n m (d_k + d_v))",
+                   "verified")
 @pytest.mark.parametrize("L,S,D,D_v", [(5, 7, 3, 4), (16, 16, 8, 8), (1, 9, 2, 6)])
 def test_attention_flops_match_torch_flop_counter(L, S, D, D_v):
     q, k, v = (torch.randn(n, d, dtype=torch.float64) for n, d in ((L, D), (S, D), (S, D_v)))
@@ -314,6 +321,7 @@ def test_linear_attention_flops_match_torch_flop_counter(L, S, D_phi, D_v):
     assert linear_attention_flops(L, S, D_phi, D_v) == _torch_flops(run)
 
 
+@pytest.mark.claim("002 §6.2", "Linear attention: O(nd^2) instead of O(n^2 d)", "verified")
 @SETTINGS
 @given(st.integers(1, 200), st.integers(1, 64))
 def test_attention_flops_are_quadratic_and_linear_flops_linear_in_length(n, d):
@@ -324,6 +332,9 @@ def test_attention_flops_are_quadratic_and_linear_flops_linear_in_length(n, d):
     assert cheaper == (n > d + 1)
 
 
+@pytest.mark.claim("003 §5.3", "Linear attention: two products of O(n d_phi d_v) each, hence O(nd)", "corrected",
+                   correction="O(n d_phi d_v) is O(n d^2) when d_phi and d_v are of order d: linear in the length "
+                              "but quadratic in the head dimension.")
 def test_linear_flops_grow_with_the_square_of_the_head_dim():
     # O(n d^2), not the O(n d) of one source: doubling d at fixed n nearly quadruples the cost.
     n = 1000
@@ -336,3 +347,91 @@ def test_flop_counts_reject_nonpositive_sizes():
         attention_flops(4, 0, 2, 2)
     with pytest.raises(ValueError, match="D_phi must be >= 1"):
         linear_attention_flops(4, 4, 0, 2)
+
+
+# ----------------------------------------------------------------------------- source claims
+
+
+@pytest.mark.claim("002 §6.2", "Linear attention: Attention(Q, K, V) = phi(Q)(phi(K)^T V)", "corrected",
+                   correction="That is only the numerator: linear attention divides each row by "
+                              "phi(q_i)^T (phi(K)^T 1), without which the weights do not sum to one and the output "
+                              "grows with the number of keys instead of averaging the values.")
+@pytest.mark.claim("003 §5.3", "Linear attention: Attention(Q, K, V) = phi(Q)(phi(K)^T V)", "corrected",
+                   correction="The formula lacks the row normaliser phi(Q)(phi(K)^T 1) (the source's code has it).")
+def test_linear_attention_needs_its_normaliser():
+    sizes = []
+    for S in (10, 100, 1000):
+        q, k, v = random_qkv(B=1, H=1, L=4, S=S, D=4, seed=S)
+        numerator = elu_feature_map(q) @ (np.swapaxes(elu_feature_map(k), -1, -2) @ v)  # (1, 1, L, D)
+        out = linear_attention(q, k, v)
+        # Normalised: rows of weights sum to one, so the output stays in the range of the values.
+        assert (np.abs(out) <= np.abs(v).max() + 1e-12).all()
+        weights = elu_feature_map(q) @ np.swapaxes(elu_feature_map(k), -1, -2)  # (1, 1, L, S)
+        assert_close(out, numerator / weights.sum(axis=-1, keepdims=True), name="normalised numerator")
+        sizes.append(np.abs(numerator).max())
+    # Without the normaliser the output leaves the range of the values and grows with S.
+    assert sizes[0] > 3.0 and sizes[2] > 5 * sizes[0], sizes
+
+
+@pytest.mark.claim("003 §5.3", "Linear attention is a kernel approximation softmax(q^T k) ~ phi(q)^T phi(k), "
+                   "e.g. phi(x) = elu(x) + 1 (Performer)", "corrected",
+                   correction="elu(x) + 1 is the feature map of the linear transformer (Katharopoulos et al., 2020); "
+                              "it defines a different kernel and does not approximate softmax attention. The "
+                              "Performer (Choromanski et al., 2021) uses positive random features whose inner "
+                              "product is an unbiased estimate of exp(q^T k), so its output approaches softmax "
+                              "attention as the number of features grows.")
+def test_elu_linear_attention_is_not_an_approximation_of_softmax_attention_but_performer_is():
+    q, k, v = random_qkv(B=1, H=1, L=64, D=8, seed=4)
+    q, k = 0.7 * q, 0.7 * k
+    exact, _ = scaled_dot_product_attention(q, k, v)
+
+    def rms(a):
+        return float(np.sqrt(np.mean(a ** 2)))
+
+    uniform = np.broadcast_to(v.mean(axis=-2, keepdims=True), exact.shape)
+    elu_err = rms(linear_attention(q, k, v) - exact)
+    # elu + 1 is about as far from softmax attention as plain averaging; nothing in it can shrink.
+    assert elu_err > 0.5 * rms(uniform - exact)
+    performer_err = np.mean([rms(performer_attention(q, k, v, n_features=4096, seed=s) - exact)
+                             for s in range(3)])
+    assert performer_err < elu_err / 2, (performer_err, elu_err)
+
+
+@pytest.mark.claim("002 §5.1", "Self-attention time: O(nd^2) for the Q, K, V projections and O(n^2 d) for QK^T and AV; "
+                   "total O(n^2 d + nd^2)", "verified")
+@pytest.mark.claim("002 §5.1", "For typical layers where n ~ d the total is O(n^2 d)", "verified")
+@pytest.mark.claim("004 Attention as Matrix Operations",
+                   "For typical Transformers (n << d): small sequences (n=512, d=768): nd^2 dominates; "
+                   "long sequences (n=4096, d=768): n^2 d dominates", "corrected",
+                   correction="Both examples are right, but n << d is not the typical case (the second example has "
+                              "n > d): n^2 d and n d^2 cross at n = d, and with the constants of a layer "
+                              "(8 n d^2 for four projections, 4 n^2 d for QK^T and AV) at n = 2d; which term "
+                              "dominates depends on n / d.")
+def test_layer_flops_are_projections_plus_the_quadratic_core():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    def measured(n, C, H):
+        g = torch.Generator().manual_seed(n)
+        X = torch.randn(n, C, generator=g, dtype=torch.float64)
+        Wq, Wk, Wv, Wo = (torch.randn(C, C, generator=g, dtype=torch.float64) for _ in range(4))
+        with FlopCounterMode(display=False) as counter:
+            q, k, v = ((X @ W).reshape(n, H, C // H).transpose(0, 1) for W in (Wq, Wk, Wv))  # (H, n, D)
+            p = torch.softmax(q @ k.transpose(-1, -2), dim=-1)  # (H, n, n)
+            (p @ v).transpose(0, 1).reshape(n, C) @ Wo  # (n, C)
+        return counter.get_total_flops()
+
+    def projections(n, C):
+        return 8 * n * C * C
+
+    def core(n, C, H):
+        return H * attention_flops(n, n, C // H, C // H)
+
+    for n, C, H in [(10, 8, 2), (7, 12, 3), (33, 6, 1)]:
+        assert measured(n, C, H) == projections(n, C) + core(n, C, H) == 8 * n * C**2 + 4 * n**2 * C
+    d = 768
+    assert 512 * d * d > 512**2 * d and projections(512, d) > core(512, d, 12)  # n = 512: nd^2 dominates
+    assert 4096**2 * d > 4096 * d * d and core(4096, d, 12) > projections(4096, d)  # n = 4096: n^2 d
+    assert 768**2 * d == 768 * d * d and core(2 * d, d, 12) == projections(2 * d, d)  # the crossovers
+    # At n = d the two terms are of the same order: O(n^2 d + n d^2) = O(n^2 d) = O(n^3).
+    assert core(d, d, 12) == projections(d, d) // 2
+

@@ -43,6 +43,7 @@ def test_local_mask_matches_a_direct_loop_and_its_count(L, S, r):
     assert mask.sum() == count
 
 
+@pytest.mark.claim("002 §6.3", "Local attention: each position attends to a window of w neighbours, complexity O(nwd)", "verified")
 @SETTINGS
 @given(st.integers(1, 60), st.integers(0, 70))
 def test_local_mask_count_is_n_times_width_minus_the_corners(n, r):
@@ -90,6 +91,7 @@ def test_a_window_one_shorter_than_the_stride_breaks_two_step_connectivity():
     assert not (_reaches_in_two_steps(column, short_local) == causal_mask(n)).all()
 
 
+@pytest.mark.claim("002 §6.3", "Strided attention: attend to every k-th position, complexity O(n^2 d / k)", "verified")
 @SETTINGS
 @given(st.integers(1, 80), st.integers(1, 12))
 def test_strided_column_count_is_quadratic_over_the_stride(n, stride):
@@ -167,6 +169,7 @@ def test_bigbird_mask_is_the_union_of_its_parts():
     assert (bigbird_mask(30, radius=2, global_tokens=[0], n_random=3, seed=4) == parts).all()
 
 
+@pytest.mark.claim("002 §6.3", "Longformer, BigBird: local window + global tokens + random connections", "verified")
 def test_bigbird_count_grows_linearly_with_length():
     counts = [bigbird_mask(n, radius=3, global_tokens=[0, 1], n_random=3, seed=0).sum() for n in (100, 200, 400)]
     per_token = [c / n for c, n in zip(counts, (100, 200, 400))]
@@ -189,6 +192,11 @@ def test_mask_density_rejects_a_float_mask():
 # ----------------------------------------------------------------------------- the two windows
 
 
+@pytest.mark.claim("002 §10", "Sliding window: each position only attends to w previous positions; A_ij = 0 if |i - j| > w/2",
+                   "corrected",
+                   correction="The two statements disagree. |i - j| <= w/2 is a symmetric band that sees w/2 future "
+                              "positions (w + 1 keys); the sliding window of decoders (Mistral) is causal: query i "
+                              "sees keys i - w + 1, ..., i, i.e. A_ij = 0 unless 0 <= i - j < w.")
 def test_causal_window_and_symmetric_band_are_different_patterns():
     # "Attends to w previous positions" (causal, Mistral) is not "|i - j| <= w/2" (symmetric).
     n, w = 16, 4
@@ -260,3 +268,12 @@ def test_sliding_window_attention_rejects_cross_attention():
     q, k, v = random_qkv(L=4, S=6, D=2)
     with pytest.raises(ValueError, match="L == S"):
         sliding_window_attention(q, k, v, window=2)
+
+
+@pytest.mark.claim("002 §10", "Sliding window attention: O(nw) complexity", "verified")
+@pytest.mark.parametrize("n, w", [(1, 1), (10, 3), (64, 64), (100, 7), (257, 16)])
+def test_sliding_window_mask_has_n_w_entries_up_to_the_start(n, w):
+    mask = sliding_window_mask(n, w)
+    assert mask.sum() == n * w - w * (w - 1) // 2  # the first w - 1 queries see fewer keys
+    assert (mask.sum(axis=1) <= w).all()
+
