@@ -2,37 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-import yaml
+from build import book_html, toc_files  # tests/book/build.py, shared with tests/browser
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-
-
-def toc_files():
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files += [c["file"] for c in part["chapters"]]
-    return files
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("book")
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    proc = subprocess.run(
-        [os.path.join(os.path.dirname(sys.executable), "jupyter-book"), "build", str(ROOT),
-         "--path-output", str(out), "-n", "-W", "--keep-going"],
-        capture_output=True, text=True, env=env, timeout=1200)
-    assert proc.returncode == 0, f"book build failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
-    return out / "_build" / "html"
+    return book_html(tmp_path_factory)
 
 
 def test_every_toc_file_is_built(built):

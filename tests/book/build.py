@@ -1,0 +1,92 @@
+"""Build the book once per test run; tests/book and tests/browser share the result.
+
+``book_html(tmp_path_factory)`` runs ``jupyter-book build <root> --path-output <tmp> -n -W
+--keep-going`` the first time it is called in a pytest process and returns the HTML folder; later
+calls return the same folder (or fail with the same message) without building again.
+
+``ATTNMATH_BOOK_HTML=/path/to/_build/html`` skips the build and uses that folder, for example
+the output of ``make book``, to rerun the book and browser tests quickly while writing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV_HTML = "ATTNMATH_BOOK_HTML"
+
+_result: dict = {}
+
+
+def toc_files(root: Path = ROOT) -> list[str]:
+    """Every document of ``_toc.yml`` in reading order, as paths without suffix (``book/intro``)."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return files
+
+
+def is_notebook(doc: str, root: Path = ROOT) -> bool:
+    """A MyST-Markdown notebook declares a kernel in its front matter; a plain page does not."""
+    path = root / f"{doc}.md"
+    if not path.exists():
+        return (root / f"{doc}.ipynb").exists()
+    text = path.read_text()
+    if not text.startswith("---"):
+        return False
+    end = text.find("\n---", 3)
+    return end > 0 and "kernelspec" in text[:end]
+
+
+def _build(out: Path) -> Path:
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [os.path.join(bindir, "jupyter-book"), "build", str(ROOT),
+         "--path-output", str(out), "-n", "-W", "--keep-going"],
+        capture_output=True, text=True, env=env, timeout=1800, check=False)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"book build failed after {seconds:.0f} s:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}")
+    sys.stderr.write(f"\nbook built in {seconds:.0f} s into {out}\n")
+    return out / "_build" / "html"
+
+
+def book_html(tmp_path_factory) -> Path:
+    """The built book's HTML folder, built at most once per pytest process."""
+    if "html" not in _result and "error" not in _result:
+        given = os.environ.get(ENV_HTML)
+        if given:
+            html = Path(given).resolve()
+            if not (html / "index.html").exists():
+                _result["error"] = f"{ENV_HTML}={given} has no index.html"
+            else:
+                _result["html"] = html
+        else:
+            try:
+                _result["html"] = _build(tmp_path_factory.mktemp("book"))
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                _result["error"] = str(exc)
+    if "error" in _result:
+        # The whole log once; every later test that needs the book names the failure briefly.
+        message = _result["error"]
+        _result["error"] = message.splitlines()[0] + " (the log is in the first test that needed the book)"
+        pytest.fail(message, pytrace=False)
+    return _result["html"]
