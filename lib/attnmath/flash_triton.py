@@ -1,0 +1,851 @@
+r"""Flash attention in Triton: FlashAttention-2 forward and backward kernels.
+
+The same algorithm as :mod:`attnmath.flash`, written as GPU kernels: one program owns a tile of
+``BLOCK_M`` query rows (forward, ``dQ``) or ``BLOCK_N`` key rows (``dK``, ``dV``) and keeps its
+running state in registers, so the ``(L, S)`` score matrix never reaches GPU memory. With
+:math:`s` the score scale and the scores taken in base 2 (:math:`\tilde S = s \log_2 e\, Q_i
+K_j^\top`, so that :math:`e^{s\,x} = 2^{s \log_2 e\, x}` uses the fast ``exp2``), the forward
+program for query tile :math:`i` walks over key tiles :math:`j`:
+
+.. math::
+
+    m' = \max\bigl(m, \operatorname{rowmax} \tilde S^{(j)}\bigr), \quad
+    \tilde P = 2^{\tilde S^{(j)} - m'}, \quad
+    \ell' = 2^{m - m'}\ell + \operatorname{rowsum}\tilde P, \quad
+    \tilde o' = 2^{m - m'}\tilde o + \tilde P V_j,
+
+and stores :math:`o = \tilde o / \ell` and :math:`\operatorname{lse} = (m + \log_2 \ell)\ln 2`
+(natural log). The backward pass has three kernels: ``D_i = rowsum(dO ⊙ O)``; one program per
+key tile that recomputes :math:`P^\top = e^{s K_j Q_i^\top - \operatorname{lse}_i}` for every
+query tile and accumulates
+
+.. math::
+
+    dV_j \mathrel{+}= P^\top dO_i, \quad dS^\top = P^\top \odot (V_j\, dO_i^\top - D_i), \quad
+    dK_j \mathrel{+}= s\, dS^\top Q_i ;
+
+and one program per query tile that accumulates :math:`dQ_i \mathrel{+}= s\, dS\, K_j` over
+the key tiles. Splitting ``dK, dV`` from ``dQ`` recomputes :math:`P` twice but needs no atomic
+additions, so the gradients are deterministic.
+
+Shapes: ``q (B, H, L, D)``, ``k, v (B, H_kv, S, D)`` with ``H % H_kv == 0`` (grouped-query
+attention, query head ``h`` reads key/value head ``h // (H // H_kv)`` as torch's
+``enable_gqa``), ``out (B, H, L, D)``, ``lse (B, H, L)`` in float32.
+
+Importing this module needs ``triton`` (and ``torch``); :mod:`attnmath` itself never imports it.
+The kernels run on CUDA tensors, or on CPU tensors under Triton's interpreter: set the
+environment variable ``TRITON_INTERPRET=1`` before ``triton`` is first imported in the process
+(Triton builds its own library and these kernels as interpreted functions at import; each
+launch here sets the variable again while it runs). :data:`INTERPRETED` tells which kind was
+built. Two gaps of the interpreter are bridged for bfloat16 (``EMULATE_BF16``): its ``tl.dot``
+multiplies the raw bit patterns of bfloat16 tiles, and its float32 -> bfloat16 cast truncates.
+There, bfloat16 tiles are widened to float32 before every ``tl.dot`` and rounded to bfloat16
+values on the bits (round to nearest even) where the GPU code casts. The products are the
+ones a GPU forms, since the product of two bfloat16 numbers is exact in float32; only the
+order of the float32 additions may differ. On a GPU the flag is off and the code is the plain
+bfloat16 one.
+
+References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2023).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+import os
+from typing import NamedTuple
+
+try:
+    import triton
+    import triton.language as tl
+    from triton.runtime.jit import JITFunction
+except ImportError as exc:  # pragma: no cover - exercised only where triton is absent
+    raise ImportError(
+        "attnmath.flash_triton needs Triton, which is not installed: install the version that "
+        "matches your torch (pip install triton==<version>, pinned in requirements.txt). The "
+        "NumPy flash-tiled reference, attnmath.flash, needs no Triton."
+    ) from exc
+
+import torch
+
+from ._validate import check_scale
+from .flash import FlashGrads
+
+__all__ = [
+    "INTERPRETED",
+    "SUPPORTED_DTYPES",
+    "KernelConfig",
+    "kernel_config",
+    "flash_attention_triton",
+    "flash_attention_triton_backward",
+    "FlashAttentionTriton",
+    "flash_attention",
+]
+
+LOG2E = 1.4426950408889634  # log2(e): e^x = 2^(x log2 e)
+_LOG2E = tl.constexpr(LOG2E)  # the same, for the kernels
+_LN2 = tl.constexpr(0.6931471805599453)  # ln(2): log(x) = log2(x) ln 2
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_TL_DTYPES = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32}
+_MIN_BLOCK, _MAX_BLOCK = 16, 256  # tl.dot needs every tile side >= 16
+_MIN_HEAD_DIM, _MAX_HEAD_DIM = 16, 256
+
+
+# --------------------------------------------------------------------------- device helpers
+
+
+@triton.jit
+def _to_dtype(x, DTYPE: tl.constexpr, EMULATE_BF16: tl.constexpr):
+    """Round a float32 tile to ``DTYPE`` (round to nearest even).
+
+    Under ``EMULATE_BF16`` (bfloat16 in the interpreter) the result stays a float32 tile that
+    holds the bfloat16-rounded values: the interpreter's ``tl.dot`` cannot take bfloat16, and
+    its float32 -> bfloat16 cast truncates, so the rounding is done on the bits here.
+    """
+    if EMULATE_BF16:
+        bits = x.to(tl.uint32, bitcast=True)
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16  # keep 8 mantissa bits, RNE
+        return bits.to(tl.float32, bitcast=True)
+    else:
+        return x.to(DTYPE)
+
+
+@triton.jit
+def _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_m, offs_d,
+               start, stop, S, qk_scale,
+               BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, DTYPE: tl.constexpr,
+               DOT_PRECISION: tl.constexpr, EMULATE_BF16: tl.constexpr):
+    """Online-softmax update of one query tile over the key tiles ``start, ..., stop - 1``."""
+    offs_n0 = tl.arange(0, BLOCK_N)
+    for start_n in range(start, stop, BLOCK_N):
+        offs_n = start_n + offs_n0  # (BLOCK_N,)
+        kv_ok = offs_n < S
+        kT = tl.load(k_base + offs_n[None, :] * stride_kn + offs_d[:, None],
+                     mask=kv_ok[None, :], other=0.0)  # (D, BLOCK_N)
+        v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :],
+                    mask=kv_ok[:, None], other=0.0)  # (BLOCK_N, D)
+        if EMULATE_BF16:
+            kT = kT.to(tl.float32)
+            v = v.to(tl.float32)
+        s = tl.dot(q, kT, input_precision=DOT_PRECISION) * qk_scale  # (BLOCK_M, BLOCK_N), base 2
+        allowed = kv_ok[None, :]  # (1, BLOCK_N) -> (BLOCK_M, BLOCK_N)
+        if CAUSAL_MASK:
+            allowed = allowed & (offs_n[None, :] <= offs_m[:, None])
+        s = tl.where(allowed, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))  # (BLOCK_M,), finite: see _flash_fwd_kernel
+        p = tl.exp2(s - m_new[:, None])  # (BLOCK_M, BLOCK_N), P~
+        alpha = tl.exp2(m_i - m_new)  # (BLOCK_M,), rescales the old sums; 0 on the first tile
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        acc = tl.dot(_to_dtype(p, DTYPE, EMULATE_BF16), v, acc,
+                     input_precision=DOT_PRECISION)  # (BLOCK_M, D)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _flash_fwd_kernel(Q, K, V, Out, Lse,
+                      stride_qb, stride_qh, stride_qm,
+                      stride_kb, stride_kh, stride_kn,
+                      stride_vb, stride_vh, stride_vn,
+                      stride_ob, stride_oh, stride_om,
+                      H, L, S, GROUP, qk_scale,
+                      HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                      EMULATE_BF16: tl.constexpr):
+    """Forward: program ``(i, b * H + h)`` computes ``out`` and ``lse`` of query tile ``i``."""
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // H).to(tl.int64)
+    h = (pid_bh % H).to(tl.int64)
+    h_kv = h // GROUP
+    DTYPE: tl.constexpr = Out.dtype.element_ty
+    m0 = pid_m * BLOCK_M
+    offs_m = m0 + tl.arange(0, BLOCK_M)  # (BLOCK_M,)
+    offs_d = tl.arange(0, HEAD_DIM)  # (D,)
+    q_ok = offs_m < L
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :],
+                mask=q_ok[:, None], other=0.0)  # (BLOCK_M, D)
+    if EMULATE_BF16:
+        q = q.to(tl.float32)
+    k_base = K + b * stride_kb + h_kv * stride_kh
+    v_base = V + b * stride_vb + h_kv * stride_vh
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)  # running max (base 2)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)  # running sum
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)  # unnormalised output
+    if CAUSAL:
+        # Top-left: row i sees keys j <= i. Tiles left of n_mid are seen whole by every row of
+        # the tile (no mask); tiles from n_mid to the diagonal get the causal mask; tiles past
+        # it are skipped. The first tile visited has key n_mid <= m0 <= every row, so each row
+        # has a finite maximum from its first tile on (no -inf - -inf).
+        n_mid = tl.minimum((m0 // BLOCK_N) * BLOCK_N, S)
+        hi = tl.minimum(m0 + BLOCK_M, S)
+        acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn,
+                                   offs_m, offs_d, 0, n_mid, S, qk_scale, BLOCK_N, False, DTYPE,
+                                   DOT_PRECISION, EMULATE_BF16)
+        acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn,
+                                   offs_m, offs_d, n_mid, hi, S, qk_scale, BLOCK_N, True, DTYPE,
+                                   DOT_PRECISION, EMULATE_BF16)
+    else:
+        acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn,
+                                   offs_m, offs_d, 0, S, S, qk_scale, BLOCK_N, False, DTYPE,
+                                   DOT_PRECISION, EMULATE_BF16)
+    out = acc / l_i[:, None]  # (BLOCK_M, D)
+    lse = (m_i + tl.log2(l_i)) * _LN2  # (BLOCK_M,), natural log
+    out = _to_dtype(out, DTYPE, EMULATE_BF16).to(DTYPE)
+    tl.store(Out + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :],
+             out, mask=q_ok[:, None])
+    tl.store(Lse + pid_bh.to(tl.int64) * L + offs_m, lse, mask=q_ok)
+
+
+@triton.jit
+def _flash_bwd_delta_kernel(Out, DOut, Delta,
+                            stride_ob, stride_oh, stride_om,
+                            stride_dob, stride_doh, stride_dom,
+                            H, L,
+                            HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """Backward preprocessing: ``Delta[b, h, i] = sum_d dO[b, h, i, d] * O[b, h, i, d]``."""
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // H).to(tl.int64)
+    h = (pid_bh % H).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    ok = offs_m < L
+    o = tl.load(Out + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :],
+                mask=ok[:, None], other=0.0).to(tl.float32)  # (BLOCK_M, D)
+    do = tl.load(DOut + b * stride_dob + h * stride_doh + offs_m[:, None] * stride_dom
+                 + offs_d[None, :], mask=ok[:, None], other=0.0).to(tl.float32)  # (BLOCK_M, D)
+    tl.store(Delta + pid_bh.to(tl.int64) * L + offs_m, tl.sum(o * do, 1), mask=ok)
+
+
+@triton.jit
+def _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_qm, stride_dom,
+                    offs_n, offs_d, start, stop, L, qk_scale,
+                    BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr, DTYPE: tl.constexpr,
+                    DOT_PRECISION: tl.constexpr, EMULATE_BF16: tl.constexpr):
+    """Accumulate ``dK_j``, ``dV_j`` of one key tile over the query tiles ``start, ..., stop - 1``."""
+    offs_m0 = tl.arange(0, BLOCK_M)
+    for start_m in range(start, stop, BLOCK_M):
+        offs_m = start_m + offs_m0  # (BLOCK_M,)
+        q_ok = offs_m < L
+        qT = tl.load(q_base + offs_m[None, :] * stride_qm + offs_d[:, None],
+                     mask=q_ok[None, :], other=0.0)  # (D, BLOCK_M)
+        do = tl.load(do_base + offs_m[:, None] * stride_dom + offs_d[None, :],
+                     mask=q_ok[:, None], other=0.0)  # (BLOCK_M, D)
+        if EMULATE_BF16:
+            qT = qT.to(tl.float32)
+            do = do.to(tl.float32)
+        lse2 = tl.load(lse_base + offs_m, mask=q_ok, other=0.0) * _LOG2E  # (BLOCK_M,), base 2
+        delta = tl.load(delta_base + offs_m, mask=q_ok, other=0.0)  # (BLOCK_M,)
+        sT = tl.dot(k, qT, input_precision=DOT_PRECISION) * qk_scale  # (BLOCK_N, BLOCK_M)
+        allowed = q_ok[None, :]
+        if CAUSAL_MASK:
+            allowed = allowed & (offs_m[None, :] >= offs_n[:, None])
+        pT = tl.where(allowed, tl.exp2(sT - lse2[None, :]), 0.0)  # (BLOCK_N, BLOCK_M), P^T
+        dv = tl.dot(_to_dtype(pT, DTYPE, EMULATE_BF16), do, dv,
+                    input_precision=DOT_PRECISION)  # (BLOCK_N, D)
+        dpT = tl.dot(v, tl.trans(do), input_precision=DOT_PRECISION)  # (BLOCK_N, BLOCK_M), dP^T
+        dsT = pT * (dpT - delta[None, :])  # (BLOCK_N, BLOCK_M), dS^T
+        dk = tl.dot(_to_dtype(dsT, DTYPE, EMULATE_BF16), tl.trans(qT), dk,
+                    input_precision=DOT_PRECISION)  # (BLOCK_N, D)
+    return dk, dv
+
+
+@triton.jit
+def _flash_bwd_dkdv_kernel(Q, K, V, DOut, DK, DV, Lse, Delta,
+                           stride_qb, stride_qh, stride_qm,
+                           stride_kb, stride_kh, stride_kn,
+                           stride_vb, stride_vh, stride_vn,
+                           stride_dob, stride_doh, stride_dom,
+                           stride_dkb, stride_dkh, stride_dkn,
+                           stride_dvb, stride_dvh, stride_dvn,
+                           H, H_kv, L, S, GROUP, qk_scale, sm_scale,
+                           HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                           CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                           EMULATE_BF16: tl.constexpr):
+    """Backward: program ``(j, b * H_kv + h_kv)`` computes ``dK``, ``dV`` of key tile ``j``.
+
+    The ``GROUP = H // H_kv`` query heads that share the key/value head are summed here, so
+    every ``dK``, ``dV`` entry is written once, without atomics.
+    """
+    pid_n = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // H_kv).to(tl.int64)
+    h_kv = (pid_bh % H_kv).to(tl.int64)
+    DTYPE: tl.constexpr = DK.dtype.element_ty
+    n0 = pid_n * BLOCK_N
+    offs_n = n0 + tl.arange(0, BLOCK_N)  # (BLOCK_N,)
+    offs_d = tl.arange(0, HEAD_DIM)
+    kv_ok = offs_n < S
+    k = tl.load(K + b * stride_kb + h_kv * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :],
+                mask=kv_ok[:, None], other=0.0)  # (BLOCK_N, D)
+    v = tl.load(V + b * stride_vb + h_kv * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :],
+                mask=kv_ok[:, None], other=0.0)  # (BLOCK_N, D)
+    if EMULATE_BF16:
+        k = k.to(tl.float32)
+        v = v.to(tl.float32)
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    for g in range(GROUP):
+        h = h_kv * GROUP + g
+        q_base = Q + b * stride_qb + h * stride_qh
+        do_base = DOut + b * stride_dob + h * stride_doh
+        lse_base = Lse + (b * H + h) * L
+        delta_base = Delta + (b * H + h) * L
+        if CAUSAL:
+            # Query rows i >= n0 see some key of this tile; rows i >= n0 + BLOCK_N - 1 see all
+            # of them. Masked tiles from the one holding row n0 to m_mid, unmasked after.
+            m_lo = (n0 // BLOCK_M) * BLOCK_M
+            m_mid = tl.minimum(((n0 + BLOCK_N + BLOCK_M - 1) // BLOCK_M) * BLOCK_M, L)
+            dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
+                                     stride_qm, stride_dom, offs_n, offs_d, m_lo, m_mid, L,
+                                     qk_scale, BLOCK_M, True, DTYPE, DOT_PRECISION, EMULATE_BF16)
+            dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
+                                     stride_qm, stride_dom, offs_n, offs_d, m_mid, L, L,
+                                     qk_scale, BLOCK_M, False, DTYPE, DOT_PRECISION, EMULATE_BF16)
+        else:
+            dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
+                                     stride_qm, stride_dom, offs_n, offs_d, 0, L, L,
+                                     qk_scale, BLOCK_M, False, DTYPE, DOT_PRECISION, EMULATE_BF16)
+    dk = dk * sm_scale
+    dk = _to_dtype(dk, DTYPE, EMULATE_BF16).to(DTYPE)
+    dv = _to_dtype(dv, DTYPE, EMULATE_BF16).to(DTYPE)
+    tl.store(DK + b * stride_dkb + h_kv * stride_dkh + offs_n[:, None] * stride_dkn + offs_d[None, :],
+             dk, mask=kv_ok[:, None])
+    tl.store(DV + b * stride_dvb + h_kv * stride_dvh + offs_n[:, None] * stride_dvn + offs_d[None, :],
+             dv, mask=kv_ok[:, None])
+
+
+@triton.jit
+def _bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m, offs_d,
+                  start, stop, S, qk_scale,
+                  BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, DTYPE: tl.constexpr,
+                  DOT_PRECISION: tl.constexpr, EMULATE_BF16: tl.constexpr):
+    """Accumulate ``dQ_i`` of one query tile over the key tiles ``start, ..., stop - 1``."""
+    offs_n0 = tl.arange(0, BLOCK_N)
+    for start_n in range(start, stop, BLOCK_N):
+        offs_n = start_n + offs_n0  # (BLOCK_N,)
+        kv_ok = offs_n < S
+        kT = tl.load(k_base + offs_n[None, :] * stride_kn + offs_d[:, None],
+                     mask=kv_ok[None, :], other=0.0)  # (D, BLOCK_N)
+        vT = tl.load(v_base + offs_n[None, :] * stride_vn + offs_d[:, None],
+                     mask=kv_ok[None, :], other=0.0)  # (D, BLOCK_N)
+        if EMULATE_BF16:
+            kT = kT.to(tl.float32)
+            vT = vT.to(tl.float32)
+        s = tl.dot(q, kT, input_precision=DOT_PRECISION) * qk_scale  # (BLOCK_M, BLOCK_N), base 2
+        allowed = kv_ok[None, :]
+        if CAUSAL_MASK:
+            allowed = allowed & (offs_n[None, :] <= offs_m[:, None])
+        p = tl.where(allowed, tl.exp2(s - lse2[:, None]), 0.0)  # (BLOCK_M, BLOCK_N), P
+        dp = tl.dot(do, vT, input_precision=DOT_PRECISION)  # (BLOCK_M, BLOCK_N), dP
+        ds = p * (dp - delta[:, None])  # (BLOCK_M, BLOCK_N), dS
+        dq = tl.dot(_to_dtype(ds, DTYPE, EMULATE_BF16), tl.trans(kT), dq,
+                    input_precision=DOT_PRECISION)  # (BLOCK_M, D)
+    return dq
+
+
+@triton.jit
+def _flash_bwd_dq_kernel(Q, K, V, DOut, DQ, Lse, Delta,
+                         stride_qb, stride_qh, stride_qm,
+                         stride_kb, stride_kh, stride_kn,
+                         stride_vb, stride_vh, stride_vn,
+                         stride_dob, stride_doh, stride_dom,
+                         stride_dqb, stride_dqh, stride_dqm,
+                         H, L, S, GROUP, qk_scale, sm_scale,
+                         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                         EMULATE_BF16: tl.constexpr):
+    """Backward: program ``(i, b * H + h)`` computes ``dQ`` of query tile ``i``."""
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // H).to(tl.int64)
+    h = (pid_bh % H).to(tl.int64)
+    h_kv = h // GROUP
+    DTYPE: tl.constexpr = DQ.dtype.element_ty
+    m0 = pid_m * BLOCK_M
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_ok = offs_m < L
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :],
+                mask=q_ok[:, None], other=0.0)  # (BLOCK_M, D)
+    do = tl.load(DOut + b * stride_dob + h * stride_doh + offs_m[:, None] * stride_dom
+                 + offs_d[None, :], mask=q_ok[:, None], other=0.0)  # (BLOCK_M, D)
+    if EMULATE_BF16:
+        q = q.to(tl.float32)
+        do = do.to(tl.float32)
+    row = pid_bh.to(tl.int64) * L + offs_m
+    lse2 = tl.load(Lse + row, mask=q_ok, other=0.0) * _LOG2E  # (BLOCK_M,), base 2
+    delta = tl.load(Delta + row, mask=q_ok, other=0.0)  # (BLOCK_M,)
+    k_base = K + b * stride_kb + h_kv * stride_kh
+    v_base = V + b * stride_vb + h_kv * stride_vh
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    if CAUSAL:
+        n_mid = tl.minimum((m0 // BLOCK_N) * BLOCK_N, S)
+        hi = tl.minimum(m0 + BLOCK_M, S)
+        dq = _bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m,
+                           offs_d, 0, n_mid, S, qk_scale, BLOCK_N, False, DTYPE, DOT_PRECISION,
+                           EMULATE_BF16)
+        dq = _bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m,
+                           offs_d, n_mid, hi, S, qk_scale, BLOCK_N, True, DTYPE, DOT_PRECISION,
+                           EMULATE_BF16)
+    else:
+        dq = _bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m,
+                           offs_d, 0, S, S, qk_scale, BLOCK_N, False, DTYPE, DOT_PRECISION,
+                           EMULATE_BF16)
+    dq = dq * sm_scale
+    dq = _to_dtype(dq, DTYPE, EMULATE_BF16).to(DTYPE)
+    tl.store(DQ + b * stride_dqb + h * stride_dqh + offs_m[:, None] * stride_dqm + offs_d[None, :],
+             dq, mask=q_ok[:, None])
+
+
+INTERPRETED: bool = not isinstance(_flash_fwd_kernel, JITFunction)
+"""Whether the kernels were built for Triton's interpreter (``TRITON_INTERPRET=1`` at import)."""
+
+if INTERPRETED == isinstance(tl.zeros, JITFunction):  # Triton's own library was built the other way
+    raise RuntimeError(
+        "TRITON_INTERPRET was changed between the first 'import triton' and the import of "
+        f"attnmath.flash_triton (kernels built {'for the interpreter' if INTERPRETED else 'for the GPU'}, "
+        "Triton's library the other way): set TRITON_INTERPRET=1 before triton is first imported "
+        "to run on the CPU, or leave it unset for the GPU"
+    )
+
+
+# --------------------------------------------------------------------------- host side
+
+
+class KernelConfig(NamedTuple):
+    """Tile sizes and launch settings of the kernels.
+
+    ``fwd_m, fwd_n``: query and key tile of the forward; ``dkdv_m, dkdv_n``: query tile walked
+    and key tile owned by the ``dK, dV`` kernel; ``dq_m, dq_n``: query tile owned and key tile
+    walked by the ``dQ`` kernel. ``*_warps`` (threads per program / 32) and ``*_stages``
+    (software-pipelining depth of the loads) are GPU launch settings; the interpreter ignores
+    them.
+    """
+
+    fwd_m: int
+    fwd_n: int
+    dkdv_m: int
+    dkdv_n: int
+    dq_m: int
+    dq_n: int
+    fwd_warps: int
+    dkdv_warps: int
+    dq_warps: int
+    fwd_stages: int
+    bwd_stages: int
+
+
+def kernel_config(D: int, dtype: torch.dtype = torch.float16, *, block_q: int | None = None,
+                  block_k: int | None = None) -> KernelConfig:
+    r"""Tile sizes and launch settings for head dim ``D`` and input ``dtype``.
+
+    Parameters
+    ----------
+    D : int
+        Head dim, a power of two in ``[16, 256]``.
+    dtype : torch.dtype
+        Input dtype; float32 tiles take twice the on-chip memory and registers, so they get
+        half the tiles, eight warps and no pipelining.
+    block_q, block_k : int, optional
+        Override every query tile (``fwd_m``, ``dkdv_m``, ``dq_m``) and every key tile
+        (``fwd_n``, ``dkdv_n``, ``dq_n``); powers of two in ``[16, 256]``.
+
+    Returns
+    -------
+    KernelConfig
+
+    Notes
+    -----
+    The defaults follow the usual FlashAttention-2 shapes: large query tiles in the forward
+    (each program reuses its ``Q`` tile across all keys), a large key tile with short query
+    tiles for ``dK, dV`` (two ``(BLOCK_N, D)`` float32 accumulators live in registers), the
+    transpose of that for ``dQ``; tiles shrink as ``D`` grows. They were checked by compiling
+    every kernel for sm_90 (H100) and sm_80 (A100) with the Triton ``ptxas``, not by timing:
+    shared memory is at most 65 KiB per program; on sm_90 float16 and bfloat16 spill at most
+    36 bytes of registers (the causal ``D = 128`` ``dK, dV`` kernel), float32 (a checking
+    path with IEEE products) at most 144 bytes; on sm_80 float16 spills at most 168 bytes. The GPU benchmark
+    (``bench/bench_flash_gpu.py``) is the place to tune them by time.
+    """
+    _check_head_dim(D)
+    #                     fwd_m  n  dkdv_m  n  dq_m  n  warps: fwd dkdv dq  stages: fwd bwd
+    if D <= 64:
+        cfg = KernelConfig(128, 64, 32, 128, 128, 32, 4, 8, 8, 3, 3)
+    elif D == 128:
+        cfg = KernelConfig(128, 64, 32, 64, 64, 32, 8, 8, 4, 3, 2)
+    else:  # D == 256
+        cfg = KernelConfig(64, 32, 16, 32, 32, 16, 8, 8, 8, 2, 1)
+    if dtype == torch.float32:
+        half = [max(_MIN_BLOCK, b // 2) for b in cfg[:6]]
+        if D >= 128:  # IEEE float32 products run on the FMA units and hold more registers
+            half[0] = min(half[0], 32)
+        cfg = KernelConfig(*half, 8, 8, 8, 1, 1)
+    if block_q is not None:
+        bq = _check_block(block_q, "block_q")
+        cfg = cfg._replace(fwd_m=bq, dkdv_m=bq, dq_m=bq)
+    if block_k is not None:
+        bk = _check_block(block_k, "block_k")
+        cfg = cfg._replace(fwd_n=bk, dkdv_n=bk, dq_n=bk)
+    return cfg
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _check_head_dim(D) -> int:
+    if isinstance(D, bool) or not isinstance(D, numbers.Integral):
+        raise TypeError(f"head dim D must be an integer, got {type(D).__name__}")
+    if not (_MIN_HEAD_DIM <= D <= _MAX_HEAD_DIM and _is_power_of_two(int(D))):
+        raise ValueError(
+            f"head dim D must be a power of two in [{_MIN_HEAD_DIM}, {_MAX_HEAD_DIM}] "
+            f"(16, 32, 64, 128, 256) for the Triton kernels, got D={D}"
+        )
+    return int(D)
+
+
+def _check_block(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if not (_MIN_BLOCK <= value <= _MAX_BLOCK and _is_power_of_two(int(value))):
+        raise ValueError(f"{name} must be a power of two in [{_MIN_BLOCK}, {_MAX_BLOCK}], got {value}")
+    return int(value)
+
+
+def _check_causal(causal) -> bool:
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    return causal
+
+
+def _check_tensors(q, k, v):
+    """Validate ``q (B, H, L, D)``, ``k, v (B, H_kv, S, D)``; return ``(B, H, H_kv, L, S, D)``."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        if x.dim() != 4:
+            raise ValueError(
+                f"{name} must have 4 dimensions {'(B, H, L, D)' if name == 'q' else '(B, H_kv, S, D)'}, "
+                f"got shape {tuple(x.shape)}"
+            )
+        if x.dtype not in SUPPORTED_DTYPES:
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {x.dtype}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v must have one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k and v must be on one device, got q {q.device}, k {k.device}, v {v.device}")
+    B, H, L, D = q.shape
+    B_k, H_kv, S, D_k = k.shape
+    if B_k != B:
+        raise ValueError(
+            f"q and k must have the same batch size B, got q {tuple(q.shape)}, k {tuple(k.shape)}"
+        )
+    if D_k != D:
+        raise ValueError(
+            f"q and k must share the head dim D: q has D={D} (shape {tuple(q.shape)}), "
+            f"k has D={D_k} (shape {tuple(k.shape)})"
+        )
+    if v.shape[:3] != k.shape[:3]:
+        raise ValueError(f"k and v must agree on (B, H_kv, S), got k {tuple(k.shape)}, v {tuple(v.shape)}")
+    if v.shape[3] != D:
+        raise ValueError(
+            f"the value head dim D_v must equal the head dim D={D} for the Triton kernels, "
+            f"got v of shape {tuple(v.shape)}"
+        )
+    if H % H_kv != 0:
+        raise ValueError(
+            f"the number of query heads H={H} must be a multiple of the key/value heads H_kv={H_kv}"
+        )
+    if L < 1 or S < 1:
+        raise ValueError(
+            f"the lengths must be >= 1, got L={L} (q {tuple(q.shape)}) and S={S} (k {tuple(k.shape)})"
+        )
+    _check_head_dim(D)
+    # The interpreter runs CPU tensors, and CUDA tensors through host copies.
+    if q.device.type != "cuda" and not INTERPRETED:
+        raise ValueError(
+            f"q is on the {q.device.type} device, but the Triton kernels were built for the GPU: "
+            "pass CUDA tensors, or set TRITON_INTERPRET=1 before triton is first imported to run "
+            "them on the CPU with Triton's interpreter"
+        )
+    if q.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"Triton's interpreter runs CPU or CUDA tensors, got q on {q.device}")
+    return B, H, H_kv, L, S, D
+
+
+def _last_dim_contiguous(x: torch.Tensor) -> torch.Tensor:
+    """The kernels index the head dim with unit stride; other strides are passed as they are."""
+    return x if x.stride(-1) == 1 else x.contiguous()
+
+
+def _launch_kwargs(warps: int, stages: int) -> dict:
+    return {} if INTERPRETED else {"num_warps": warps, "num_stages": stages}
+
+
+def _dot_settings(dtype: torch.dtype) -> tuple[str, bool]:
+    """``input_precision`` of ``tl.dot`` and whether bfloat16 is emulated in float32."""
+    emulate_bf16 = INTERPRETED and dtype == torch.bfloat16
+    # float32 inputs: IEEE products (the default would round the operands to TF32 on the GPU).
+    precision = "ieee" if dtype == torch.float32 or emulate_bf16 else "tf32"
+    return precision, emulate_bf16
+
+
+@contextlib.contextmanager
+def _launch_scope(x: torch.Tensor):
+    """Where the kernels run: ``x``'s GPU, or the interpreter with ``TRITON_INTERPRET=1`` set.
+
+    Interpreted kernels read the variable while they run, not only when they are built; it is
+    set for the launches and restored after, so that importing with it set is enough.
+    """
+    if INTERPRETED:
+        previous = os.environ.get("TRITON_INTERPRET")
+        os.environ["TRITON_INTERPRET"] = "1"
+        try:
+            yield
+        finally:
+            if previous is None:
+                os.environ.pop("TRITON_INTERPRET", None)
+            else:
+                os.environ["TRITON_INTERPRET"] = previous
+    else:
+        with torch.cuda.device(x.device):
+            yield
+
+
+def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
+                           scale: float | None = None, block_q: int | None = None,
+                           block_k: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Exact attention with the Triton FlashAttention-2 forward kernel; returns ``(out, lse)``.
+
+    .. math::
+
+        O = \operatorname{softmax}\!\left(s\, Q K^\top + M\right) V, \qquad
+        \operatorname{lse}_i = \log \sum_{j \text{ allowed}} e^{s\, q_i \cdot k_j},
+
+    with :math:`M_{ij} = -\infty` for :math:`j > i` when ``causal`` (top-left alignment, as
+    torch's ``is_causal``: query ``i`` sees keys ``0..i`` even when ``L != S``) and 0
+    otherwise. Computed tile by tile with the online softmax (module docstring).
+
+    Parameters
+    ----------
+    q : torch.Tensor, shape (B, H, L, D)
+        Queries; float16, bfloat16 or float32; ``D`` a power of two in ``[16, 256]``.
+    k : torch.Tensor, shape (B, H_kv, S, D)
+        Keys, same dtype and device; ``H % H_kv == 0``.
+    v : torch.Tensor, shape (B, H_kv, S, D)
+        Values (``D_v = D``).
+    causal : bool
+        Top-left causal mask.
+    scale : float, optional
+        Score scale :math:`s`, ``1/sqrt(D)`` by default.
+    block_q, block_k : int, optional
+        Override the query and key tile sizes (:func:`kernel_config`).
+
+    Returns
+    -------
+    out : torch.Tensor, shape (B, H, L, D)
+        In the input dtype.
+    lse : torch.Tensor, shape (B, H, L)
+        Float32 natural log-sum-exp of the scaled scores of each row: all that the backward
+        needs besides the inputs and ``out``.
+
+    Notes
+    -----
+    Not differentiable: the outputs carry no autograd history (use :func:`flash_attention`).
+    Accumulation is in float32 (scores, running max and sum, ``out``); the probabilities are
+    rounded to the input dtype before the :math:`\tilde P V` product, as in FlashAttention-2,
+    and ``out`` is rounded once at the end. Float32 inputs use IEEE float32 products (no TF32).
+    Deviations from :func:`attnmath.flash.flash_attention_forward`: no boolean mask and no
+    bottom-right alignment (only ``causal``), ``D_v = D``, head dims are powers of two; every
+    row sees at least key 0, so no row is fully masked. Work: :math:`4 B H L S D` flops
+    (about half with ``causal`` and ``L = S``, tiles above the diagonal are skipped); memory
+    beyond inputs and output: ``lse``, :math:`4 B H L` bytes. Oracles:
+    :func:`attnmath.flash.flash_attention_forward` (the same tiling in NumPy) and
+    ``torch.nn.functional.scaled_dot_product_attention`` on float32 copies of the inputs;
+    ``torch.logsumexp`` of the scaled scores for ``lse``.
+    """
+    causal = _check_causal(causal)
+    B, H, H_kv, L, S, D = _check_tensors(q, k, v)
+    scale = check_scale(scale, D)
+    cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k)
+    q, k, v = (_last_dim_contiguous(x) for x in (q, k, v))
+    out = torch.empty((B, H, L, D), dtype=q.dtype, device=q.device)  # (B, H, L, D)
+    lse = torch.empty((B, H, L), dtype=torch.float32, device=q.device)  # (B, H, L)
+    precision, emulate_bf16 = _dot_settings(q.dtype)
+    grid = (triton.cdiv(L, cfg.fwd_m), B * H)
+    with _launch_scope(q):
+        _flash_fwd_kernel[grid](
+            q, k, v, out, lse,
+            q.stride(0), q.stride(1), q.stride(2),
+            k.stride(0), k.stride(1), k.stride(2),
+            v.stride(0), v.stride(1), v.stride(2),
+            out.stride(0), out.stride(1), out.stride(2),
+            H, L, S, H // H_kv, scale * LOG2E,
+            HEAD_DIM=D, BLOCK_M=cfg.fwd_m, BLOCK_N=cfg.fwd_n, CAUSAL=causal,
+            DOT_PRECISION=precision, EMULATE_BF16=emulate_bf16,
+            **_launch_kwargs(cfg.fwd_warps, cfg.fwd_stages),
+        )
+    return out, lse
+
+
+def flash_attention_triton_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                                    v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor, *,
+                                    causal: bool = False, scale: float | None = None,
+                                    block_q: int | None = None,
+                                    block_k: int | None = None) -> FlashGrads:
+    r"""Gradients of :func:`flash_attention_triton` from ``dout``, recomputing ``P`` from ``lse``.
+
+    .. math::
+
+        P_{ij} = e^{s\, q_i \cdot k_j - \operatorname{lse}_i}, \quad
+        D_i = \sum_d dO_{id}\, O_{id}, \quad
+        dS_{ij} = P_{ij}\bigl((dO\, V^\top)_{ij} - D_i\bigr),
+
+    .. math::
+
+        dQ = s\, dS\, K, \qquad dK = s\, dS^\top Q, \qquad dV = P^\top dO .
+
+    Parameters
+    ----------
+    dout : torch.Tensor, shape (B, H, L, D)
+        Gradient of the loss with respect to ``out``; same dtype as ``q``.
+    q, k, v : torch.Tensor
+        The forward's inputs, shapes ``(B, H, L, D)``, ``(B, H_kv, S, D)``, ``(B, H_kv, S, D)``.
+    out : torch.Tensor, shape (B, H, L, D)
+        The forward's output.
+    lse : torch.Tensor, shape (B, H, L)
+        The forward's float32 log-sum-exp.
+    causal, scale, block_q, block_k
+        As given to the forward (``scale`` must be the same; the tiles need not be).
+
+    Returns
+    -------
+    FlashGrads
+        ``dq (B, H, L, D)``, ``dk (B, H_kv, S, D)``, ``dv (B, H_kv, S, D)`` in the input dtype;
+        for grouped heads ``dk``, ``dv`` are summed over the query heads of each group.
+
+    Notes
+    -----
+    Three launches: ``D`` (one float32 number per row, :math:`4 B H L` bytes), then ``dK, dV``
+    (one program per key tile, looping over the query tiles of every head of its group; four
+    matmuls per tile pair: :math:`K Q^\top`, :math:`P^\top dO`, :math:`V dO^\top`,
+    :math:`dS^\top Q`), then ``dQ`` (one program per query tile; three: :math:`Q K^\top`,
+    :math:`dO V^\top`, :math:`dS K`). Seven matmuls of :math:`2 B H L S D` flops make
+    :math:`14 B H L S D`, against the :math:`10 B H L S D` (2.5 times the forward) of a backward
+    that computes :math:`P` and :math:`dP` once and adds ``dQ`` with atomics; the extra work
+    buys deterministic gradients. ``P`` and ``dS`` are rounded to the input dtype
+    before their products with ``dO``, ``Q`` and ``K``, as in FlashAttention-2; accumulation is
+    in float32. ``D_i`` uses the stored (rounded) ``out``. Oracles:
+    :func:`attnmath.flash.flash_attention_backward` and ``torch.autograd`` through
+    ``torch.nn.functional.scaled_dot_product_attention`` on float32 copies of the inputs.
+    """
+    causal = _check_causal(causal)
+    B, H, H_kv, L, S, D = _check_tensors(q, k, v)
+    scale = check_scale(scale, D)
+    for name, x, shape, dtype in (("dout", dout, (B, H, L, D), q.dtype), ("out", out, (B, H, L, D), q.dtype),
+                                  ("lse", lse, (B, H, L), torch.float32)):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        if tuple(x.shape) != shape:
+            raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
+        if x.dtype != dtype:
+            raise TypeError(f"{name} must have dtype {dtype}, got {x.dtype}")
+        if x.device != q.device:
+            raise ValueError(f"{name} must be on q's device {q.device}, got {x.device}")
+    cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k)
+    q, k, v, out, dout = (_last_dim_contiguous(x) for x in (q, k, v, out, dout))
+    lse = lse.contiguous()
+    delta = torch.empty((B, H, L), dtype=torch.float32, device=q.device)  # (B, H, L): D_i
+    dq = torch.empty((B, H, L, D), dtype=q.dtype, device=q.device)  # (B, H, L, D)
+    dk = torch.empty((B, H_kv, S, D), dtype=q.dtype, device=q.device)  # (B, H_kv, S, D)
+    dv = torch.empty((B, H_kv, S, D), dtype=q.dtype, device=q.device)  # (B, H_kv, S, D)
+    precision, emulate_bf16 = _dot_settings(q.dtype)
+    common = {"HEAD_DIM": D, "CAUSAL": causal, "DOT_PRECISION": precision, "EMULATE_BF16": emulate_bf16}
+    with _launch_scope(q):
+        _flash_bwd_delta_kernel[(triton.cdiv(L, 128), B * H)](
+            out, dout, delta,
+            out.stride(0), out.stride(1), out.stride(2),
+            dout.stride(0), dout.stride(1), dout.stride(2),
+            H, L, HEAD_DIM=D, BLOCK_M=128, **_launch_kwargs(4, 1),
+        )
+        _flash_bwd_dkdv_kernel[(triton.cdiv(S, cfg.dkdv_n), B * H_kv)](
+            q, k, v, dout, dk, dv, lse, delta,
+            q.stride(0), q.stride(1), q.stride(2),
+            k.stride(0), k.stride(1), k.stride(2),
+            v.stride(0), v.stride(1), v.stride(2),
+            dout.stride(0), dout.stride(1), dout.stride(2),
+            dk.stride(0), dk.stride(1), dk.stride(2),
+            dv.stride(0), dv.stride(1), dv.stride(2),
+            H, H_kv, L, S, H // H_kv, scale * LOG2E, scale,
+            BLOCK_M=cfg.dkdv_m, BLOCK_N=cfg.dkdv_n, **common,
+            **_launch_kwargs(cfg.dkdv_warps, cfg.bwd_stages),
+        )
+        _flash_bwd_dq_kernel[(triton.cdiv(L, cfg.dq_m), B * H)](
+            q, k, v, dout, dq, lse, delta,
+            q.stride(0), q.stride(1), q.stride(2),
+            k.stride(0), k.stride(1), k.stride(2),
+            v.stride(0), v.stride(1), v.stride(2),
+            dout.stride(0), dout.stride(1), dout.stride(2),
+            dq.stride(0), dq.stride(1), dq.stride(2),
+            H, L, S, H // H_kv, scale * LOG2E, scale,
+            BLOCK_M=cfg.dq_m, BLOCK_N=cfg.dq_n, **common,
+            **_launch_kwargs(cfg.dq_warps, cfg.bwd_stages),
+        )
+    return FlashGrads(dq, dk, dv)
+
+
+class FlashAttentionTriton(torch.autograd.Function):
+    r"""Autograd wrapper: forward and backward by the Triton kernels.
+
+    ``FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k) -> out (B, H, L, D)``;
+    the context keeps ``q, k, v, out`` and ``lse (B, H, L)``, never a ``(L, S)`` array.
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal=False, scale=None, block_q=None, block_k=None):
+        out, lse = flash_attention_triton(q, k, v, causal=causal, scale=scale, block_q=block_q,
+                                          block_k=block_k)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.settings = {"causal": causal, "scale": scale, "block_q": block_q, "block_k": block_k}
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = flash_attention_triton_backward(dout.to(q.dtype), q, k, v, out, lse, **ctx.settings)
+        return dq, dk, dv, None, None, None, None
+
+
+def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                    scale: float | None = None, *, block_q: int | None = None,
+                    block_k: int | None = None) -> torch.Tensor:
+    r"""Differentiable flash attention: :func:`flash_attention_triton` forward, Triton backward.
+
+    .. math:: O = \operatorname{softmax}\!\left(s\, Q K^\top + M_{\text{causal}}\right) V
+
+    Parameters
+    ----------
+    q : torch.Tensor, shape (B, H, L, D)
+    k, v : torch.Tensor, shape (B, H_kv, S, D)
+    causal : bool
+        Top-left causal mask (torch's ``is_causal``).
+    scale : float, optional
+        ``1/sqrt(D)`` by default.
+    block_q, block_k : int, optional
+        Tile overrides (:func:`kernel_config`).
+
+    Returns
+    -------
+    torch.Tensor, shape (B, H, L, D)
+        ``out.backward(...)`` runs :func:`flash_attention_triton_backward`.
+
+    Notes
+    -----
+    A drop-in for ``torch.nn.functional.scaled_dot_product_attention(q, k, v,
+    is_causal=causal, scale=scale, enable_gqa=True)`` without ``attn_mask`` and dropout.
+    Oracle: that function and ``torch.autograd``, on float32 copies of the inputs.
+    """
+    return FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k)

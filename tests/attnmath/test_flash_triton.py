@@ -1,0 +1,505 @@
+"""Tests for attnmath.flash_triton: the Triton flash-attention kernels, forward and backward.
+
+The kernels run in a child Python process started once for this module (fixture ``kernels``):
+natively when CUDA is available, otherwise on CPU tensors under Triton's interpreter, with
+``TRITON_INTERPRET=1`` set in the child's environment only. The variable must be set before
+``triton`` is first imported, and in this pytest process ``triton`` may already have been
+imported by torch (``torch._dynamo`` imports it), so the child is the one place where it can be
+set reliably; it never reaches this process or the other test modules, and this process never
+imports ``attnmath.flash_triton`` (except to check its import error without Triton). Tensors
+travel by pickle; an exception raised in the child is raised again here with its type and
+message. The interpreter executes every program of the grid in Python with NumPy, so the sizes
+are small (``L`` up to 71).
+
+Oracles: the NumPy flash-tiled reference :mod:`attnmath.flash` in float64 and
+``torch.nn.functional.scaled_dot_product_attention`` with ``torch.autograd``, on float32 or
+float64 copies of the (rounded) inputs. Tolerances: float32 inputs ``rtol = 1e-5, atol = 2e-5``
+against float64 (float32 products, sums of at most 71 terms); float16 and bfloat16 ``rtol = 4
+eps, atol = 8 eps`` with ``eps`` the dtype's machine epsilon (2**-10, 2**-7), against float64 on
+the same rounded inputs; and, as the GPU criterion, a largest error against float32 at most
+twice that of torch's SDPA in the same dtype.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+import torch.nn.functional as F
+
+from attnmath.flash import FlashGrads, flash_attention_backward, flash_attention_forward
+from attnmath.testing import assert_close
+
+NATIVE = torch.cuda.is_available()
+DEVICE = "cuda" if NATIVE else "cpu"
+LIB = Path(__file__).resolve().parents[2] / "lib"
+
+# Machine epsilon of each input dtype: tolerances below are small multiples of it.
+EPS = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float32: 2.0**-23}
+
+# The child: reads (name, args, kwargs) pickles on stdin, answers (ok, value) pickles on stdout.
+_CHILD_SOURCE = r"""
+import pickle, sys
+requests, replies = sys.stdin.buffer, sys.stdout.buffer
+sys.stdout = sys.stderr  # nothing printed may reach the reply channel
+import torch
+import attnmath.flash_triton as ft
+
+
+def fwd_bwd(q, k, v, dout, causal=False, scale=None, block_q=None, block_k=None):
+    # out and the gradients through the autograd function; lse from the functional forward.
+    q, k, v = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
+    out = ft.flash_attention(q, k, v, causal, scale, block_q=block_q, block_k=block_k)
+    out.backward(dout)
+    _, lse = ft.flash_attention_triton(q.detach(), k.detach(), v.detach(), causal=causal,
+                                       scale=scale, block_q=block_q, block_k=block_k)
+    return out.detach(), lse, q.grad, k.grad, v.grad
+
+
+def saved_shapes(q, k, v, causal=False):
+    # Shapes of what the autograd function keeps for the backward.
+    out = ft.flash_attention(q.detach().clone().requires_grad_(True), k, v, causal)
+    return [tuple(t.shape) for t in out.grad_fn.saved_tensors]
+
+
+def forward_history(q, k, v):
+    # The functional forward on inputs that require grad: outputs and their autograd history.
+    out, lse = ft.flash_attention_triton(q.detach().clone().requires_grad_(True), k, v)
+    return out, lse, out.grad_fn is None and lse.grad_fn is None
+
+
+calls = {name: getattr(ft, name) for name in ft.__all__ if callable(getattr(ft, name))}
+calls.update(fwd_bwd=fwd_bwd, saved_shapes=saved_shapes, forward_history=forward_history,
+             interpreted=lambda: ft.INTERPRETED,
+             kernel_config=lambda *args, **kwargs: ft.kernel_config(*args, **kwargs)._asdict())
+while True:
+    try:
+        name, args, kwargs = pickle.load(requests)
+    except EOFError:
+        break
+    try:
+        reply = pickle.dumps((True, calls[name](*args, **kwargs)))
+    except Exception as exc:
+        try:
+            reply = pickle.dumps((False, exc))
+        except Exception:
+            reply = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+    replies.write(reply)
+    replies.flush()
+"""
+
+
+def _child_env(interpret: bool) -> dict:
+    """This process's environment for a child, ``TRITON_INTERPRET=1`` only if ``interpret``."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(LIB), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+class KernelProcess:
+    """``attnmath.flash_triton`` in a child process: ``kernels.NAME(*args, **kwargs)`` runs there."""
+
+    def __init__(self, interpret: bool):
+        self._proc = subprocess.Popen([sys.executable, "-c", _CHILD_SOURCE], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, env=_child_env(interpret))
+
+    def _call(self, name, *args, **kwargs):
+        pickle.dump((name, args, kwargs), self._proc.stdin)
+        self._proc.stdin.flush()
+        try:
+            ok, value = pickle.load(self._proc.stdout)
+        except EOFError:
+            raise RuntimeError(f"the kernel process exited (code {self._proc.wait()}); "
+                               "its stderr is in the captured output") from None
+        if not ok:
+            raise value
+        return value
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self._call(name, *args, **kwargs)
+
+    def close(self):
+        self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            self._proc.kill()
+            self._proc.wait()
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    proc = KernelProcess(interpret=not NATIVE)
+    try:
+        assert proc.interpreted() is (not NATIVE)
+        yield proc
+    finally:
+        proc.close()
+
+
+def _qkv(B=1, H=2, L=40, S=None, D=64, H_kv=None, *, dtype=torch.float32, seed=0):
+    """Standard normal ``q (B, H, L, D)``, ``k, v (B, H_kv, S, D)``, ``dout (B, H, L, D)``."""
+    S = L if S is None else S
+    H_kv = H if H_kv is None else H_kv
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, H, L, D, generator=g)
+    k = torch.randn(B, H_kv, S, D, generator=g)
+    v = torch.randn(B, H_kv, S, D, generator=g)
+    dout = torch.randn(B, H, L, D, generator=g)
+    return tuple(x.to(dtype=dtype, device=DEVICE) for x in (q, k, v, dout))
+
+
+def _sdpa_fwd_bwd(q, k, v, dout, *, causal, scale=None):
+    """``torch`` SDPA and autograd in the inputs' dtype: ``out, dq, dk, dv``."""
+    q, k, v = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
+                                         enable_gqa=q.shape[1] != k.shape[1])
+    out.backward(dout)
+    return out.detach(), q.grad, k.grad, v.grad
+
+
+def _numpy(x):
+    return x.detach().cpu().double().numpy()
+
+
+def _logsumexp_reference(q, k, *, causal, scale=None):
+    """``lse (B, H, L)`` of the scaled (causally masked) scores, in float64."""
+    q, k = q.double().cpu(), k.double().cpu()
+    L, S, D = q.shape[2], k.shape[2], q.shape[3]
+    k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)  # (B, H, S, D)
+    scores = (q @ k.transpose(-1, -2)) * (D**-0.5 if scale is None else scale)  # (B, H, L, S)
+    if causal:
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), -torch.inf)
+    return torch.logsumexp(scores, dim=-1)
+
+
+# --------------------------------------------------------------------------- oracle: attnmath.flash
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(
+    "L, D, block_q, block_k",
+    [
+        (16, 64, None, None),  # one tile, shorter than a tile
+        (40, 128, None, None),  # D = 128, L not a multiple of any tile
+        (64 + 7, 64, 16, 32),  # several query and key tiles, a ragged last one
+    ],
+)
+def test_float32_kernels_match_the_numpy_flash_reference(kernels, causal, L, D, block_q, block_k):
+    q, k, v, dout = _qkv(L=L, D=D, seed=L + D)
+    out, lse, dq, dk, dv = kernels.fwd_bwd(q, k, v, dout, causal=causal, block_q=block_q,
+                                           block_k=block_k)
+    ref_out, cache = flash_attention_forward(*(_numpy(x) for x in (q, k, v)), block_q=16,
+                                             block_k=16, causal=causal)
+    ref = flash_attention_backward(_numpy(dout), cache)
+    tol = {"rtol": 1e-5, "atol": 2e-5}  # float32 products and sums of <= 71 terms
+    assert_close(out, ref_out, name="out", **tol)
+    assert_close(lse, cache.lse, name="lse", **tol)
+    for name, actual, expected in zip(FlashGrads._fields, (dq, dk, dv), ref):
+        assert_close(actual, expected, name=name, **tol)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("L, S", [(23, 50), (50, 23)])
+def test_grouped_heads_and_unequal_lengths_match_the_numpy_reference(kernels, causal, L, S):
+    # H = 4 query heads on H_kv = 2 key/value heads; top-left causal with L != S.
+    q, k, v, dout = _qkv(B=1, H=4, H_kv=2, L=L, S=S, D=32, seed=L * S)
+    out, lse, dq, dk, dv = kernels.fwd_bwd(q, k, v, dout, causal=causal, block_q=16, block_k=16)
+    ref_out, cache = flash_attention_forward(*(_numpy(x) for x in (q, k, v)), causal=causal,
+                                             causal_alignment="top_left")
+    ref = flash_attention_backward(_numpy(dout), cache)
+    tol = {"rtol": 1e-5, "atol": 2e-5}
+    assert_close(out, ref_out, name="out", **tol)
+    assert_close(lse, cache.lse, name="lse", **tol)
+    assert dk.shape == k.shape and dv.shape == v.shape
+    for name, actual, expected in zip(FlashGrads._fields, (dq, dk, dv), ref):
+        assert_close(actual, expected, name=name, **tol)
+
+
+# --------------------------------------------------------------------------- oracle: torch
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_float32_kernels_match_torch_sdpa_with_a_custom_scale_and_strided_inputs(kernels, causal):
+    # q, k, v as transposed views of (B, L, H, D) storage: the kernels take the strides as given.
+    g = torch.Generator().manual_seed(7)
+    q, k, v, dout = (torch.randn(1, 40, 2, 64, generator=g).to(DEVICE).transpose(1, 2)
+                     for _ in range(4))
+    assert not q.is_contiguous()
+    out, lse, dq, dk, dv = kernels.fwd_bwd(q, k, v, dout, causal=causal, scale=0.3)
+    expected = _sdpa_fwd_bwd(*(x.double() for x in (q, k, v, dout)), causal=causal, scale=0.3)
+    tol = {"rtol": 1e-5, "atol": 2e-5}
+    for name, actual, e in zip(("out", "dq", "dk", "dv"), (out, dq, dk, dv), expected):
+        assert_close(actual, e, name=name, **tol)
+    assert_close(lse, _logsumexp_reference(q, k, causal=causal, scale=0.3), name="lse", **tol)
+
+
+@pytest.mark.parametrize("D", [16, 32, 256])
+def test_every_power_of_two_head_dim_matches_torch_sdpa(kernels, D):
+    q, k, v, dout = _qkv(L=20, D=D, seed=D)
+    out, lse, dq, dk, dv = kernels.fwd_bwd(q, k, v, dout, causal=True)
+    expected = _sdpa_fwd_bwd(*(x.double() for x in (q, k, v, dout)), causal=True)
+    tol = {"rtol": 1e-5, "atol": 2e-5}
+    for name, actual, e in zip(("out", "dq", "dk", "dv"), (out, dq, dk, dv), expected):
+        assert_close(actual, e, name=name, **tol)
+    assert_close(lse, _logsumexp_reference(q, k, causal=True), name="lse", **tol)
+
+
+# --------------------------------------------------------------------------- low precision
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_half_precision_inputs_match_a_float32_reference_within_a_few_ulps(kernels, dtype, causal):
+    q, k, v, dout = _qkv(L=64 + 7, D=64, dtype=dtype, seed=3)
+    out, lse, dq, dk, dv = kernels.fwd_bwd(q, k, v, dout, causal=causal, block_q=32, block_k=16)
+    assert out.dtype == dq.dtype == dk.dtype == dv.dtype == dtype and lse.dtype == torch.float32
+    # Reference: float64 on the same rounded inputs, so only the kernels' rounding counts:
+    # P and dS rounded to the input dtype before their products, outputs rounded once.
+    expected = _sdpa_fwd_bwd(*(x.double() for x in (q, k, v, dout)), causal=causal)
+    eps = EPS[dtype]
+    for name, actual, e in zip(("out", "dq", "dk", "dv"), (out, dq, dk, dv), expected):
+        assert_close(actual.double(), e, rtol=4 * eps, atol=8 * eps, name=f"{name} ({dtype})")
+    # lse comes from float32 scores of the rounded inputs: float32 accuracy.
+    assert_close(lse, _logsumexp_reference(q, k, causal=causal), rtol=1e-5, atol=2e-5, name="lse")
+
+
+def _max_errors(results, reference):
+    return [float((a.double() - r.double()).abs().max()) for a, r in zip(results, reference)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D", [64, 128])
+def test_error_is_at_most_twice_that_of_torch_sdpa_in_the_same_dtype(kernels, dtype, causal, D):
+    # Natively on a GPU (against torch's fused kernels), under the interpreter on the CPU
+    # (against torch's CPU kernel). The reference is float32 SDPA on the same rounded inputs.
+    B, H, L = (2, 4, 1024) if NATIVE else (1, 2, 64 + 7 if D == 64 else 40)
+    q, k, v, dout = _qkv(B=B, H=H, L=L, D=D, dtype=dtype, seed=D + causal)
+    try:
+        theirs = _sdpa_fwd_bwd(q, k, v, dout, causal=causal)
+    except RuntimeError as exc:  # pragma: no cover - depends on the torch build
+        pytest.skip(f"torch's SDPA does not run {dtype} on {DEVICE}: {exc}")
+    reference = _sdpa_fwd_bwd(*(x.float() for x in (q, k, v, dout)), causal=causal)
+    out, _, dq, dk, dv = kernels.fwd_bwd(q, k, v, dout, causal=causal)
+    ours_err = _max_errors((out, dq, dk, dv), reference)
+    their_err = _max_errors(theirs, reference)
+    for name, mine, sdpa in zip(("out", "dq", "dk", "dv"), ours_err, their_err):
+        assert mine <= 2.0 * sdpa + EPS[torch.float32], (
+            f"{name} ({dtype}, causal={causal}, D={D}): max error {mine:.3e} against float32, "
+            f"torch SDPA's is {sdpa:.3e}; allowed 2x"
+        )
+
+
+# --------------------------------------------------------------------------- properties
+
+
+def test_result_does_not_depend_on_the_tiles(kernels):
+    q, k, v, dout = _qkv(L=50, D=32, seed=11)
+    ref = kernels.fwd_bwd(q, k, v, dout, causal=True)
+    for block_q, block_k in [(16, 16), (32, 16), (16, 64)]:
+        got = kernels.fwd_bwd(q, k, v, dout, causal=True, block_q=block_q, block_k=block_k)
+        for name, a, e in zip(("out", "lse", "dq", "dk", "dv"), got, ref):
+            assert_close(a, e, rtol=1e-5, atol=2e-6, name=f"{name}, tiles {block_q}x{block_k}")
+
+
+def test_autograd_keeps_lse_and_never_an_l_by_s_array(kernels):
+    q, k, v, _ = _qkv(L=40, D=32, seed=12)
+    saved = kernels.saved_shapes(q, k, v, causal=True)
+    assert sorted(saved) == sorted([(1, 2, 40, 32)] * 4 + [(1, 2, 40)])  # q, k, v, out; lse
+    assert not any(s[-2:] == (40, 40) for s in saved)
+
+
+def test_functional_forward_returns_float32_lse_without_autograd_history(kernels):
+    q, k, v, _ = _qkv(L=16, D=16, dtype=torch.float16, seed=13)
+    out, lse, no_history = kernels.forward_history(q, k, v)
+    assert out.shape == (1, 2, 16, 16) and out.dtype == torch.float16
+    assert lse.shape == (1, 2, 16) and lse.dtype == torch.float32
+    assert no_history
+
+
+def test_kernel_config_shrinks_tiles_for_large_head_dims_and_float32(kernels):
+    c64, c128, c256 = (kernels.kernel_config(D) for D in (64, 128, 256))
+    for key in ("fwd_m", "dkdv_n", "dq_m"):
+        assert c64[key] >= c128[key] >= c256[key], key
+    c32 = kernels.kernel_config(128, torch.float32)
+    assert c32["fwd_m"] <= c128["fwd_m"] // 2 and c32["dkdv_n"] == c128["dkdv_n"] // 2
+    assert c32["fwd_stages"] == c32["bwd_stages"] == 1
+    over = kernels.kernel_config(64, block_q=16, block_k=32)
+    assert [over[k] for k in ("fwd_m", "dkdv_m", "dq_m", "fwd_n", "dkdv_n", "dq_n")] == [16] * 3 + [32] * 3
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_bad_input_gets_a_clear_error(kernels):
+    q, k, v, dout = _qkv(L=16, D=64)
+    with pytest.raises(ValueError, match=r"q must have 4 dimensions \(B, H, L, D\)"):
+        kernels.flash_attention_triton(q[0], k, v)
+    with pytest.raises(TypeError, match="k must be a torch.Tensor"):
+        kernels.flash_attention_triton(q, k.cpu().numpy(), v)
+    with pytest.raises(TypeError, match="one dtype"):
+        kernels.flash_attention_triton(q, k.half(), v)
+    with pytest.raises(TypeError, match="float16, bfloat16 or float32"):
+        kernels.flash_attention_triton(q.double(), k.double(), v.double())
+    for D in (8, 48, 512):
+        qd, kd, vd, _ = _qkv(L=16, D=D)
+        with pytest.raises(ValueError, match="head dim D must be a power of two"):
+            kernels.flash_attention_triton(qd, kd, vd)
+    with pytest.raises(ValueError, match="share the head dim"):
+        kernels.flash_attention_triton(q, k[..., :32], v)
+    with pytest.raises(ValueError, match="D_v"):
+        kernels.flash_attention_triton(q, k, v[..., :32])
+    q3, k3, v3, _ = _qkv(H=3, H_kv=2, L=16, D=16)
+    with pytest.raises(ValueError, match="multiple of the key/value heads"):
+        kernels.flash_attention_triton(q3, k3, v3)
+    with pytest.raises(ValueError, match="batch size"):
+        kernels.flash_attention_triton(q, torch.cat([k, k]), torch.cat([v, v]))
+    with pytest.raises(TypeError, match="causal must be a bool"):
+        kernels.flash_attention_triton(q, k, v, causal=1)
+    with pytest.raises(ValueError, match="scale must be finite"):
+        kernels.flash_attention_triton(q, k, v, scale=float("inf"))
+    with pytest.raises(ValueError, match="block_q must be a power of two"):
+        kernels.flash_attention_triton(q, k, v, block_q=24)
+    with pytest.raises(ValueError, match="block_k must be a power of two"):
+        kernels.flash_attention_triton(q, k, v, block_k=8)
+    out, lse = kernels.flash_attention_triton(q, k, v)
+    with pytest.raises(ValueError, match="dout must have shape"):
+        kernels.flash_attention_triton_backward(dout[..., :32], q, k, v, out, lse)
+    with pytest.raises(TypeError, match="lse must have dtype torch.float32"):
+        kernels.flash_attention_triton_backward(dout, q, k, v, out, lse.double())
+
+
+def test_compiled_kernels_reject_cpu_tensors_in_a_fresh_process():
+    code = (
+        "import torch, attnmath.flash_triton as ft\n"
+        "assert not ft.INTERPRETED\n"
+        "q = torch.randn(1, 1, 16, 16)\n"
+        "try:\n    ft.flash_attention_triton(q, q, q)\n"
+        "except ValueError as exc:\n    print(exc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
+                            env=_child_env(False), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "TRITON_INTERPRET=1" in result.stdout and "CUDA tensors" in result.stdout
+
+
+_COMPILE_SOURCE = r"""
+import torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import attnmath.flash_triton as ft
+
+assert not ft.INTERPRETED
+D = 128
+cfg = ft.kernel_config(D, torch.float16)
+jobs = [(ft._flash_fwd_kernel, cfg.fwd_m, cfg.fwd_n, cfg.fwd_warps, cfg.fwd_stages),
+        (ft._flash_bwd_dkdv_kernel, cfg.dkdv_m, cfg.dkdv_n, cfg.dkdv_warps, cfg.bwd_stages),
+        (ft._flash_bwd_dq_kernel, cfg.dq_m, cfg.dq_n, cfg.dq_warps, cfg.bwd_stages)]
+for kernel, block_m, block_n, warps, stages in jobs:
+    consts = dict(HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=True, DOT_PRECISION="tf32",
+                  EMULATE_BF16=False)
+    signature = {}
+    for name in kernel.arg_names:
+        if name in consts:
+            signature[name] = "constexpr"
+        elif name in ("Q", "K", "V", "Out", "DOut", "DK", "DV", "DQ"):
+            signature[name] = "*fp16"
+        elif name in ("Lse", "Delta"):
+            signature[name] = "*fp32"
+        elif name.endswith("scale"):
+            signature[name] = "fp32"
+        else:
+            signature[name] = "i32"
+    compiled = triton.compile(ASTSource(kernel, signature, constexprs=consts),
+                              target=GPUTarget("cuda", 90, 32),
+                              options=dict(num_warps=warps, num_stages=stages))
+    print(kernel.__name__, compiled.metadata.shared)
+"""
+
+
+def test_kernels_compile_for_an_h100_without_a_gpu(tmp_path):
+    # The interpreter runs the kernels as Python and cannot catch what only the compiler sees
+    # (types, layouts, on-chip memory): compile the float16, D = 128, causal build for sm_90
+    # with Triton's own compiler and ptxas, which need no GPU.
+    env = dict(_child_env(False), TRITON_CACHE_DIR=str(tmp_path / "cache"))  # a cold compile
+    result = subprocess.run([sys.executable, "-c", _COMPILE_SOURCE], check=False, capture_output=True,
+                            text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    shared = dict(line.split() for line in result.stdout.splitlines())
+    assert set(shared) == {"_flash_fwd_kernel", "_flash_bwd_dkdv_kernel", "_flash_bwd_dq_kernel"}
+    for name, n_bytes in shared.items():
+        assert 0 < int(n_bytes) <= 100 * 1024, f"{name} needs {n_bytes} bytes of shared memory"
+
+
+def test_the_package_does_not_import_triton():
+    code = "import sys, attnmath; print('triton' in sys.modules, 'attnmath.flash_triton' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
+                            env=_child_env(False), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"]
+
+
+def test_missing_triton_raises_a_clear_import_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "triton", None)  # "import triton" now raises ImportError
+    monkeypatch.delitem(sys.modules, "attnmath.flash_triton", raising=False)
+    with pytest.raises(ImportError, match="needs Triton, which is not installed"):
+        importlib.import_module("attnmath.flash_triton")
+    assert "attnmath.flash_triton" not in sys.modules
+
+
+# --------------------------------------------------------------------------- GPU benchmark
+
+
+def _load_bench():
+    path = Path(__file__).resolve().parents[2] / "bench" / "bench_flash_gpu.py"
+    spec = importlib.util.spec_from_file_location("bench_flash_gpu", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_benchmark_writes_the_chapter_format_and_a_ratio_table(tmp_path):
+    bench = _load_bench()
+    assert bench.attention_flops(2, 16, 1024, 64, causal=False, mode="fwd") == 4 * 2 * 16 * 1024**2 * 64
+    fwd_causal = 4 * 2 * 16 * 1024**2 * 64 / 2
+    assert bench.attention_flops(2, 16, 1024, 64, causal=True, mode="fwd_bwd") == 3.5 * fwd_causal
+    assert bench.shapes(512, 64) == (32, 32) and bench.shapes(16384, 128) == (1, 16)
+    rows = [{"impl": impl, "N": 1024, "d": 64, "causal": True, "mode": "fwd", "tflops": tf,
+             "peak_mem_bytes": 3 * 2**20} for impl, tf in (("triton", 150.0), ("sdpa_flash", 200.0))]
+    record = bench.make_record(rows, device="Fake GPU", torch_version="0", triton_version="0",
+                               date="2000-01-01")
+    path = bench.write_record(record, tmp_path / "data" / "flash_gpu.json")
+    loaded = json.loads(path.read_text())
+    assert set(loaded) == {"device", "date", "torch", "triton", "rows"}
+    assert loaded["rows"][0] == {"impl": "triton", "N": 1024, "d": 64, "causal": True, "mode": "fwd",
+                                 "tflops": 150.0, "peak_mem_bytes": 3 * 2**20}
+    table = bench.format_table(rows, {("sdpa_math", "fwd", True, 64, 1024): "OOM"})
+    line = next(ln for ln in table.splitlines() if ln.lstrip().startswith("fwd"))
+    assert "150.0" in line and "[0.75x]" in line and "[1.00x]" in line and "OOM" in line
+
+
+@pytest.mark.skipif(NATIVE, reason="checks the run without a CUDA device")
+def test_gpu_benchmark_without_cuda_says_so_and_writes_nothing(tmp_path):
+    out = tmp_path / "flash_gpu.json"
+    script = Path(__file__).resolve().parents[2] / "bench" / "bench_flash_gpu.py"
+    result = subprocess.run([sys.executable, str(script), "--out", str(out)], check=False,
+                            capture_output=True, text=True, env=_child_env(False), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "no CUDA device: GPU benchmark skipped"
+    assert not out.exists()
