@@ -186,6 +186,8 @@ def test_params_to_in_proj_rejects_a_non_params_object():
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.claim("000 Multi-Head Attention", "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O where head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)", "verified")
+@pytest.mark.claim("003 §3.1", "Multi-head attention runs h heads of width d_k = d_v = d_model / h in parallel and projects their concatenation with W^O in R^(h d_v x d_model)", "verified")
 @pytest.mark.parametrize("bias", [True, False])
 def test_self_attention_matches_torch_multihead_attention(bias):
     B, L, C, H = 2, 5, 12, 3
@@ -198,6 +200,8 @@ def test_self_attention_matches_torch_multihead_attention(bias):
     assert_close(cache.attention.probs, weights, name="attention weights")
 
 
+@pytest.mark.claim("002 §7", "CrossAttention(X_dec, X_enc) = Attention(X_dec W^Q, X_enc W^K, X_enc W^V): queries from the decoder, keys and values from the encoder", "verified")
+@pytest.mark.claim("000 Self-Attention vs Cross-Attention", "Cross-attention: Q from one source, K and V from another (the decoder attending to the encoder output)", "verified")
 def test_cross_attention_with_different_lengths_matches_torch():
     B, L, S, C, H = 2, 3, 7, 8, 2
     p = init_multihead_params(C, H, seed=4)
@@ -326,6 +330,7 @@ def test_multi_query_attention_is_grouped_query_attention_with_one_kv_head():
     assert_close(out_mqa, _torch_gqa(xt, xt, list(map(lambda a: torch.from_numpy(a), p)), H, 1), name="mqa")
 
 
+@pytest.mark.claim("002 §9", "Grouped-query attention shares the K, V projections across groups of query heads", "verified")
 @SETTINGS
 @given(G=st.integers(1, 3), H_kv=st.integers(1, 3), seed=st.integers(0, 10_000))
 def test_grouped_query_attention_equals_multi_head_with_repeated_kv_weights(G, H_kv, seed):
@@ -369,6 +374,7 @@ def test_multi_query_attention_rejects_multi_head_weights():
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.claim("003 Problem 2", "Gradient check: the analytic gradients of a NumPy multi-head attention layer agree with numerical differentiation", "verified")
 @pytest.mark.parametrize("H, H_kv", [(2, 2), (4, 2)])
 def test_multihead_backward_matches_central_differences(H, H_kv):
     B, L, S, D = 2, 3, 4, 2
@@ -410,6 +416,7 @@ def test_backward_rejects_wrong_dout_shape():
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.claim("002 §4.2", "Intuition 2: MultiHead = sum_i head_i W_i^O, an ensemble of heads", "verified")
 @SETTINGS
 @given(B=st.integers(1, 3), H=st.integers(1, 4), L=st.integers(1, 4), D_v=st.integers(1, 4),
        C=st.integers(1, 6), seed=st.integers(0, 10_000))
@@ -423,6 +430,12 @@ def test_output_projection_as_sum_rejects_mismatched_w_o():
         output_projection_as_sum(_x(1, 2, 3, 3), _x(5, 4))
 
 
+@pytest.mark.claim("002 §4.2", "Intuition 1: head 1 projects to a subspace capturing syntactic relationships, head 2 semantic relationships", "corrected",
+                   correction="An interpretation, not a theorem: nothing in the architecture gives a head a role (permuting the heads' weight "
+                              "blocks leaves the layer unchanged). Any specialisation is learned, has to be measured, and is often partial.")
+@pytest.mark.claim("003 §3.2", "Each head operates in a different subspace: a syntactic head, a semantic head, a positional head", "corrected",
+                   correction="An interpretation, not a theorem: the heads are interchangeable by construction (permuting them leaves the layer "
+                              "unchanged); which relation a trained head tracks, if any, is an empirical question.")
 @SETTINGS
 @given(H=st.sampled_from([1, 2, 3, 6]), seed=st.integers(0, 10_000))
 def test_permuting_heads_leaves_the_output_unchanged(H, seed):
@@ -434,6 +447,50 @@ def test_permuting_heads_leaves_the_output_unchanged(H, seed):
                    b_q=p.b_q[cols], b_k=p.b_k[cols], b_v=p.b_v[cols])
     x = _x(2, 3, C, seed=seed)
     assert_close(self_attention(x, q, H)[0], self_attention(x, p, H)[0])
+
+
+@pytest.mark.claim("003 §3.1", "multi_head_attention with per-head lists of projections W_Q[i], W_K[i], W_V[i] (d_model x d_k), "
+                   "one attention per head, the heads concatenated and multiplied by W_O", "verified")
+def test_per_head_weight_lists_are_the_column_blocks_of_the_fused_projections():
+    B, L, C, H = 2, 5, 12, 3
+    D = C // H
+    p = init_multihead_params(C, H, bias=False, seed=36)
+    x = _x(B, L, C, seed=37)
+    mask = np.tril(np.ones((L, L), dtype=bool))
+    w_q = [p.w_q[:, h * D:(h + 1) * D] for h in range(H)]  # the lists of the source's loop
+    w_k = [p.w_k[:, h * D:(h + 1) * D] for h in range(H)]
+    w_v = [p.w_v[:, h * D:(h + 1) * D] for h in range(H)]
+    heads = []
+    for h in range(H):
+        scores = (x @ w_q[h]) @ (x @ w_k[h]).transpose(0, 2, 1) / np.sqrt(D)  # (B, L, L)
+        scores = np.where(mask, scores, -np.inf)
+        probs = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        probs /= probs.sum(axis=-1, keepdims=True)
+        heads.append(probs @ (x @ w_v[h]))  # (B, L, D)
+    looped = np.concatenate(heads, axis=-1) @ p.w_o  # (B, L, C)
+    assert_close(self_attention(x, p, H, mask=mask)[0], looped)
+
+
+@pytest.mark.claim("002 §4.2", "Intuition 3: single attention has limited rank; multi-head can achieve higher effective rank through concatenation",
+                   "corrected",
+                   correction="True against one head of width d/h, whose output has rank at most d/h: the concatenation reaches "
+                              "min(L, h min(S, d/h), d). Not true against one head of the full width d, whose cap min(L, S, d) is "
+                              "the same: what several heads add is several attention patterns, not rank.")
+def test_concatenated_heads_beat_one_narrow_head_but_not_one_full_width_head():
+    from attnmath.theory import attention_output_rank, multi_head_output_rank, multi_head_rank_bound
+
+    B, L, C, H = 1, 12, 8, 4
+    D = C // H
+    x = _x(B, L, C, seed=38)
+    multi = self_attention(x, init_multihead_params(C, H, bias=False, seed=39), H)[1]
+    single = self_attention(x, init_multihead_params(C, 1, bias=False, seed=40), 1)[1]
+    probs = multi.attention.probs[0]  # (H, L, L)
+    v = split_heads(x @ multi.params.w_v, H)[0]  # (H, L, D): the values of each head
+    per_head = [attention_output_rank(probs[h], v[h]) for h in range(H)]
+    assert per_head == [D] * H
+    w_o = multi.params.w_o
+    assert multi_head_output_rank(probs, v, w_o) == multi_head_rank_bound(L, L, H, D, C) == C > D
+    assert np.linalg.matrix_rank(single.concat[0] @ single.params.w_o) == C  # one full-width head: also C
 
 
 def test_fully_masked_query_row_outputs_the_output_bias():
@@ -484,6 +541,7 @@ def test_param_count_matches_a_torch_grouped_query_module(C, H, H_kv, bias):
     assert multihead_param_count(C, H, H_kv=H_kv, bias=bias) == _numel(_TorchGQA(C, H, H_kv, bias))
 
 
+@pytest.mark.claim("003 §3.3", "With d_k = d_v = d_model/h, W_i^Q, W_i^K, W_i^V of all heads hold 3h * d_model * d_model/h = 3 d_model^2 and W^O d_model^2: 4 d_model^2 in total", "verified")
 @SETTINGS
 @given(D=st.integers(1, 16), H=st.sampled_from([1, 2, 4, 8]))
 def test_multi_head_has_4c_squared_weights_whatever_the_number_of_heads(D, H):
@@ -492,6 +550,9 @@ def test_multi_head_has_4c_squared_weights_whatever_the_number_of_heads(D, H):
     assert multihead_param_count(C, H, bias=False) == multihead_param_count(C, 1, bias=False)
 
 
+@pytest.mark.claim("002 §4.3", "Multi-head (h heads): h * 3(d/h)^2 + d^2 = 3d^2/h + d^2 ≈ 4d^2, the same parameter count as one head", "corrected",
+                   correction="Each head's W_i^Q, W_i^K, W_i^V is d x (d/h), not (d/h) x (d/h): the h heads hold 3 d^2 and the layer exactly "
+                              "4 d^2 weights (plus 4 d biases) for every h. 3 d^2/h + d^2 is not approximately 4 d^2 (it is 1.375 d^2 for h = 8).")
 def test_per_head_query_key_value_maps_are_c_by_d_not_d_by_d():
     # A claimed count h * 3 (d/h)^2 + d^2 = 3 d^2 / h + d^2 is not what torch holds: each head's
     # W_i^Q is d x d/h, so the H heads hold 3 d^2 in total and the block 4 d^2.
@@ -502,6 +563,9 @@ def test_per_head_query_key_value_maps_are_c_by_d_not_d_by_d():
     assert multihead_param_count(C, H, bias=False) == torch_count
 
 
+@pytest.mark.claim("003 §3.3", "Single-head attention has 3 d_model^2 parameters, multi-head 4 d_model^2: a similar parameter count", "corrected",
+                   correction="The comparison counts W^O for the multi-head layer only. With the same output projection both have exactly "
+                              "4 d_model^2 weights, without it both have 3 d_model^2: the count does not depend on h.")
 def test_single_head_with_output_projection_also_has_4c_squared_weights():
     # Single-head attention "3 d^2" omits W_O; with the same output projection it is 4 d^2.
     C = 64
@@ -552,10 +616,17 @@ def test_heads_of_width_c_over_h_cost_the_same_matmul_flops_as_one_full_head(H):
     assert counts[0] == counts[1]
 
 
+@pytest.mark.claim("000 Head Dimension", "d_k = d_v = d_model / h ensures the total computational cost is similar to single-head attention with full dimensionality", "corrected",
+                   correction="The matrix-multiplication FLOPs (and the parameters) are exactly equal for every h, but the softmax work and "
+                              "the memory of the attention weights (B h L S entries) grow linearly with h.")
+@pytest.mark.claim("000 Advantages", "Computational efficiency: multi-head attention has a similar cost to single full-dimensional attention", "corrected",
+                   correction="The matrix-multiplication FLOPs are exactly equal for every h, but the softmax work and the memory of the "
+                              "attention weights (B h L S entries) grow linearly with h.")
 def test_attention_weights_memory_grows_with_the_number_of_heads():
     # Equal matmul FLOPs do not mean equal cost: the softmax runs over H times more entries.
     B, L, C = 2, 5, 8
     x = _x(B, L, C)
+    assert multihead_flops(B, L, L, C, 1).total == multihead_flops(B, L, L, C, 4).total
     sizes = [self_attention(x, init_multihead_params(C, H), H)[1].attention.probs.size for H in (1, 4)]
     assert sizes == [B * L * L, 4 * B * L * L]
 
@@ -578,6 +649,8 @@ def test_kv_cache_bytes_matches_the_key_value_tensors_of_a_torch_module():
     assert kv_cache_bytes(B, H_kv, L, C // H, n_layers=layers, itemsize=2) == total
 
 
+@pytest.mark.claim("002 §9", "LLaMA 2 70B uses GQA with 8 KV heads", "verified")
+@pytest.mark.claim("002 §9", "Benefit of grouped-query and multi-query attention: a smaller KV cache during inference", "verified")
 def test_llama2_70b_grouped_query_cache_is_eight_times_smaller():
     # LLaMA 2 70B: 80 layers, 64 query heads of dim 128, 8 key/value heads.
     layers, H, H_kv, D, S = 80, 64, 8, 128, 4096

@@ -304,6 +304,10 @@ def _block_pair(norm_first, activation, seed=0):
     return ours.load_from_torch(theirs).eval(), theirs.eval()
 
 
+@pytest.mark.claim("003 Problem 5", "A Transformer encoder block: multi-head self-attention, layer normalization, a feed-forward "
+                   "network of two linear layers with ReLU, and residual connections", "verified")
+@pytest.mark.claim("000 Attention Patterns", "Encoder self-attention is fully bidirectional: each position attends to all positions "
+                   "and only padding tokens are masked", "verified")
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_block_matches_torch_transformer_encoder_layer_with_padding_and_gradients(norm_first, activation):
@@ -383,3 +387,53 @@ def test_block_rejects_bad_configuration():
         block.load_from_torch(torch.nn.TransformerEncoderLayer(8, 2, 32))
     with pytest.raises(ValueError, match="activation mismatch"):
         block.load_from_torch(torch.nn.TransformerEncoderLayer(8, 2, 16, activation="gelu"))
+
+
+# ------------------------------------------------------------------------------------------
+# A trained block (the capstone's experiment, small)
+# ------------------------------------------------------------------------------------------
+
+
+def _first_equals_last(n, seed, V=10, L=16):
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, V, size=(n, L))
+    labels = rng.integers(0, 2, size=n)
+    tokens[:, -1] = np.where(labels == 1, tokens[:, 0], (tokens[:, 0] + rng.integers(1, V, size=n)) % V)
+    return torch.from_numpy(tokens), torch.from_numpy(labels)
+
+
+@pytest.mark.claim("004 Summary", "Learned patterns: different layers learn different attention, local to global (early layers "
+                   "attend to adjacent words along the diagonal, late layers long-range)", "corrected",
+                   correction="An empirical tendency reported for trained BERT and GPT-2, not a property of attention or depth: "
+                              "a single encoder layer (its first and last) trained to compare the first and the last token of "
+                              "16 attends long-range, farther on average than uniform attention.")
+def test_a_single_trained_layer_attends_long_range_when_the_task_needs_it():
+    torch.manual_seed(0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        V, L, C = 10, 16, 32
+        x_train, y_train = _first_equals_last(4000, 1)
+        x_test, y_test = _first_equals_last(1000, 2)
+        embed, pos = torch.nn.Embedding(V, C), torch.nn.Parameter(0.1 * torch.randn(L, C))
+        block, head = TransformerEncoderBlock(C, 2, 64), torch.nn.Linear(C, 2)
+        params = [*embed.parameters(), pos, *block.parameters(), *head.parameters()]
+        opt = torch.optim.Adam(params, lr=5e-3)
+        g = torch.Generator().manual_seed(0)
+        for _ in range(400):
+            idx = torch.randint(0, len(x_train), (128,), generator=g)
+            loss = torch.nn.functional.cross_entropy(head(block(embed(x_train[idx]) + pos).mean(1)), y_train[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            z = embed(x_test) + pos
+            accuracy = (head(block(z).mean(1)).argmax(-1) == y_test).float().mean().item()
+            _, w = block.self_attn(z, need_weights=True)  # (B, H, L, L), post-norm: the block's input
+    finally:
+        torch.set_num_threads(threads)
+    assert accuracy > 0.9
+    i = torch.arange(L)
+    distance = (i[:, None] - i[None, :]).abs().float()
+    assert (w * distance).sum(-1).mean() > distance.mean()  # farther than uniform attention
+    assert w[..., [0, L - 1]].sum(-1).mean() > 0.25  # uniform would put 2/16 on the two ends
