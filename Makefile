@@ -5,7 +5,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help book test test-fast exercises lab bench clean
+.PHONY: help book test test-fast exercises lab bench grade clean
 
 help:
 	@echo "make book       build the HTML book, every chapter executed (_build/html/index.html)"
@@ -14,6 +14,8 @@ help:
 	@echo "make exercises  regenerate exercises/ from solutions/ with nbgrader"
 	@echo "make lab        open JupyterLab on the exercises"
 	@echo "make bench      run the benchmarks and print their figures"
+	@echo "make grade ASSIGNMENT=01_softmax SUBMISSIONS=path [OUT=grading-output] [JOBS=n] [DB=url]"
+	@echo "                grade submissions: gradebook, grades.csv, feedback, summary (attngrade)"
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +43,11 @@ lab: $(STAMP)
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+OUT ?= grading-output
+grade: $(STAMP)
+	@test -n "$(ASSIGNMENT)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=01_softmax SUBMISSIONS=path [OUT=grading-output] [JOBS=n] [DB=url]"; exit 2; }
+	$(BIN)/attngrade "$(ASSIGNMENT)" "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(DB),--db "$(DB)")
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

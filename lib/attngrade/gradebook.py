@@ -1,0 +1,206 @@
+"""Writing results into nbgrader's gradebook, through :class:`nbgrader.api.Gradebook`.
+
+The gradebook is whatever SQLAlchemy URL nbgrader is given (SQLite by default, PostgreSQL on a
+JupyterHub); the rows written are nbgrader's own (``submitted_assignment``,
+``submitted_notebook``, ``grade``, ``comment``), so ``nbgrader formgrader`` shows the autograded
+scores and the written answers waiting for manual grading, exactly as after ``nbgrader
+autograde``. All writes happen in the main process, one transaction per student.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+from .grader import AssignmentSpec, CourseConfig, Result
+from .notebooks import cell_grade_id
+
+__all__ = ["open_gradebook", "ensure_assignment", "write_result", "write_autograded_notebook", "database_url"]
+
+
+def database_url(url: str) -> str:
+    """``url`` with an installed PostgreSQL driver named when it names none.
+
+    SQLAlchemy 2.1 reads ``postgresql://`` as psycopg 3; the course pins ``psycopg2-binary``, so
+    a bare ``postgresql://`` URL becomes ``postgresql+psycopg2://`` when only psycopg2 is there.
+    """
+    for bare in ("postgresql://", "postgres://"):
+        if url.startswith(bare):
+            import importlib.util
+
+            if (
+                importlib.util.find_spec("psycopg") is None
+                and importlib.util.find_spec("psycopg2") is not None
+            ):
+                return "postgresql+psycopg2://" + url[len(bare) :]
+            return "postgresql://" + url[len(bare) :]
+    return url
+
+
+def open_gradebook(db_url: str, course_id: str):
+    from nbgrader.api import Gradebook
+
+    return Gradebook(database_url(db_url), course_id=course_id)
+
+
+def _structure_matches(gb, spec: AssignmentSpec) -> bool:
+    from nbgrader.api import MissingEntry
+
+    try:
+        notebook = gb.find_notebook(spec.notebook, spec.name)
+    except MissingEntry:
+        return False
+    expected = {}
+    for cell in spec.release.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") or meta.get("task"):
+            expected[cell_grade_id(cell)] = float(meta.get("points", 0))
+    have = {c.name: float(c.max_score) for c in list(notebook.grade_cells) + list(notebook.task_cells)}
+    solutions = {c.name for c in notebook.solution_cells}
+    want_solutions = {
+        cell_grade_id(c) for c in spec.release.cells if c.metadata.get("nbgrader", {}).get("solution")
+    }
+    return have == expected and solutions == want_solutions
+
+
+def ensure_assignment(db_url: str, course: CourseConfig, spec: AssignmentSpec) -> str:
+    """Make sure the gradebook knows the assignment's notebook and cells, as ``generate_assignment`` records them.
+
+    When they are missing (a fresh database) nbgrader's own preprocessors record them from the
+    source notebook. Returns what was done.
+    """
+    with open_gradebook(db_url, course.course_id) as gb:
+        if _structure_matches(gb, spec):
+            return "assignment already in the gradebook"
+        gb.update_or_create_assignment(spec.name)
+    from nbgrader.preprocessors import (
+        CheckCellMetadata,
+        ClearOutput,
+        ClearSolutions,
+        ComputeChecksums,
+        LockCells,
+        SaveCells,
+    )
+
+    source = nbformat.read(str(spec.source_path), as_version=4)
+    if "AUTOTEST" in json.dumps(source):
+        raise RuntimeError(
+            "notebooks with AUTOTEST cells must be registered with `nbgrader generate_assignment`"
+        )
+    resources = {
+        "nbgrader": {"notebook": spec.notebook, "assignment": spec.name, "db_url": database_url(db_url)}
+    }
+    config = course.config
+    for pp_class in (LockCells, ClearSolutions, ClearOutput, CheckCellMetadata, ComputeChecksums, SaveCells):
+        pp = pp_class(config=config) if config is not None else pp_class()
+        source, resources = pp.preprocess(source, resources)
+    with open_gradebook(db_url, course.course_id) as gb:
+        if not _structure_matches(gb, spec):
+            raise RuntimeError(
+                f"the gradebook's record of {spec.name} does not match the release; "
+                "run `nbgrader generate_assignment` for it"
+            )
+    return "assignment recorded in the gradebook"
+
+
+def _parse_time(text: str | None):
+    if not text:
+        return None
+    from nbgrader.utils import parse_utc
+
+    try:
+        return parse_utc(text)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def write_result(gb, spec: AssignmentSpec, result: Result) -> None:
+    """Record one student's grades in one transaction (rolled back on any error)."""
+    from nbgrader.api import Comment, Grade, Student, SubmittedAssignment, SubmittedNotebook
+    from nbgrader.utils import compute_checksum, determine_grade
+
+    db = gb.db
+    try:
+        assignment = gb.find_assignment(spec.name)
+        student = db.get(Student, result.student)
+        if student is None:
+            student = Student(id=result.student)
+            db.add(student)
+        submission = (
+            db.query(SubmittedAssignment)
+            .filter(
+                SubmittedAssignment.assignment_id == assignment.id,
+                SubmittedAssignment.student_id == result.student,
+            )
+            .one_or_none()
+        )
+        if submission is None:
+            submission = SubmittedAssignment(assignment=assignment, student=student)
+            db.add(submission)
+        timestamp = _parse_time(result.timestamp)
+        if timestamp is not None:
+            submission.timestamp = timestamp
+        notebook = next(n for n in assignment.notebooks if n.name == spec.notebook)
+        sub_nb = next((n for n in submission.notebooks if n.notebook_id == notebook.id), None)
+        if sub_nb is None:
+            sub_nb = SubmittedNotebook(notebook=notebook, assignment=submission)
+            db.add(sub_nb)
+        grades = {g.cell_id: g for g in sub_nb.grades}
+        comments = {c.cell_id: c for c in sub_nb.comments}
+        for cell in list(notebook.grade_cells) + list(notebook.task_cells):
+            if cell.id not in grades:
+                grades[cell.id] = Grade(cell_id=cell.id, notebook=sub_nb)
+                db.add(grades[cell.id])
+        for cell in list(notebook.solution_cells) + list(notebook.task_cells):
+            if cell.id not in comments:
+                comments[cell.id] = Comment(cell_id=cell.id, notebook=sub_nb)
+                db.add(comments[cell.id])
+        rebuilt = {
+            cell_grade_id(c): c for c in (result.notebook.cells if result.notebook is not None else [])
+        }
+        by_name = {c.name: c.id for c in list(notebook.grade_cells) + list(notebook.task_cells)}
+        for name, cell_id in by_name.items():
+            grade = grades[cell_id]
+            if name in result.parts:
+                grade.auto_score = float(result.parts[name].score)
+            elif result.notebook is None:
+                grade.auto_score = 0.0  # nothing readable was submitted: nothing to grade by hand
+            elif name in rebuilt:
+                cell = rebuilt[name]
+                grade.auto_score = determine_grade(cell)[0] if cell.metadata.nbgrader.get("grade") else None
+            else:
+                grade.auto_score = None
+            grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
+        sol_names = {c.id: c.name for c in list(notebook.solution_cells) + list(notebook.task_cells)}
+        for cell_id, name in sol_names.items():
+            comment = comments[cell_id]
+            cell = rebuilt.get(name)
+            if cell is None:
+                comment.auto_comment = "No response."
+            elif cell.metadata.nbgrader.get("checksum") == compute_checksum(
+                cell
+            ) and not cell.metadata.nbgrader.get("task"):
+                comment.auto_comment = "No response."
+            else:
+                comment.auto_comment = None
+        if result.status != "graded":
+            sub_nb.flagged = True
+        db.commit()
+    except Exception:
+        db.rollback()
+        raise
+
+
+def write_autograded_notebook(folder: Path, spec: AssignmentSpec, result: Result) -> Path | None:
+    """The rebuilt notebook where formgrader looks for it: ``<autograded>/<student>/<assignment>/``."""
+    if result.notebook is None:
+        return None
+    target = folder / result.student / spec.name
+    target.mkdir(parents=True, exist_ok=True)
+    path = target / f"{spec.notebook}.ipynb"
+    nbformat.write(result.notebook, str(path))
+    if result.timestamp:
+        (target / "timestamp.txt").write_text(result.timestamp)
+    return path

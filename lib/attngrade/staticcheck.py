@@ -1,0 +1,476 @@
+"""Static checks of answer cells: what an answer imports, names and patches, read from its AST.
+
+The grader never runs a student's code to find out whether it cheats. Each answer cell is parsed
+(IPython magics are removed first, see :func:`to_python`) and walked once:
+
+* **reference** findings: importing or naming a reference library (``attnmath``, ``torch``,
+  ``scipy``, ``jax`` and every part's ``forbidden`` list). The parts that depend on such a cell
+  score zero.
+* **forbidden** findings: ways around the import check or into the course's files:
+  ``__import__``, ``importlib``, ``exec``/``eval``/``compile``, ``__builtins__`` and the other
+  dunder escape hatches, ``sys.modules``/``sys.meta_path``, ``tracemalloc``/``gc``/``inspect``
+  (they could fake the memory measurement or reach the grader's objects), and strings naming the
+  course's files (``hidden_tests``, ``gradebook``, ``solutions/``...). Zero for dependent parts.
+* **tampering** findings: patching modules (``np.allclose = ...``), IPython input or AST
+  transformers, ``get_ipython``, writes to raw file descriptors. They cannot change a score (the
+  checks run in the grader's own process); the submission is flagged for the instructor.
+
+A part *depends* on the answer cell that defines its function and, transitively, on every answer
+cell defining a name that a dependent cell uses (names that the release's own setup cells define,
+such as ``np``, are not followed).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+import threading
+from dataclasses import dataclass, field
+
+__all__ = ["Finding", "CellInfo", "analyse_cell", "to_python", "part_dependencies", "REFERENCE_MODULES"]
+
+REFERENCE_MODULES = frozenset({"attnmath", "torch", "scipy", "jax", "jaxlib", "tensorflow", "keras", "flax"})
+FORBIDDEN_MODULES = frozenset(
+    {
+        "attngrade",
+        "nbgrader",
+        "importlib",
+        "imp",
+        "builtins",
+        "__builtin__",
+        "tracemalloc",
+        "_tracemalloc",
+        "gc",
+        "inspect",
+        "runpy",
+        "pkgutil",
+        "zipimport",
+        "marshal",
+        "code",
+        "codeop",
+        "site",
+        "sysconfig",
+        "_imp",
+        "_frozen_importlib",
+        "_frozen_importlib_external",
+    }
+)
+KERNEL_MODULES = frozenset(
+    {
+        "IPython",
+        "ipykernel",
+        "jupyter_client",
+        "nbformat",
+        "nbclient",
+        "nbconvert",
+        "ast",
+        "unittest",
+        "pytest",
+    }
+)
+FORBIDDEN_NAMES = frozenset(
+    {
+        "__import__",
+        "exec",
+        "eval",
+        "compile",
+        "__builtins__",
+        "__loader__",
+        "__spec__",
+        "breakpoint",
+        "globals",
+        "vars",
+        "locals",
+    }
+)
+DUNDER_ESCAPES = frozenset(
+    {
+        "__import__",
+        "__builtins__",
+        "__loader__",
+        "__spec__",
+        "__subclasses__",
+        "__globals__",
+        "__code__",
+        "__closure__",
+        "__bases__",
+        "__base__",
+        "__mro__",
+        "__getattribute__",
+        "__dict__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__self__",
+        "__func__",
+        "__traceback__",
+        "__frame__",
+        "__defaults__",
+        "__kwdefaults__",
+        "f_globals",
+        "f_locals",
+        "f_back",
+        "f_builtins",
+        "gi_frame",
+        "cr_frame",
+        "tb_frame",
+    }
+)
+SYS_ESCAPES = frozenset(
+    {
+        "modules",
+        "meta_path",
+        "path_hooks",
+        "path_importer_cache",
+        "_getframe",
+        "settrace",
+        "setprofile",
+        "_current_frames",
+        "addaudithook",
+        "setrecursionlimit",
+    }
+)
+KERNEL_ATTRS = frozenset(
+    {
+        "input_transformers_cleanup",
+        "input_transformers_post",
+        "input_transformer_manager",
+        "ast_transformers",
+        "register_magic_function",
+        "run_cell",
+        "events",
+        "user_ns",
+        "NodeTransformer",
+        "showtraceback",
+        "set_custom_exc",
+    }
+)
+FD_CALLS = frozenset({"write", "writev", "fdopen", "dup", "dup2", "pipe", "openpty", "sendfile", "pwrite"})
+COURSE_WORDS = (
+    "hidden_tests",
+    "gradebook",
+    "nbgrader",
+    "solutions/",
+    "/solutions",
+    "autograded",
+    "submitted/",
+    "attngrade",
+    "attnmath",
+    ".ipynb",
+)
+
+
+# CPython 3.11's AST constructor is not thread-safe ("AST constructor recursion depth mismatch"),
+# and the grader checks submissions from several threads: parse one cell at a time.
+_AST_LOCK = threading.RLock()
+
+
+def _serialized(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with _AST_LOCK:
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@dataclass
+class Finding:
+    kind: str  # "reference", "forbidden" or "tampering"
+    message: str
+
+
+@dataclass
+class CellInfo:
+    """What one cell defines, uses and does that the grader cares about."""
+
+    defines: set = field(default_factory=set)
+    uses: set = field(default_factory=set)
+    findings: list = field(default_factory=list)
+    syntax_error: bool = False
+    notes: list = field(default_factory=list)  # e.g. removed magics
+
+
+_MAGIC_CALLS = {"run_line_magic", "run_cell_magic", "system", "getoutput", "run_magic", "magic"}
+_BODY_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
+
+
+def _is_ipython_call(node) -> str | None:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _MAGIC_CALLS
+        and isinstance(node.func.value, ast.Call)
+        and isinstance(node.func.value.func, ast.Name)
+        and node.func.value.func.id == "get_ipython"
+    ):
+        return node.func.attr
+    return None
+
+
+class _MagicRemover(ast.NodeTransformer):
+    def __init__(self):
+        self.notes: list[str] = []
+
+    def visit_Expr(self, node):
+        kind = _is_ipython_call(node.value)
+        if kind is None:
+            return self.generic_visit(node)
+        args = node.value.args
+        name = args[0].value if args and isinstance(args[0], ast.Constant) else "?"
+        if (
+            kind == "run_cell_magic"
+            and name in _BODY_MAGICS
+            and len(args) == 3
+            and isinstance(args[2], ast.Constant)
+            and isinstance(args[2].value, str)
+        ):
+            body, notes = to_python(args[2].value)
+            self.notes.append(f"cell magic %%{name} removed")
+            self.notes.extend(notes)
+            try:
+                return ast.parse(body).body or ast.Pass()
+            except SyntaxError:
+                return ast.Pass()
+        self.notes.append(f"IPython magic {name!s} removed")
+        return ast.Pass()
+
+    def visit_Assign(self, node):
+        if _is_ipython_call(node.value):
+            self.notes.append("IPython magic assignment replaced by None")
+            node.value = ast.Constant(None)
+            return node
+        return self.generic_visit(node)
+
+
+@_serialized
+def to_python(source: str) -> tuple[str, list[str]]:
+    """Plain Python for a notebook cell: IPython magics and shell escapes are removed.
+
+    A cell that already parses is returned unchanged. Otherwise IPython's own input transformer
+    (when IPython is installed) turns the magics into ``get_ipython()`` calls, which are then
+    dropped; the bodies of ``%%time``, ``%%timeit`` and ``%%capture`` are kept.
+    """
+    try:
+        ast.parse(source)
+        return source, []
+    except SyntaxError:
+        pass
+    except (ValueError, RecursionError, MemoryError):
+        return source, []
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:  # pragma: no cover - IPython comes with nbgrader
+        return source, []
+    try:
+        transformed = TransformerManager().transform_cell(source)
+        tree = ast.parse(transformed)
+    except Exception:  # noqa: BLE001 - not valid even for IPython: leave it to fail in the worker
+        return source, []
+    remover = _MagicRemover()
+    tree = ast.fix_missing_locations(remover.visit(tree))
+    try:
+        return ast.unparse(tree), remover.notes
+    except Exception:  # noqa: BLE001 - pragma: no cover
+        return source, []
+
+
+def _docstring_nodes(tree) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
+                ids.add(id(body[0].value))
+    return ids
+
+
+def _root_name(node) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.value if not isinstance(node, ast.Call) else node.func
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+@_serialized
+def analyse_cell(
+    source: str, *, reference: frozenset = REFERENCE_MODULES, module_names: set | None = None
+) -> CellInfo:
+    """Parse one answer cell and collect its definitions, uses and findings.
+
+    ``module_names`` are names known to be bound to modules elsewhere (the release's setup cells,
+    for example ``np``); assignments to their attributes count as patching.
+    """
+    info = CellInfo()
+    source, info.notes = to_python(source)
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        info.syntax_error = True
+        return info
+    modules = set(module_names or ())
+    aliases: dict[str, str] = {}  # local name -> module it is bound to
+    docstrings = _docstring_nodes(tree)
+    seen: set[tuple[str, str]] = set()
+
+    def add(kind: str, message: str) -> None:
+        if (kind, message) not in seen:
+            seen.add((kind, message))
+            info.findings.append(Finding(kind, message))
+
+    def check_module(name: str) -> None:
+        top = name.split(".")[0]
+        if top in reference:
+            add("reference", f"imports {top}")
+        elif top in FORBIDDEN_MODULES:
+            add("forbidden", f"imports {top}")
+        elif top in KERNEL_MODULES:
+            add("tampering", f"imports {top}")
+
+    # Top-level definitions (what other cells can use).
+    for node in tree.body:
+        for sub in (
+            ast.walk(node) if isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)) else [node]
+        ):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                info.defines.add(sub.name)
+            elif isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name):
+                            info.defines.add(n.id)
+            elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+                for a in sub.names:
+                    info.defines.add((a.asname or a.name).split(".")[0])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            info.defines.update(node.names)
+        elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+            info.defines.add(node.target.id)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                check_module(a.name)
+                local = (a.asname or a.name).split(".")[0]
+                aliases[local] = a.name.split(".")[0] if not a.asname else a.name
+                modules.add(local)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                add("forbidden", "relative import")
+            check_module(node.module or "")
+            for a in node.names:
+                if a.name == "*":
+                    add("tampering", f"star import from {node.module}")
+                check_module(f"{node.module}.{a.name}" if node.module else a.name)
+                if (node.module or "").split(".")[0] in reference:
+                    continue
+                if a.name in FORBIDDEN_NAMES or a.name in DUNDER_ESCAPES:
+                    add("forbidden", f"imports {a.name}")
+                if a.name in {"get_ipython"}:
+                    add("tampering", "uses get_ipython")
+        elif isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                info.uses.add(node.id)
+            if node.id in FORBIDDEN_NAMES:
+                add("forbidden", f"uses {node.id}")
+            elif node.id == "get_ipython":
+                add("tampering", "uses get_ipython")
+            elif node.id in reference:
+                add("reference", f"uses {node.id}")
+        elif isinstance(node, ast.Attribute):
+            root = _root_name(node)
+            if root is not None:
+                info.uses.add(root)
+            if node.attr in DUNDER_ESCAPES:
+                add("forbidden", f"uses .{node.attr}")
+            elif node.attr in SYS_ESCAPES:
+                base = _dotted(node.value) or ""
+                if base.split(".")[-1] == "sys" or aliases.get(base) == "sys":
+                    add("forbidden", f"uses sys.{node.attr}")
+                elif node.attr in (
+                    "meta_path",
+                    "path_hooks",
+                    "path_importer_cache",
+                    "_getframe",
+                    "_current_frames",
+                    "settrace",
+                    "setprofile",
+                    "addaudithook",
+                ):
+                    add("forbidden", f"uses .{node.attr}")
+            elif node.attr in KERNEL_ATTRS:
+                add("tampering", f"uses .{node.attr}")
+            if node.attr in FD_CALLS and aliases.get(_dotted(node.value) or "") == "os":
+                add("tampering", f"uses os.{node.attr} (raw file descriptors)")
+            if isinstance(node.ctx, (ast.Store, ast.Del)) and root is not None and root in modules:
+                add("tampering", f"patches {_dotted(node) or root}")
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args:
+                target = _root_name(node.args[0])
+                if target in modules:
+                    add("tampering", f"patches {target} with {func.id}")
+            if (
+                isinstance(func, ast.Name)
+                and func.id == "open"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, int)
+            ):
+                add("tampering", "opens a raw file descriptor")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            text = node.value
+            low = text.lower()
+            if not any(ch.isspace() for ch in text):
+                for word in COURSE_WORDS:
+                    if word in low:
+                        kind = "reference" if word == "attnmath" else "forbidden"
+                        add(kind, f"names course files or modules ({word!r})")
+            stripped = text.strip()
+            if re.fullmatch(r"[A-Za-z_][\w.]*", stripped):
+                top = stripped.split(".")[0]
+                if top in reference or top in ("attngrade", "importlib"):
+                    add("reference" if top in reference else "forbidden", f"names module {top!r}")
+            if re.search(r"__(import|builtins|loader|spec|subclasses|globals|code|dict|mro|bases)__", text):
+                add("forbidden", "names a dunder escape hatch in a string")
+        elif isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                dotted = _dotted(base) or ""
+                if dotted.endswith("NodeTransformer") or dotted.endswith("NodeVisitor"):
+                    add("tampering", "defines an AST transformer")
+    return info
+
+
+def part_dependencies(function: str, cells: list[tuple[str, CellInfo]], trusted_names: set) -> list[str]:
+    """Labels of the answer cells a part's function depends on (see the module docstring)."""
+    defining = [label for label, info in cells if function in info.defines]
+    closure: list[str] = []
+    todo = list(defining)
+    by_label = dict(cells)
+    while todo:
+        label = todo.pop()
+        if label in closure:
+            continue
+        closure.append(label)
+        used = by_label[label].uses - trusted_names
+        for other, info in cells:
+            if other not in closure and info.defines & used:
+                todo.append(other)
+    return closure

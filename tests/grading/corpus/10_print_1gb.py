@@ -1,0 +1,13 @@
+# Resource abuse: Part 2 prints a gigabyte, 64 KiB at a time.
+# expect: test_stable_softmax=3, test_softmax_jacobian=0, test_softmax_vjp=3
+# status: resource_limit
+# reason: printed more than
+# base: solution
+# %% grade_id: softmax_jacobian
+import sys
+
+def softmax_jacobian(z):
+    chunk = "x" * 2**16
+    for _ in range(2**14):
+        sys.stdout.write(chunk)
+    return np.eye(len(z))

@@ -1,0 +1,104 @@
+"""The faulty and hostile corpus: one command grades it all, and every row is what it deserves."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import gradingkit as gk
+from attngrade.grader import STATUSES
+
+CASES = gk.corpus_cases()
+
+
+def test_the_corpus_covers_every_kind_of_fault():
+    assert len(CASES) >= 25
+    statuses = {c.status for c in CASES}
+    assert statuses == set(STATUSES), f"statuses not covered: {set(STATUSES) - statuses}"
+    words = " ".join(c.description.lower() for c in CASES)
+    for topic in (
+        "runaway",
+        "crash",
+        "resource abuse",
+        "tampering",
+        "cheating in the kernel",
+        "calling the reference",
+        "malformed",
+        "missing",
+        "benign noise",
+        "fork bomb",
+        "sigterm",
+        "segmentation fault",
+        "gigabyte",
+        "skip-execution",
+        "schema_version",
+        "input transformer",
+        "ast transformer",
+        "hidden_tests.py",
+        "gradebook",
+    ):
+        assert topic in words, f"no corpus case about {topic!r}"
+
+
+def test_the_batch_completes_with_one_row_per_submission(corpus_run):
+    assert corpus_run.proc.returncode == 0, corpus_run.proc.stderr[-3000:]
+    assert sorted(corpus_run.rows) == sorted(c.name for c in CASES)
+    for row in corpus_run.rows.values():
+        assert row["status"] in STATUSES
+        assert row["max_score"] == "8", "points come from the release"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_each_submission_gets_the_score_and_status_it_deserves(corpus_run, case):
+    row = corpus_run.rows[case.name]
+    got = {gid: float(row[gid]) for gid in case.expect}
+    assert got == case.expect, f"{case.name}: {row['status']} {row['reason']}"
+    status = case.status
+    if case.status_without_nproc and "RLIMIT_NPROC" not in corpus_run.summary["isolation"]["rlimits"]:
+        status = case.status_without_nproc
+    assert row["status"] == status, f"{case.name}: {row['reason']}"
+    assert float(row["score"]) == sum(case.expect.values())
+    if case.reason:
+        assert case.reason in row["reason"], f"{case.name}: reason {row['reason']!r}"
+    if case.status != "graded":
+        assert row["reason"], "a failure is never silent"
+
+
+def test_progress_shows_one_line_per_student_and_a_count(corpus_run):
+    lines = [ln for ln in corpus_run.proc.stdout.splitlines() if re.match(r"\[\s*\d+/\d+\]", ln)]
+    assert len(lines) == len(CASES)
+    assert lines[-1].startswith(f"[{len(CASES)}/{len(CASES)}]")
+    for case in CASES:
+        assert any(f"] {case.name} " in ln and re.search(r"\d+\.\d\ds", ln) for ln in lines), case.name
+    assert re.search(rf"done: {len(CASES)} submissions", corpus_run.proc.stdout)
+
+
+def test_the_summary_lists_every_submission_that_is_not_plainly_graded(corpus_run):
+    summary = corpus_run.summary
+    flagged = {f["student"]: f["status"] for f in summary["flagged"]}
+    expected = {c.name: c.status for c in CASES if c.status != "graded"}
+    assert set(flagged) == set(expected)
+    assert {k: v for k, v in flagged.items() if k != "09_fork_bomb"} == {
+        k: v for k, v in expected.items() if k != "09_fork_bomb"
+    }
+    assert sum(summary["statuses"].values()) == len(CASES)
+    assert [p["grade_id"] for p in summary["parts"]] == [
+        "test_stable_softmax",
+        "test_softmax_jacobian",
+        "test_softmax_vjp",
+    ]
+    for part in summary["parts"]:
+        assert sum(part["distribution"].values()) == part["graded"]
+    assert summary["isolation"]["mode"]
+    page = (corpus_run.out / "summary.html").read_text()
+    assert "data:image/png;base64," in page
+    for case in CASES:
+        if case.status != "graded":
+            assert case.name in page
+
+
+def test_every_submission_has_feedback_and_a_log(corpus_run):
+    for case in CASES:
+        assert (corpus_run.out / "feedback" / f"{case.name}.html").is_file()
+        assert (corpus_run.out / "logs" / f"{case.name}.log").is_file()

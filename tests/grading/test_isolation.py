@@ -1,0 +1,215 @@
+"""The worker's isolation, probed from inside a worker, and the untrusted result channel."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import struct
+import time
+import zipfile
+
+import numpy as np
+import pytest
+
+import gradingkit as gk
+from attngrade import plain
+from attngrade.sandbox import Limits, WorkerJob, run_worker
+
+PROBE = r"""
+import os, sys, socket, resource
+
+def probe():
+    out = {}
+    out["course_visible"] = os.path.exists(COURSE + "/nbgrader_config.py")
+    out["solutions_visible"] = os.path.exists(COURSE + "/solutions")
+    out["uid"] = os.getuid()
+    out["cwd_entries"] = len(os.listdir("."))
+    with open("scratch.txt", "w") as fh:
+        fh.write("ok")
+    out["cwd_writable"] = os.path.exists("scratch.txt")
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=1).close()
+        out["network"] = True
+    except OSError:
+        out["network"] = False
+    for name in ("attnmath", "attngrade", "torch"):
+        try:
+            __import__(name)
+            out["import_" + name] = True
+        except ImportError:
+            out["import_" + name] = False
+    out["env_keys"] = ",".join(sorted(os.environ))
+    out["rlimit_as"] = resource.getrlimit(resource.RLIMIT_AS)[0]
+    out["rlimit_nofile"] = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    out["rlimit_core"] = resource.getrlimit(resource.RLIMIT_CORE)[0]
+    out["pid"] = os.getpid()
+    return json.dumps(out)
+import json
+"""
+
+
+def _job(source: str, function: str = "probe", n_cases: int = 1) -> WorkerJob:
+    inputs = plain.pack({"p": [((), {})] * n_cases})
+    return WorkerJob(
+        cells=[{"id": "answer", "source": source}],
+        parts=[{"id": "p", "function": function, "trace": [False] * n_cases}],
+        inputs=inputs,
+        blocked=["attnmath", "attngrade", "torch"],
+    )
+
+
+def test_the_worker_sees_nothing_of_the_course_and_nothing_of_the_network(isolation, tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        src = f"COURSE = {str(gk.ROOT)!r}\nPORT = {port}\n" + PROBE
+        run = run_worker(_job(src), isolation, Limits(timeout=20), tmp_root=str(tmp_path))
+    finally:
+        server.close()
+    assert run.end == "done", (run.end, run.detail, run.stderr)
+    out = json.loads(run.parts["p"].records[0]["out"])
+    assert out["cwd_writable"] and out["cwd_entries"] == 0
+    assert not out["import_attnmath"] and not out["import_attngrade"] and not out["import_torch"]
+    assert out["rlimit_as"] == Limits().memory_mb << 20
+    assert out["rlimit_nofile"] == Limits().nofile and out["rlimit_core"] == 0
+    assert "PYTHONPATH" not in out["env_keys"] and "ATTNMATH_GRADEBOOK_URL" not in out["env_keys"]
+    if isolation.mode in ("namespaces", "userns"):
+        assert not out["course_visible"] and not out["solutions_visible"]
+        assert not out["network"]
+        assert out["pid"] != os.getpid() and out["pid"] < 10  # its own PID namespace
+    if isolation.mode in ("namespaces", "uid"):
+        assert out["uid"] != 0
+    assert not list(tmp_path.iterdir()), "the scratch directory is deleted"
+
+
+def test_forged_result_frames_break_the_protocol_and_earn_nothing(isolation):
+    src = r"""
+import json, os, struct
+def probe():
+    head = json.dumps({"ev": "part", "part": "p", "defined": True}).encode()
+    for fd in range(3, 64):
+        try:
+            os.write(fd, struct.pack(">II", 4 + len(head), len(head)) + head + b"garbage")
+        except OSError:
+            pass
+    return 1.0
+"""
+    run = run_worker(_job(src), isolation, Limits(timeout=20))
+    assert run.end == "protocol"
+    assert "p" not in run.parts
+
+
+def _processes_running(marker: str) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    if marker.encode() in fh.read():
+                        found.append(pid)
+            except OSError:
+                pass
+    return found
+
+
+def test_a_runaway_worker_and_its_children_are_killed(isolation):
+    src = r"""
+import os, subprocess
+def probe():
+    subprocess.Popen(["sleep", "987654"], start_new_session=True)
+    if os.fork() == 0:
+        os.setsid()
+        os.execvp("sleep", ["sleep", "987655"])
+    while True:
+        pass
+"""
+    run = run_worker(_job(src), isolation, Limits(timeout=2))
+    assert run.end == "timeout" and run.current == "p"
+    if isolation.mode != "basic":  # the basic level cannot follow children into new sessions
+        time.sleep(0.5)
+        assert not _processes_running("987654") and not _processes_running("987655")
+
+
+def test_output_is_capped(isolation):
+    src = "import sys\ndef probe():\n    while True:\n        sys.stdout.write('y' * 65536)\n"
+    run = run_worker(_job(src), isolation, Limits(timeout=20, output_bytes=1 << 20))
+    assert run.end == "output"
+    assert len(run.stdout) <= 8192
+
+
+def test_an_oversized_result_is_refused(isolation):
+    src = "import numpy as np\ndef probe():\n    return np.ones(3 * 2**20)\n"
+    run = run_worker(_job(src), isolation, Limits(timeout=20, result_bytes=2**20))
+    assert run.end == "result_size"
+
+
+def test_a_huge_nested_result_is_an_error_of_that_case_not_a_protocol_breach(isolation):
+    src = "def probe():\n    return [float(i) for i in range(300000)]\n"
+    run = run_worker(_job(src), isolation, Limits(timeout=20))
+    assert run.end == "done"
+    assert run.parts["p"].records[0]["error"] == "OutputTooLarge"
+
+
+def test_plain_data_round_trips():
+    value = (
+        np.arange(6.0).reshape(2, 3),
+        [1, 2.5, True, None, "s", 3 + 4j, float("nan")],
+        {"k": np.float32(1.5), "big": 2**70},
+        np.array([True, False]),
+    )
+    back = plain.unpack(plain.pack(value))
+    assert isinstance(back, tuple) and isinstance(back[1], list) and isinstance(back[2], dict)
+    np.testing.assert_array_equal(back[0], value[0])
+    assert back[1][:6] == value[1][:6] and np.isnan(back[1][6])
+    assert (
+        back[2]["k"] == np.float32(1.5) and isinstance(back[2]["k"], np.float32) and back[2]["big"] == 2**70
+    )
+    assert back[3].dtype == bool
+
+
+def _npz_with(array_bytes: bytes, name: str = "a0.npy", compress=zipfile.ZIP_STORED) -> bytes:
+    skeleton = json.dumps({"array": 0}).encode()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=compress) as zf:
+        zf.writestr(name, array_bytes)
+    return struct.pack(">I", len(skeleton)) + skeleton + buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"\x80\x04\x95" + b"pickle" * 10,  # a pickle is not plain data
+        _npz_with(
+            b"\x93NUMPY\x01\x00v\x00{'descr': '|O', 'fortran_order': False, 'shape': (1,), }"
+            + b" " * 52
+            + b"\n"
+            + b"\0" * 8
+        ),  # an object array
+        _npz_with(
+            b"\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order': False, 'shape': (10**9,), }"
+            + b" " * 46
+            + b"\n"
+            + b"\0" * 8
+        ),  # a header claiming more data than there is
+        _npz_with(b"\x93NUMPY" + b"\0" * 200, name="../a0.npy"),  # an unexpected member
+        _npz_with(b"\x93NUMPY" + b"\0" * 200, compress=zipfile.ZIP_DEFLATED),  # compressed (a zip bomb)
+    ],
+)
+def test_hostile_plain_data_is_refused(blob):
+    with pytest.raises(plain.PlainDataError):
+        plain.unpack(blob)
+
+
+def test_objects_that_are_not_plain_data_are_refused():
+    class Anything:
+        def __eq__(self, other):
+            return True
+
+    with pytest.raises(plain.PlainDataError):
+        plain.pack(Anything())
+    with pytest.raises(plain.PlainDataError):
+        plain.pack(np.array([object()], dtype=object))

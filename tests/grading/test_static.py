@@ -1,0 +1,87 @@
+"""The static check of answer cells: honest answers pass, tricks are found."""
+
+from __future__ import annotations
+
+import pytest
+
+import gradingkit as gk
+from attngrade.notebooks import read_answer_script
+from attngrade.staticcheck import analyse_cell, part_dependencies, to_python
+
+
+def _kinds(source: str) -> set[str]:
+    return {f.kind for f in analyse_cell(source, module_names={"np", "math"}).findings}
+
+
+@pytest.mark.parametrize("assignment", gk.ASSIGNMENTS)
+def test_honest_answers_have_no_findings(assignment):
+    sources = list(gk.solution_answers(assignment).values())
+    for sample in ("alternative", "partial", "raising"):
+        path = gk.SAMPLES / assignment / f"{sample}.py"
+        if path.is_file():
+            sources.extend(read_answer_script(path)[0].values())
+    for source in sources:
+        assert not analyse_cell(source, module_names={"np", "math"}).findings, source
+
+
+@pytest.mark.parametrize(
+    "source, kind",
+    [
+        ("import attnmath", "reference"),
+        ("from attnmath.softmax import softmax", "reference"),
+        ("import torch.nn.functional as F", "reference"),
+        ("from scipy.special import softmax", "reference"),
+        ("m = __import__('attn' + 'math')", "forbidden"),
+        ("import importlib\nm = importlib.import_module('x')", "forbidden"),
+        ("exec('import attnmath')", "forbidden"),
+        ("f = eval", "forbidden"),
+        ("g = globals()['__builtins__']", "forbidden"),
+        ("x = ().__class__.__bases__[0].__subclasses__()", "forbidden"),
+        ("import sys\nsys.modules['numpy'].x = 1", "forbidden"),
+        ("import sys\nsys.meta_path.clear()", "forbidden"),
+        ("import tracemalloc", "forbidden"),
+        ("open('/course/solutions/01_softmax/hidden_tests.py').read()", "forbidden"),
+        ("import sqlite3\nsqlite3.connect('gradebook.db')", "forbidden"),
+        ("np.allclose = lambda *a, **k: True", "tampering"),
+        ("setattr(np, 'exp', abs)", "tampering"),
+        ("get_ipython().input_transformers_post.append(f)", "tampering"),
+        ("import ast\nclass T(ast.NodeTransformer):\n    pass", "tampering"),
+        ("import os\nos.write(3, b'x')", "tampering"),
+        ("from IPython import get_ipython", "tampering"),
+    ],
+)
+def test_tricks_are_found(source, kind):
+    assert kind in _kinds(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(x):\n    '''Unlike torch.softmax and attnmath, this is mine.'''\n    return np.exp(x)",
+        "import warnings\nwarnings.warn('numerically delicate')",
+        "import math\nmath.exp(1.0)",
+        "print('the gradebook is not my business')",
+        "x = np.einsum('i,j->ij', a, b)",
+        "import sys\nprint('done', file=sys.stderr)",
+    ],
+)
+def test_ordinary_code_is_not_flagged(source):
+    assert not _kinds(source)
+
+
+def test_magics_are_removed_and_cell_magic_bodies_kept():
+    python, notes = to_python("%%time\nx = 1\n%timeit x\n!ls\ny = !ls\n")
+    assert "x = 1" in python and "get_ipython" not in python and notes
+
+
+def test_a_part_depends_on_the_cells_its_function_uses():
+    cells = [
+        (gid, analyse_cell(src))
+        for gid, src in [
+            ("a", "import torch\ndef helper(x):\n    return x"),
+            ("b", "def f(x):\n    return helper(x) + np.sum(x)"),
+            ("c", "def g(x):\n    return np.sum(x)"),
+        ]
+    ]
+    assert part_dependencies("f", cells, {"np"}) == ["b", "a"]
+    assert part_dependencies("g", cells, {"np"}) == ["c"]
