@@ -27,20 +27,6 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "01_softmax"
-CONFIG = """\
-c = get_config()
-c.CourseDirectory.root = {root!r}
-c.CourseDirectory.course_id = "attnmath-bench"
-c.CourseDirectory.source_directory = "source"
-c.CourseDirectory.release_directory = "release"
-c.CourseDirectory.db_url = "sqlite:///" + {db!r}
-c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
-c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
-c.Execute.timeout = 120
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "hidden_tests.py"]
-"""
-
-
 def _env():
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
@@ -100,13 +86,10 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="bench-grading-"))
     try:
-        course = work / "course"
-        course.mkdir()
-        (course / "nbgrader_config.py").write_text(
-            CONFIG.format(root=str(course), db=str(course / "gradebook.db"))
-        )
-        shutil.copytree(ROOT / "solutions" / ASSIGNMENT, course / "source" / ASSIGNMENT)
-        _run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], course)
+        sys.path.insert(0, str(ROOT / "lib"))
+        from attngrade.course import make_course
+
+        course = make_course(work, ASSIGNMENT, ROOT / "solutions", course_id="attnmath-bench")
         students = _submissions(course, args.n)
         fresh = work / "fresh.db"
         shutil.copy(course / "gradebook.db", fresh)

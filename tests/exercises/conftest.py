@@ -7,16 +7,13 @@ SQLite gradebook, sample submissions are placed in ``submitted/<student>/<assign
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from attngrade.course import make_course as _make_course, run_nbgrader
 from attngrade.notebooks import fill_answers, read_answer_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,41 +22,10 @@ EXERCISES = ROOT / "exercises"
 SAMPLES = Path(__file__).resolve().parent / "samples"
 ASSIGNMENTS = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and not p.name.startswith("."))
 
-COURSE_CONFIG = """\
-c = get_config()
-c.CourseDirectory.root = {root!r}
-c.CourseDirectory.course_id = "attnmath-test"
-c.CourseDirectory.source_directory = "source"
-c.CourseDirectory.release_directory = "release"
-c.CourseDirectory.db_url = "sqlite:///" + {db!r}
-c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
-c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
-c.Execute.timeout = 120
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "hidden_tests.py"]
-"""
-
-
-def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
-    """Run the nbgrader of this interpreter's environment in ``course``."""
-    env = dict(os.environ)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env.pop("JUPYTER_CONFIG_DIR", None)
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
-                          capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
 
 def make_course(tmp: Path, assignment: str) -> Path:
     """A course directory holding ``assignment``'s source, generated with nbgrader."""
-    course = tmp / "course"
-    course.mkdir()
-    (course / "nbgrader_config.py").write_text(COURSE_CONFIG.format(root=str(course), db=str(course / "gradebook.db")))
-    shutil.copytree(SOLUTIONS / assignment, course / "source" / assignment,
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    nbgrader(course, "generate_assignment", assignment, "--force")
-    return course
+    return _make_course(tmp, assignment, SOLUTIONS)
 
 
 @dataclass
@@ -101,7 +67,7 @@ def graded(request, tmp_path_factory) -> GradedCourse:
         answers, expect = read_answer_script(sample)
         submit(sample.stem, fill_answers(release, answers))
         result.expected[sample.stem] = expect
-    nbgrader(course, "autograde", assignment, "--force")
+    run_nbgrader(course, "autograde", assignment, "--force")
 
     from nbgrader.api import Gradebook
 
