@@ -90,6 +90,17 @@ def _features(feature_map: Callable, x: np.ndarray, name: str) -> np.ndarray:
     return phi
 
 
+
+def _mapped(feature_map: Callable, q, k, v):
+    """Grouped heads repeated, then ``phi(q) (B, H, L, D_phi)``, ``phi(k) (B, H, S, D_phi)`` and ``v``."""
+    H = q.shape[-3] if q.ndim >= 3 else None
+    k, v = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, S, D), (B, H, S, D_v)
+    phi_q = _features(feature_map, q, "q")  # (B, H, L, D_phi)
+    phi_k = _features(feature_map, k, "k")  # (B, H, S, D_phi)
+    if phi_q.shape[-1] != phi_k.shape[-1]:
+        raise ValueError(f"feature_map gave D_phi={phi_q.shape[-1]} for q but {phi_k.shape[-1]} for k")
+    return phi_q, phi_k, v
+
 def _check_denominator(den: np.ndarray) -> None:
     if not (den > 0).all():
         raise ValueError(
@@ -133,12 +144,7 @@ def linear_attention(q, k, v, *, feature_map: Callable = elu_feature_map) -> np.
     (the same kernel in :math:`O(LS)` form), and ``torch`` with the same two products.
     """
     q, k, v = check_qkv(q, k, v)
-    H = q.shape[-3] if q.ndim >= 3 else None
-    k, v = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, S, D), (B, H, S, D_v)
-    phi_q = _features(feature_map, q, "q")  # (B, H, L, D_phi)
-    phi_k = _features(feature_map, k, "k")  # (B, H, S, D_phi)
-    if phi_q.shape[-1] != phi_k.shape[-1]:
-        raise ValueError(f"feature_map gave D_phi={phi_q.shape[-1]} for q but {phi_k.shape[-1]} for k")
+    phi_q, phi_k, v = _mapped(feature_map, q, k, v)  # (B, H, L, D_phi), (B, H, S, D_phi), (B, H, S, D_v)
     kv = np.swapaxes(phi_k, -1, -2) @ v  # (B, H, D_phi, D_v)
     z = phi_k.sum(axis=-2)  # (B, H, D_phi)
     num = phi_q @ kv  # (B, H, L, D_v)
@@ -175,12 +181,7 @@ def linear_attention_quadratic(q, k, v, *, feature_map: Callable = elu_feature_m
     :math:`A` is a ratio of kernel values, not of exponentials.
     """
     q, k, v = check_qkv(q, k, v)
-    H = q.shape[-3] if q.ndim >= 3 else None
-    k, v = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, S, D), (B, H, S, D_v)
-    phi_q = _features(feature_map, q, "q")  # (B, H, L, D_phi)
-    phi_k = _features(feature_map, k, "k")  # (B, H, S, D_phi)
-    if phi_q.shape[-1] != phi_k.shape[-1]:
-        raise ValueError(f"feature_map gave D_phi={phi_q.shape[-1]} for q but {phi_k.shape[-1]} for k")
+    phi_q, phi_k, v = _mapped(feature_map, q, k, v)  # (B, H, L, D_phi), (B, H, S, D_phi), (B, H, S, D_v)
     if (phi_q < 0).any() or (phi_k < 0).any():
         raise ValueError("feature_map must return non-negative features")
     scores = phi_q @ np.swapaxes(phi_k, -1, -2)  # (B, H, L, S)
@@ -225,12 +226,7 @@ def causal_linear_attention(q, k, v, *, feature_map: Callable = elu_feature_map)
     L, S = q.shape[-2], k.shape[-2]
     if L != S:
         raise ValueError(f"causal_linear_attention needs L == S (self-attention), got L={L}, S={S}")
-    H = q.shape[-3] if q.ndim >= 3 else None
-    k, v = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, L, D), (B, H, L, D_v)
-    phi_q = _features(feature_map, q, "q")  # (B, H, L, D_phi)
-    phi_k = _features(feature_map, k, "k")  # (B, H, L, D_phi)
-    if phi_q.shape[-1] != phi_k.shape[-1]:
-        raise ValueError(f"feature_map gave D_phi={phi_q.shape[-1]} for q but {phi_k.shape[-1]} for k")
+    phi_q, phi_k, v = _mapped(feature_map, q, k, v)  # (B, H, L, D_phi), (B, H, L, D_phi), (B, H, L, D_v)
     D_phi, D_v = phi_q.shape[-1], v.shape[-1]
     state = np.zeros(q.shape[:-2] + (D_phi, D_v))  # (B, H, D_phi, D_v)
     z = np.zeros(q.shape[:-2] + (D_phi,))  # (B, H, D_phi)
