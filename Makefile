@@ -5,12 +5,13 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help book test test-fast exercises lab bench grade clean
+.PHONY: help book pdf test test-fast exercises lab bench grade clean
 
 help:
 	@echo "make book       build the HTML book, every chapter executed (_build/html/index.html)"
+	@echo "make pdf        the whole book as one PDF, printed by Chromium (_build/pdf/book.pdf)"
 	@echo "make test       run the whole test suite (library, book build, exercises)"
-	@echo "make test-fast  the test suite without the slow book and nbgrader tests"
+	@echo "make test-fast  the test suite without the slow book, browser and nbgrader tests"
 	@echo "make exercises  regenerate exercises/ from solutions/ with nbgrader"
 	@echo "make lab        open JupyterLab on the exercises"
 	@echo "make bench      run the benchmarks and print their figures"
@@ -23,23 +24,51 @@ $(STAMP): requirements.txt pyproject.toml
 	$(VENV)/bin/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
-book: $(STAMP)
-	$(BIN)/jupyter-book build . -n -W --keep-going
+# What the book is built from: a build is skipped when none of these changed since the last
+# successful one (jupyter-book's own cache then re-executes only the chapters that changed).
+BOOK_OK := _build/.book-ok
+BOOK_SOURCES := _config.yml _toc.yml requirements.txt $(shell find book lib tests exercises solutions \
+	-type f -not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' \
+	-not -path 'tests/browser/artifacts/*' -not -name '*.pyc' 2>/dev/null)
+
+book: $(BOOK_OK)
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
+$(BOOK_OK): $(STAMP) $(BOOK_SOURCES)
+	$(BIN)/jupyter-book build . -n -W --keep-going
+	@touch $(BOOK_OK)
+
+# Not part of `make book`: a single-page build printed to PDF by headless Chromium (no LaTeX).
+pdf: $(STAMP)
+	$(BIN)/python book/_ext/make_pdf.py --out _build/pdf/book.pdf
+
+# Tests run in parallel (pytest-xdist, one worker per CPU); tests that share one throw-away build
+# are kept on one worker (--dist loadgroup). The slowest tests are listed at the end.
+PYTEST := $(BIN)/python -m pytest -n auto --dist loadgroup --durations=15
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 
 exercises: $(STAMP)
 	@for a in solutions/*/; do a=$$(basename $$a); \
 	  $(BIN)/nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; done
 	@echo "exercises/ regenerated from solutions/"
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab exercises
+# The student's JupyterLab: its own Jupyter config folder hides nbgrader's instructor tools
+# (formgrader, create assignment, course and assignment lists); `--allow-root` only as root.
+LAB_CONFIG := $(VENV)/student-lab-config
+STUDENT_LAB_HIDES := formgrader create-assignment course-list assignment-list menu
+$(LAB_CONFIG)/labconfig/page_config.json: $(STAMP) Makefile
+	@mkdir -p $(dir $@)
+	@printf '{"disabledExtensions": {%s}}\n' \
+	  "$$(for x in $(STUDENT_LAB_HIDES); do printf '"@jupyter/nbgrader:%s": true, ' $$x; done | sed 's/, $$//')" > $@
+
+lab: $(LAB_CONFIG)/labconfig/page_config.json
+	JUPYTER_CONFIG_DIR=$(CURDIR)/$(LAB_CONFIG) $(BIN)/jupyter lab exercises $(LAB_ARGS) \
+	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

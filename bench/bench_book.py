@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COPY = ["_config.yml", "_toc.yml", "book", "lib", "tests", "bench/results"]
+COPY = ["_config.yml", "_toc.yml", "book", "lib", "tests", "bench/results", "exercises"]
 
 
 def build(root: Path) -> float:

@@ -140,6 +140,7 @@ def main() -> None:
                 "seconds": seconds,
                 "db": db,
                 "isolation": summary["isolation"]["mode"],
+                "memory": summary["isolation"].get("memory_measured_by", "?"),
                 "statuses": {k: v for k, v in summary["statuses"].items() if v},
             }
 
@@ -162,6 +163,7 @@ def main() -> None:
                 "seconds": round(main_run["seconds"], 2),
                 "per_s": round(args.n / main_run["seconds"], 3),
                 "isolation": main_run["isolation"],
+                "memory_measured_by": main_run["memory"],
                 "statuses": main_run["statuses"],
             },
             "ratio": round(stock_s / main_run["seconds"], 2),

@@ -1,68 +1,242 @@
-"""Collect the source documents' claims that the tests check, from ``@pytest.mark.claim``.
+"""The source documents' claims that the book repeats, their verdicts and the tests that decide them.
 
-A test that checks a claim of the source documents carries::
+A test that checks a claim of the source documents carries a marker::
 
-    @pytest.mark.claim("003 §1.1", "Softmax preserves the order of the logits", "verified")
+    @pytest.mark.claim("003 §1.1", "Softmax preserves the order of the logits", "verified",
+                       domain="every real vector of length 1..8, hypothesis")
     @pytest.mark.claim("003 §4.1", "Attention is permutation-invariant", "corrected",
-                       correction="Self-attention is permutation-equivariant: ...")
+                       correction="Self-attention is permutation-equivariant: ...",
+                       domain="L = S in 1..6, D, D_v in 1..4, every permutation", box="corr-equivariant")
 
-``source`` is the document number in ``shared/seeds`` and the section, ``text`` the claim as the
-document makes it (paraphrased where needed), ``verdict`` either ``verified`` or ``corrected``;
-a corrected claim gives the correct statement. The book's appendix "Claims and errata" is built
-from :func:`collect_claims`, so the table cannot drift from the tests. Parsing is static (``ast``):
-nothing is imported or run.
+``source`` is the document number in ``shared/seeds`` and its section, ``text`` the claim as the
+document makes it (paraphrased where needed, maths in ``$...$``), ``verdict`` one of
+:data:`VERDICTS`:
+
+* ``verified``: true as stated, and the test checks it over the whole domain it states;
+* ``corrected``: false as stated; ``correction`` gives the right statement, which the test checks,
+  and the chapter that repeats the claim says so in a Correction box (``box``, its label);
+* ``clarified``: true under the source's own assumptions, but misleading without a caveat;
+  ``correction`` gives the caveat, the test checks the claim together with it.
+
+``domain`` says over which inputs the test checks the claim (shapes, dtypes, edge sizes), so a
+reader can compare it with the generality of the claim. ``chapter`` is the chapter that repeats
+the claim; without it the chapter named after the test's module (``test_masking.py`` ->
+``04_masking``) is taken. Several markers with the same source and text are one claim decided by
+all their tests. A claim the book repeats but no test here can decide is listed in
+:data:`NOT_VERIFIABLE` with the reason.
+
+The book's appendix "Claims and errata" is built from :func:`collect_claims` and from the outcome
+of the claim tests in the same build (:func:`run_claim_tests`), so a claim's verdict is shown
+only next to the result of its tests, and a failing claim test fails the build. Parsing the
+markers is static (``ast``): nothing is imported.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-VERDICTS = ("verified", "corrected")
+VERDICTS = ("verified", "corrected", "clarified")
+UNVERIFIABLE = "not verifiable here"
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The chapter that repeats the claims of each test module, unless a marker names another.
+MODULE_CHAPTER = {
+    "test_softmax": "01_softmax",
+    "test_attention": "02_attention",
+    "test_scaling": "02_attention",
+    "test_masking": "04_masking",
+    "test_multihead": "05_multihead",
+    "test_counting": "05_multihead",
+    "test_positional": "06_positional",
+    "test_linear": "07_efficiency",
+    "test_sparse": "07_efficiency",
+    "test_chunked": "08_flash",
+    "test_flash": "08_flash",
+    "test_kv_cache": "08_flash",
+    "test_moe": "09_moe",
+    "test_theory": "10_theory",
+    "test_nn": "11_capstone",
+    "test_encoder": "11_capstone",
+}
+
+#: Chapter titles, in reading order (the order of ``_toc.yml``).
+CHAPTERS = {
+    "01_softmax": "Softmax",
+    "02_attention": "Scaled dot-product attention",
+    "03_gradients": "Gradients",
+    "04_masking": "Masking",
+    "05_multihead": "Multi-head attention",
+    "06_positional": "Positional information",
+    "07_efficiency": "Efficient attention",
+    "08_flash": "Flash attention",
+    "09_moe": "Mixture of experts",
+    "10_theory": "Theory",
+    "11_capstone": "Capstone",
+}
 
 
 @dataclass(frozen=True)
-class Claim:
+class Marker:
+    """One ``@pytest.mark.claim`` on one test function."""
+
     source: str
     text: str
     verdict: str
     correction: str | None
+    domain: str | None
+    chapter: str | None
+    box: str | None
     test: str  # tests/attnmath/test_x.py::test_name
+    line: int
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a source document, with every test that decides it."""
+
+    source: str
+    text: str
+    verdict: str  # one of VERDICTS, or UNVERIFIABLE
+    correction: str | None
+    chapter: str
+    box: str | None
+    tests: tuple[tuple[str, str | None], ...]  # (test id, domain)
+    reason: str | None = None  # why no test here can decide it (UNVERIFIABLE only)
+
+
+#: Claims the book repeats that no test on this machine can decide, with the reason.
+NOT_VERIFIABLE = (
+    Claim("002 §6.1", "Flash attention gives a 2-4x speedup for free (same result, fewer memory "
+          "round trips)", UNVERIFIABLE, None, "08_flash", "corr-speedup", (),
+          reason="a speed-up is a property of a GPU kernel on a GPU: the CPU reference here "
+                 "checks that the result is the same (exactly the same maths) and that no "
+                 "$L \\times S$ array is allocated, not the time; bench/ measures the Triton "
+                 "kernel where a GPU is present."),
+    Claim("002 §9", "Mistral 7B interleaves sliding-window layers with full-attention layers",
+          "corrected", "Mistral 7B uses a sliding window of $W = 4096$ in every layer; tokens "
+          "farther back are reached through the stack of layers (a receptive field of about "
+          "$W$ per layer), not through full-attention layers.", "04_masking",
+          "corr-mistral-window", (),
+          reason="a fact about a published model's configuration, checked against Jiang et al. "
+                 "(2023), not something a test on this library can decide."),
+    Claim("003 §4.4", "RoPE gives better length extrapolation than absolute positions",
+          "corrected", "RoPE alone does not extrapolate well beyond the training length; ALiBi "
+          "was proposed (Press et al., 2022) precisely because sinusoidal and rotary encodings "
+          "degrade there. Long-context RoPE models rely on interpolating or rescaling the "
+          "frequencies.", "06_positional", "corr-rope-extrapolation", (),
+          reason="a claim about trained models' perplexity beyond their training length; it "
+                 "needs training runs at scale, which the book cites instead (Press et al., 2022).")
+)
 
 
 def _const(node):
     return node.value if isinstance(node, ast.Constant) else None
 
 
-def _claims_of(decorators):
+def _claim_markers(decorators):
     for dec in decorators:
         if not isinstance(dec, ast.Call):
             continue
         f = dec.func
         if isinstance(f, ast.Attribute) and f.attr == "claim" and isinstance(f.value, ast.Attribute) \
                 and f.value.attr == "mark":
-            args = [_const(a) for a in dec.args]
-            kwargs = {k.arg: _const(k.value) for k in dec.keywords}
             names = ["source", "text", "verdict", "correction"]
-            values = dict(zip(names, args))
-            values.update(kwargs)
-            yield values
+            values = dict(zip(names, (_const(a) for a in dec.args)))
+            values.update({k.arg: _const(k.value) for k in dec.keywords})
+            yield dec.lineno, values
 
 
-def collect_claims(tests_dir: str | Path | None = None) -> list[Claim]:
-    """Every ``claim`` marker under ``tests_dir`` (default: this folder), sorted by source."""
+def collect_markers(tests_dir: str | Path | None = None) -> list[Marker]:
+    """Every ``claim`` marker under ``tests_dir`` (default: this folder), in file order."""
     tests_dir = Path(tests_dir) if tests_dir else Path(__file__).resolve().parent
     root = tests_dir.parent
-    claims = []
+    markers = []
     for path in sorted(tests_dir.rglob("test_*.py")):
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-                for v in _claims_of(node.decorator_list):
-                    claims.append(Claim(v.get("source"), v.get("text"), v.get("verdict"),
-                                        v.get("correction"), f"{path.relative_to(root)}::{node.name}"))
-    def key(c):
-        doc, _, sec = (c.source or "").partition(" ")
-        return doc, sec, c.test
-    return sorted(claims, key=key)
+                for line, v in _claim_markers(node.decorator_list):
+                    chapter = v.get("chapter") or MODULE_CHAPTER.get(path.stem)
+                    markers.append(Marker(v.get("source"), v.get("text"), v.get("verdict"),
+                                          v.get("correction"), v.get("domain"), chapter, v.get("box"),
+                                          f"{path.relative_to(root).as_posix()}::{node.name}", line))
+    return sorted(markers, key=lambda m: (m.test.partition("::")[0], m.line))
+
+
+def _source_key(source: str):
+    doc, _, section = (source or "").partition(" ")
+    digits = "".join(ch if ch.isdigit() or ch == "." else " " for ch in section).split()
+    numbers = tuple(int(p) for p in digits[0].split(".") if p) if digits else ()
+    return doc, (0, numbers) if section.startswith("§") else (1, ()), section
+
+
+def collect_claims(tests_dir: str | Path | None = None, *, with_unverifiable: bool = True) -> list[Claim]:
+    """The claims, one per (source, text), in chapter order and, within a chapter, source order."""
+    groups: dict[tuple[str, str], list[Marker]] = {}
+    for m in collect_markers(tests_dir):
+        groups.setdefault((m.source, m.text), []).append(m)
+    claims = []
+    for (source, text), ms in groups.items():
+        first = ms[0]
+        claims.append(Claim(source, text, first.verdict, first.correction, first.chapter,
+                            next((m.box for m in ms if m.box), None),
+                            tuple((m.test, m.domain) for m in ms)))
+    if with_unverifiable:
+        claims.extend(NOT_VERIFIABLE)
+    order = list(CHAPTERS)
+    return sorted(claims, key=lambda c: (order.index(c.chapter) if c.chapter in order else len(order),
+                                         _source_key(c.source), c.text))
+
+
+def inconsistent_groups(tests_dir: str | Path | None = None) -> list[str]:
+    """Markers of one claim (same source and text) that disagree on verdict, correction or chapter."""
+    groups: dict[tuple[str, str], list[Marker]] = {}
+    for m in collect_markers(tests_dir):
+        groups.setdefault((m.source, m.text), []).append(m)
+    problems = []
+    for (source, text), ms in groups.items():
+        for field in ("verdict", "correction", "chapter"):
+            if len({getattr(m, field) for m in ms}) > 1:
+                problems.append(f"{source} {text!r}: the markers on {[m.test for m in ms]} disagree on {field}")
+    return problems
+
+
+def run_claim_tests(root: str | Path = ROOT, *, timeout: float = 300) -> dict[str, str]:
+    """Run every test that carries a claim marker; return ``{test id: outcome}``.
+
+    The outcome of a parametrised test is ``passed`` only when every case passed; otherwise it
+    is the first of ``failed``, ``error``, ``skipped`` found. pytest runs in a subprocess with
+    ``-m claim -p no:cacheprovider`` on the files that hold claim markers, and its JUnit XML
+    report is read back; a test id that does not appear in the report is ``not run``.
+    """
+    root = Path(root)
+    markers = collect_markers(root / "tests")
+    files = sorted({m.test.partition("::")[0] for m in markers})
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "claims.xml"
+        cmd = [sys.executable, "-m", "pytest", *files, "-m", "claim", "-q", "-p", "no:cacheprovider",
+               "--junitxml", str(report), "-o", "junit_family=xunit2"]
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
+        if not report.exists():
+            raise RuntimeError(f"pytest wrote no report (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        tree = ET.parse(report)
+    rank = {"passed": 0, "skipped": 1, "error": 2, "failed": 3}
+    outcomes: dict[str, str] = {}
+    for case in tree.iter("testcase"):
+        module = case.get("classname", "").replace(".", "/") + ".py"
+        test = f"{module}::{case.get('name', '').partition('[')[0]}"
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed"}.get(child.tag, child.tag)
+        if rank[outcome] >= rank.get(outcomes.get(test, "passed"), 0):
+            outcomes[test] = outcome
+    return {m.test: outcomes.get(m.test, "not run") for m in markers}

@@ -8,11 +8,17 @@ repeated scripts from each page's list, keeping the first of each.
 The download menu offers each chapter as an ``.ipynb`` notebook, copied by sphinx-book-theme
 from ``_build/jupyter_execute/``. With ``execute_notebooks: cache``, myst-nb 1.4 writes that
 notebook without the outputs it took from the execution cache; this extension merges them in
-first, so that the downloaded notebook shows the same results as the page.
+first, so that the downloaded notebook shows the same results as the page, and then rewrites its
+Markdown for JupyterLab (``attnmath_notebook.py``), so that it runs and reads on its own.
+
+The repository URL (``repository: url:`` in ``_config.yml``) is the one setting for links to the
+repository: while it is empty, the repository, issues, edit and launch buttons are turned off.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 
 
@@ -54,8 +60,108 @@ def add_cached_outputs(app, pagename, templatename, context, doctree):
     nbformat.write(merged, path)
 
 
+def make_standalone(app, pagename, templatename, context, doctree):
+    """Rewrite the chapter notebook offered for download as plain JupyterLab Markdown."""
+    config = getattr(app.env, "mystnb_config", None)
+    if config is None:
+        return
+    path = Path(config.output_folder) / f"{pagename}.ipynb"
+    source = Path(app.env.doc2path(pagename))
+    if not path.exists():
+        return
+    import nbformat
+    from attnmath_notebook import Resolver, standalone_notebook
+
+    nb = nbformat.read(path, as_version=4)
+    macros = ((app.config.mathjax3_config or {}).get("tex") or {}).get("macros") or {}
+    standalone_notebook(nb, source.parent, macros, Resolver(app.env))
+    nbformat.write(nb, path)
+    # Offer it in the download menu. sphinx-book-theme copies the notebook only when launch
+    # buttons are configured; without a repository there are none, so copy it here.
+    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(path, target)
+    context["ipynb_source"] = f"{pagename}.ipynb"
+
+
+_IMG = re.compile(r'<img (?P<attrs>[^>]*?)src="(?P<src>[^"]+\.svg)"(?P<rest>[^>]*)>')
+_SVG_SIZE = re.compile(r'<svg[^>]*?\swidth="(?P<w>[\d.]+)(?P<wu>pt|px)?"[^>]*?\sheight="(?P<h>[\d.]+)(?P<hu>pt|px)?"')
+
+
+def svg_size(path: Path) -> tuple[int, int] | None:
+    """The width and height in CSS pixels that an SVG file declares, if it does."""
+    match = _SVG_SIZE.search(path.read_text(errors="replace")[:2000])
+    if not match:
+        return None
+    scale = {"pt": 4 / 3, "px": 1, None: 1}
+    return (round(float(match["w"]) * scale[match["wu"]]), round(float(match["h"]) * scale[match["hu"]]))
+
+
+def image_sizes(app, pagename, templatename, context, doctree):
+    """Give every SVG figure of the page its width and height attributes, so the browser reserves
+    its space before it loads (no layout shift); the CSS scales it to the column."""
+    body = context.get("body")
+    images = getattr(app.builder, "images", None)
+    if not body or not images:
+        return
+    sources = {Path(dest).name: Path(app.srcdir) / src for src, dest in images.items()}
+
+    def add_size(match):
+        if " width=" in match.group(0):
+            return match.group(0)
+        source = sources.get(Path(match["src"]).name)
+        size = svg_size(source) if source is not None and source.exists() else None
+        if size is None:
+            return match.group(0)
+        return (f'<img {match["attrs"]}src="{match["src"]}" width="{size[0]}" '
+                f'height="{size[1]}"{match["rest"]}>')
+
+    context["body"] = _IMG.sub(add_size, body)
+
+
+_FONTAWESOME = re.compile(r'\s*<(script|link)\b[^>]*fontawesome[^>]*>(\s*</script>)?')
+
+
+def drop_fontawesome(app, exception):
+    """Remove Font Awesome's 1.5 MB script from every written page (``_static/icons.css`` draws
+    the theme's few icons instead)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text()
+        lighter = _FONTAWESOME.sub("", text)
+        if lighter != text:
+            page.write_text(lighter)
+
+
+def drop_print_button(app, pagename, templatename, context, doctree):
+    """The download menu's ".pdf" entry printed one page with clipped code; the whole book is a
+    PDF of its own (``make pdf``)."""
+    for group in context.get("header_buttons") or []:
+        buttons = group.get("buttons") if isinstance(group, dict) else None
+        if buttons:
+            group["buttons"] = [b for b in buttons if "pdf" not in str(b.get("icon", ""))]
+
+
+def repository_buttons(app, config):
+    """With a repository URL the repository button; without one, no button that needs it."""
+    options = config.html_theme_options
+    if options.get("repository_url"):
+        options["use_repository_button"] = True
+        return
+    for key in ("use_repository_button", "use_issues_button", "use_edit_page_button",
+                "use_source_button"):
+        options[key] = False
+    options["launch_buttons"] = {}
+
+
 def setup(app):
     app.connect("html-page-context", drop_repeated_scripts, priority=900)
     # before sphinx-book-theme copies the notebook for download (priority 501)
     app.connect("html-page-context", add_cached_outputs, priority=400)
+    app.connect("html-page-context", make_standalone, priority=450)
+    app.connect("html-page-context", image_sizes)
+    app.connect("html-page-context", drop_print_button, priority=600)
+    app.connect("build-finished", drop_fontawesome)
+    app.connect("config-inited", repository_buttons, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

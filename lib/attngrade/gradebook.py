@@ -17,7 +17,15 @@ import nbformat
 from .grader import AssignmentSpec, CourseConfig, Result
 from .notebooks import cell_grade_id
 
-__all__ = ["open_gradebook", "ensure_assignment", "write_result", "write_autograded_notebook", "database_url"]
+__all__ = [
+    "open_gradebook",
+    "ensure_assignment",
+    "write_result",
+    "write_autograded_notebook",
+    "database_url",
+    "has_submission",
+    "manual_scores",
+]
 
 
 def database_url(url: str) -> str:
@@ -116,8 +124,13 @@ def _parse_time(text: str | None):
         return None
 
 
-def write_result(gb, spec: AssignmentSpec, result: Result) -> None:
-    """Record one student's grades in one transaction (rolled back on any error)."""
+def write_result(gb, spec: AssignmentSpec, result: Result, *, late_penalty: float | None = None,
+                 deadline=None) -> None:
+    """Record one student's grades in one transaction (rolled back on any error).
+
+    ``late_penalty`` (points) goes into nbgrader's ``late_submission_penalty``, ``deadline``
+    (a UTC datetime) into the assignment's due date, so formgrader shows both.
+    """
     from nbgrader.api import Comment, Grade, Student, SubmittedAssignment, SubmittedNotebook
     from nbgrader.utils import compute_checksum, determine_grade
 
@@ -142,6 +155,8 @@ def write_result(gb, spec: AssignmentSpec, result: Result) -> None:
         timestamp = _parse_time(result.timestamp)
         if timestamp is not None:
             submission.timestamp = timestamp
+        if deadline is not None:
+            assignment.duedate = deadline.replace(tzinfo=None)
         notebook = next(n for n in assignment.notebooks if n.name == spec.notebook)
         sub_nb = next((n for n in submission.notebooks if n.notebook_id == notebook.id), None)
         if sub_nb is None:
@@ -185,12 +200,43 @@ def write_result(gb, spec: AssignmentSpec, result: Result) -> None:
                 comment.auto_comment = "No response."
             else:
                 comment.auto_comment = None
-        if result.status != "graded":
-            sub_nb.flagged = True
+        sub_nb.flagged = result.status != "graded"
+        sub_nb.late_submission_penalty = late_penalty if late_penalty else None
         db.commit()
     except Exception:
         db.rollback()
         raise
+
+
+def has_submission(gb, spec: AssignmentSpec, student: str) -> bool:
+    """Whether the gradebook holds ``student``'s notebook of ``spec`` (a re-grade may skip it)."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        gb.find_submission_notebook(spec.notebook, spec.name, student)
+        return True
+    except MissingEntry:
+        return False
+
+
+def manual_scores(gb, spec: AssignmentSpec, students) -> dict:
+    """Per student, from the gradebook: ``manual`` (points given by hand, on any cell),
+    ``pending`` (points of cells that still need a manual grade) and ``total`` (nbgrader's score:
+    the manual score of a cell where there is one, else its autograded score)."""
+    from nbgrader.api import MissingEntry
+
+    gb.db.expire_all()
+    table = {}
+    for student in students:
+        try:
+            nb = gb.find_submission_notebook(spec.notebook, spec.name, student)
+        except MissingEntry:
+            continue
+        manual = sum(g.manual_score for g in nb.grades if g.manual_score is not None)
+        pending = sum(g.max_score for g in nb.grades if g.needs_manual_grade)
+        total = sum(g.score or 0.0 for g in nb.grades)
+        table[student] = {"manual": float(manual), "pending": float(pending), "total": float(total)}
+    return table
 
 
 def write_autograded_notebook(folder: Path, spec: AssignmentSpec, result: Result) -> Path | None:

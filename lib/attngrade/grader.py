@@ -8,6 +8,7 @@ exactly one status (:data:`STATUSES`); it never raises for anything a student ca
 
 from __future__ import annotations
 
+import ast
 import os
 import time
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from pathlib import Path
 import nbformat
 
 from . import plain
-from .notebooks import cell_grade_id
+from .notebooks import added_source, cell_grade_id, execution_order
 from .sandbox import Isolation, Limits, WorkerJob, run_worker
 from .spec import Outcome, check_outputs, load_parts, make_cases
 from .staticcheck import REFERENCE_MODULES, analyse_cell, part_dependencies, to_python
@@ -35,9 +36,15 @@ __all__ = [
 ]
 
 #: Every submission ends with exactly one of these, in this order of precedence.
-STATUSES = ("missing", "malformed", "flagged", "resource_limit", "timed_out", "crashed", "graded")
+STATUSES = ("missing", "malformed", "ambiguous", "flagged", "resource_limit", "timed_out", "crashed", "graded")
 _PRECEDENCE = {s: i for i, s in enumerate(STATUSES)}
-_RESOURCE_ERRORS = {"MemoryError", "BlockingIOError"}
+_RESOURCE_ERRORS = {"MemoryError", "BlockingIOError", "OutputTooLarge"}
+#: What a memory-limited case may add on top of the worker's memory before any student code ran
+#: (the answer cells' own definitions, earlier parts' leftovers), besides the case's own budget.
+MEMORY_ALLOWANCE = 16 << 20
+#: What the kernel counts in a call besides the answer's own arrays (allocator pages, interpreter
+#: objects, the worker's copy of the output): forgiven on every memory-limited case.
+KERNEL_SLACK = 4 << 20
 _EXIT_ERRORS = {"SystemExit", "KeyboardInterrupt"}
 
 
@@ -106,13 +113,15 @@ class AssignmentSpec:
     release: object  # the released notebook (nbformat NotebookNode)
     source_path: Path
     parts: list  # [PartSpec] in notebook order
-    code_cells: list  # [(label, kind, source)] in notebook order; kind is "setup" or "answer"
+    code_cells: list  # [(label, kind, source)] in notebook order; kind is "setup", "answer" or "test"
     manual: dict  # grade id -> points, graded by hand in formgrader
     inputs: bytes  # the cases' inputs as plain data
     blocked: list
     reference: frozenset
     trusted_names: set  # names the setup cells define (np, math, ...)
     module_names: set
+    modules: tuple = ("numpy",)  # what the setup cells import: the worker's site-packages view
+    held: dict = field(default_factory=dict)  # memory cases' inputs, sent when the case starts
 
     @property
     def max_auto(self) -> float:
@@ -148,6 +157,7 @@ def load_assignment(course: CourseConfig, name: str) -> AssignmentSpec:
                 raise ConfigError(f"{name}: test cell {gid!r} has no part in {spec_file.name}")
             part = parts_by_id[gid]
             parts.append(PartSpec(gid, part.function, float(meta.get("points", 0)), part, [], {}))
+            code_cells.append((gid, "test", ""))
         elif grade or meta.get("task"):
             manual[gid] = float(meta.get("points", 0))
         elif cell.cell_type == "code" and solution:
@@ -158,13 +168,23 @@ def load_assignment(course: CourseConfig, name: str) -> AssignmentSpec:
     if missing:
         raise ConfigError(f"{name}: {spec_file.name} has parts without a test cell: {', '.join(missing)}")
 
-    inputs = {}
+    inputs, held = {}, {}
     for ps in parts:
         try:
             ps.cases = make_cases(ps.part)
         except Exception as exc:  # noqa: BLE001
             raise ConfigError(f"{name}: making the cases of {ps.grade_id} failed: {exc!r}") from exc
-        inputs[ps.grade_id] = [(tuple(c.args), dict(c.kwargs)) for c in ps.cases]
+        inputs[ps.grade_id] = [
+            ((), {}) if c.max_peak_bytes is not None else (tuple(c.args), dict(c.kwargs)) for c in ps.cases
+        ]
+        try:
+            held[ps.grade_id] = {
+                i: plain.pack((tuple(c.args), dict(c.kwargs)))
+                for i, c in enumerate(ps.cases)
+                if c.max_peak_bytes is not None
+            }
+        except plain.PlainDataError as exc:
+            raise ConfigError(f"{name}: the hidden cases' inputs are not plain data: {exc}") from exc
         ps.payload = {
             "id": ps.grade_id,
             "function": ps.function,
@@ -176,13 +196,14 @@ def load_assignment(course: CourseConfig, name: str) -> AssignmentSpec:
         raise ConfigError(f"{name}: the hidden cases' inputs are not plain data: {exc}") from exc
 
     reference = frozenset(REFERENCE_MODULES | {m for ps in parts for m in ps.part.forbidden})
-    trusted, modules = set(), set()
+    trusted, modules, imported = set(), set(), {"numpy"}
     for _, kind, src in code_cells:
         if kind == "setup":
             info = analyse_cell(src)
             trusted |= info.defines
             modules |= {n for n in info.defines}
-    blocked = sorted(reference | {"attngrade", "nbgrader", "tracemalloc", "_tracemalloc"})
+            imported |= _imports(src) - reference
+    blocked = sorted(reference | {"attngrade", "nbgrader"})
     return AssignmentSpec(
         name,
         course,
@@ -197,7 +218,24 @@ def load_assignment(course: CourseConfig, name: str) -> AssignmentSpec:
         reference,
         trusted,
         modules,
+        tuple(sorted(imported)),
+        held,
     )
+
+
+def _imports(source: str) -> set:
+    """Top-level modules a release cell imports (anywhere in it, a ``try`` included)."""
+    try:
+        tree = ast.parse(to_python(source)[0])
+    except SyntaxError:
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
 
 
 # --------------------------------------------------------------------------------------------
@@ -239,6 +277,7 @@ def _failed_result(spec: AssignmentSpec, sub: Submission, status: str, reason: s
     msg = {
         "missing": "not graded: no notebook was submitted",
         "malformed": "not graded: the notebook could not be read",
+        "ambiguous": "not graded: your instructor must decide which of your files to grade",
     }[status]
     for ps in spec.parts:
         res.parts[ps.grade_id] = PartResult(0.0, ps.points, False, msg, reason)
@@ -246,7 +285,31 @@ def _failed_result(spec: AssignmentSpec, sub: Submission, status: str, reason: s
     return res
 
 
+_FLAG_WORDS = {"reference": "calls reference", "forbidden": "forbidden", "course": "reads course files"}
+
+
+def _memory_used(measured, isolation: Isolation) -> int | None:
+    """The memory a case added, as the kernel counted it for the worker's cgroup (read by the grader).
+
+    The larger of: the peak during the call over the usage just before it (inputs in place), and
+    the peak from the moment the inputs were sent over the usage before any student code ran,
+    less the inputs (twice: received and unpacked) and :data:`MEMORY_ALLOWANCE` (so memory set
+    aside by earlier cells and freed inside the case still counts); both less
+    :data:`KERNEL_SLACK`. With no kernel count, 0: the limit is then not enforced (the summary's
+    isolation says so).
+    """
+    if measured is None:
+        return None
+    baseline, rec = measured
+    peak, before, call = rec.get("peak"), rec.get("before"), rec.get("peak_call")
+    if None in (peak, before, call, baseline):
+        return 0
+    overall = max(peak, call) - baseline - 2 * rec["inputs"] - MEMORY_ALLOWANCE
+    return max(call - before - KERNEL_SLACK, overall - KERNEL_SLACK, 0)
+
+
 _KIND = {
+    "memory": "resource_limit",
     "timeout": "timed_out",
     "output": "resource_limit",
     "result_size": "resource_limit",
@@ -269,6 +332,8 @@ def _student_message_for_failure(kind: str, detail: str, limits: Limits) -> str:
         )
     if kind == "result_size":
         return "failed (returned too large a result)"
+    if kind == "memory":
+        return "failed (ran out of memory: the memory limit was reached)"
     if kind == "protocol":
         return "failed (the answer interfered with the grader)"
     if kind == "boot_failed":
@@ -343,57 +408,72 @@ def _grade(spec, sub, isolation, limits, slot, hidden, tmp_root, started) -> Res
     res.flags.extend(rebuilt.flags)
     res.structural = list(rebuilt.flags)
 
-    # Static checks of the answers.
-    infos, cells = {}, []
-    for label, kind, source in spec.code_cells:
-        src = rebuilt.answers.get(label, source) if kind == "answer" else source
+    # The cells to run, in the submission's order: the release's setup cells, the answers, the
+    # student's own added cells; each part is computed at its test cell's place.
+    order = execution_order([(label, kind) for label, kind, _ in spec.code_cells], submitted)
+    release_source = {label: source for label, kind, source in spec.code_cells}
+    infos, cells, after = {}, [], {}
+    for label, kind, index in order:
+        if kind == "test":
+            after[label] = len(cells)
+            continue
+        if kind == "answer":
+            src = rebuilt.answers.get(label, release_source[label])
+        elif kind == "added":
+            src = added_source(submitted, index)
+        else:
+            src = release_source[label]
         python, notes = to_python(src)
         res.notes.extend(f"cell {label!r}: {n}" for n in notes)
         cells.append({"id": label, "source": python})
-        if kind == "answer":
+        if kind in ("answer", "added"):
             infos[label] = analyse_cell(src, reference=spec.reference, module_names=spec.module_names)
+
+    # Static findings are evidence for the instructor. Inside a private root the references do
+    # not exist, so they decide no points there; only reaching for the course's files does.
+    absent = bool(isolation.enforced.get("references_absent"))
+    zeroing = {"course"} if absent else {"course", "reference", "forbidden"}
     for label, info in infos.items():
         for f in info.findings:
             if f.kind == "tampering":
                 res.flags.append(f"cell {label!r} {f.message}")
+            elif f.kind == "review":
+                res.notes.append(f"for review: cell {label!r} {f.message}")
     zeroed: dict[str, str] = {}
     for ps in spec.parts:
         deps = part_dependencies(ps.function, list(infos.items()), spec.trusted_names)
-        bad = [
-            (label, f)
-            for label in deps
-            for f in infos[label].findings
-            if f.kind in ("reference", "forbidden")
-        ]
+        bad = [(label, f) for label in deps for f in infos[label].findings if f.kind in zeroing]
         if bad:
             label, f = bad[0]
-            if f.kind == "reference":
-                zeroed[ps.grade_id] = f"calls reference: cell {label!r} {f.message}"
-            else:
-                zeroed[ps.grade_id] = f"forbidden: cell {label!r} {f.message}"
+            zeroed[ps.grade_id] = f"{_FLAG_WORDS[f.kind]}: cell {label!r} {f.message}"
     for label, info in infos.items():
         for f in info.findings:
-            if f.kind in ("reference", "forbidden"):
-                flag = f"{'calls reference' if f.kind == 'reference' else 'forbidden'}: cell {label!r} {f.message}"
+            if f.kind in ("reference", "forbidden", "course"):
+                flag = f"{_FLAG_WORDS[f.kind]}: cell {label!r} {f.message}"
                 if flag not in res.flags:
                     res.flags.append(flag)
-    # A cell that calls a reference or does something forbidden is not run at all: every part that
-    # depends on it scores zero already, and its side effects (reading or writing the course's
-    # files) never happen, whatever the isolation level.
+    # A cell that reaches for the course's files (or, without a private root, a reference) is not
+    # run at all: every part depending on it scores zero already, and its side effects never happen.
     for cell in cells:
         info = infos.get(cell["id"])
-        if info is not None and any(f.kind in ("reference", "forbidden") for f in info.findings):
+        if info is not None and any(f.kind in zeroing for f in info.findings):
             cell["source"] = ""
-            res.notes.append(f"cell {cell['id']!r} not run (forbidden)")
+            res.notes.append(f"cell {cell['id']!r} not run ({'course files' if absent else 'forbidden'})")
 
     # Compute in workers; a part that kills its worker costs only that part.
     todo = [ps for ps in spec.parts if ps.grade_id not in zeroed]
     outcomes: dict[str, object] = {}
     failures: dict[str, tuple[str, str]] = {}
+    memory: dict = {}
     boot_failures = 0
     while todo:
         job = WorkerJob(
-            cells=cells, parts=[ps.payload for ps in todo], inputs=spec.inputs, blocked=spec.blocked
+            cells=cells,
+            parts=[{**ps.payload, "after": after[ps.grade_id]} for ps in todo],
+            inputs=spec.inputs,
+            blocked=spec.blocked,
+            modules=spec.modules,
+            held={ps.grade_id: spec.held.get(ps.grade_id, {}) for ps in todo},
         )
         run = run_worker(job, isolation, limits, slot=slot, hidden=hidden, tmp_root=tmp_root)
         res.log.append(
@@ -405,6 +485,9 @@ def _grade(spec, sub, isolation, limits, slot, hidden, tmp_root, started) -> Res
         if not res.cell_errors and run.cells:
             res.cell_errors = dict(run.cells)
         outcomes.update(run.parts)
+        for (gid, case), rec in run.memory.items():
+            memory[(gid, case)] = (run.baseline, rec)
+            res.log.append(f"memory {gid} case {case}: baseline {run.baseline} {rec}")
         if run.end == "done":
             break
         if run.end == "boot_failed" and not run.booted:
@@ -416,9 +499,16 @@ def _grade(spec, sub, isolation, limits, slot, hidden, tmp_root, started) -> Res
             failures[run.current] = (kind, detail)
         else:
             where = "while running the answer cells" if run.phase == "cells" else "between parts"
-            for ps in todo:
-                if ps.grade_id not in outcomes:
-                    failures[ps.grade_id] = (kind, f"{detail} {where}".strip())
+            pending = [ps.grade_id for ps in todo if ps.grade_id not in outcomes]
+            # The cells before the next part ended the worker: that part (and, when it was the
+            # setup that failed, every part) is charged; later parts get a fresh worker.
+            charged = pending if kind == "boot_failed" else pending[:1]
+            for gid in charged:
+                failures[gid] = (kind, f"{detail} {where}".strip())
+            if run.booted and len(run.cells) < len(cells):
+                culprit = cells[len(run.cells)]  # the cell that was running: the next worker skips it
+                cells = [dict(c, source="") if c is culprit else c for c in cells]
+                res.notes.append(f"cell {culprit['id']!r} ended the worker; not run again")
         todo = [ps for ps in todo if ps.grade_id not in outcomes and ps.grade_id not in failures]
 
     # Check in this process.
@@ -458,7 +548,10 @@ def _grade(spec, sub, isolation, limits, slot, hidden, tmp_root, started) -> Res
             msg = f"failed (its cell raised {err})" if err else f"failed ({ps.function} is not defined)"
             res.parts[gid] = PartResult(0.0, ps.points, False, msg, msg)
             continue
-        outs = [Outcome(r["out"], r["error"], r["peak"]) for r in data.records]
+        outs = [
+            Outcome(r["out"], r["error"], _memory_used(memory.get((gid, i)), isolation))
+            for i, r in enumerate(data.records)
+        ]
         passed, reason = check_outputs(ps.part, ps.cases, outs)
         errors = {r["error"] for r in data.records if r["error"]}
         if errors & _RESOURCE_ERRORS:

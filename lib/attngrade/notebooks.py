@@ -14,6 +14,7 @@ __all__ = [
     "fill_answers",
     "hidden_test_blocks",
     "read_answer_script",
+    "execution_order",
 ]
 
 _HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*$", re.M | re.S)
@@ -51,6 +52,47 @@ def fill_answers(template, answers: dict[str, str]):
         if gid in answers and _is_answer(cell):
             cell["source"] = answers[gid]
     return nb
+
+
+def _untracked_code(cell) -> str | None:
+    """The source of a code cell that nbgrader does not track (one the student added), else None."""
+    if not isinstance(cell, dict) or cell.get("cell_type") != "code" or cell_grade_id(cell) is not None:
+        return None
+    src = cell.get("source")
+    if isinstance(src, list) and all(isinstance(x, str) for x in src):
+        src = "".join(src)
+    return src if isinstance(src, str) and src.strip() else None
+
+
+def execution_order(release_cells: list[tuple[str, str]], submitted: dict) -> list[tuple[str, str, int]]:
+    """The code cells to run, as the student's notebook ran them: ``[(label, kind, index)]``.
+
+    ``release_cells`` are the release's code cells in order, ``(grade id, kind)``; they come in
+    the release's order, with the release's sources for locked cells (the caller fills answers).
+    Each code cell that the student added (one nbgrader does not track) runs right after the
+    release cell it follows in the submission, or first when it comes before all of them; its
+    kind is ``"added"``, its label ``added-<n>`` and ``index`` its position in the submission.
+    """
+    known = {gid for gid, _ in release_cells}
+    after: dict[str | None, list[int]] = {}
+    anchor = None
+    cells = submitted.get("cells") if isinstance(submitted, dict) else None
+    for index, cell in enumerate(cells if isinstance(cells, list) else []):
+        gid = cell_grade_id(cell) if isinstance(cell, dict) else None
+        if gid in known:
+            anchor = gid
+        elif _untracked_code(cell) is not None:
+            after.setdefault(anchor, []).append(index)
+    order = [(f"added-{i}", "added", i) for i in after.get(None, [])]
+    for gid, kind in release_cells:
+        order.append((gid, kind, -1))
+        order.extend((f"added-{i}", "added", i) for i in after.get(gid, []))
+    return order
+
+
+def added_source(submitted: dict, index: int) -> str:
+    """The source of the added cell at ``index`` of the submission (see :func:`execution_order`)."""
+    return _untracked_code(submitted["cells"][index]) or ""
 
 
 def hidden_test_blocks(source_nb) -> list[str]:

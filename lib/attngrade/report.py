@@ -1,7 +1,9 @@
 """What the instructor and the students read: grades CSV, feedback pages, summary report.
 
-Student feedback shows the task text of the released notebook and, per part, pass/fail, the
-points and a short message (``failed (raised ValueError)``). It never shows hidden tests, their
+Student feedback shows the task text of the released notebook (its maths rendered by a local
+copy of the book's MathJax), the file graded and the files ignored, and per part pass/fail, the
+points, a short message (``failed (raised ValueError)``), the *kind* of hidden case that failed
+(``Case.kind``: "float16 input") and the student's own code. It never shows hidden tests, their
 inputs, expected values, case labels or tracebacks: those stay in the instructor's log.
 """
 
@@ -12,6 +14,8 @@ import csv
 import html
 import io
 import json
+import re
+import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,7 +23,16 @@ from pathlib import Path
 from .grader import STATUSES, AssignmentSpec, Result
 from .notebooks import cell_grade_id
 
-__all__ = ["write_csv", "write_feedback", "write_summary", "write_log", "STATUS_TEXT"]
+__all__ = [
+    "write_csv",
+    "write_feedback",
+    "write_summary",
+    "write_log",
+    "STATUS_TEXT",
+    "copy_mathjax",
+    "failed_kind",
+    "answered_written",
+]
 
 STATUS_TEXT = {
     "graded": "graded",
@@ -27,7 +40,8 @@ STATUS_TEXT = {
     "resource_limit": "graded; some code exceeded a resource limit (memory, processes or output)",
     "timed_out": "graded; some code ran past its time limit",
     "crashed": "graded; some code ended the Python process",
-    "malformed": "not graded: the notebook file could not be read",
+    "malformed": "not graded: the notebook file could not be read as this assignment's",
+    "ambiguous": "not graded yet: your instructor must decide which of your files to grade",
     "missing": "not graded: no notebook was found",
 }
 
@@ -39,19 +53,112 @@ th{background:#f3f3f3}.pass{color:#176b2c;font-weight:600}.fail{color:#a0181c;fo
 .part{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem;margin:1rem 0}
 .result{background:#f6f6f6;border-radius:4px;padding:.4rem .8rem}.task{color:#333}
 .status-graded{color:#176b2c}.status-other{color:#a0181c}code{background:#f3f3f3;padding:0 .2rem}
+pre.code{background:#f6f8fa;border:1px solid #ddd;border-radius:4px;padding:.5rem;overflow-x:auto;font-size:.85rem}
 """
 
 
 def _markdown(text: str) -> str:
+    """Markdown to HTML with its maths kept verbatim for MathJax (``$...$``, ``$$...$$``)."""
+    maths: list[str] = []
+
+    def keep(m):
+        maths.append(m.group(0))
+        return f"MATHSPAN{len(maths) - 1}X"
+
+    protected = re.sub(r"\$\$.+?\$\$|\$[^$\n]+?\$", keep, text, flags=re.S)
     try:
         import mistune
 
-        return mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])(text)
+        rendered = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])(protected)
     except Exception:  # noqa: BLE001 - plain text is a fine fallback
-        return "<pre>" + html.escape(text) + "</pre>"
+        rendered = "<pre>" + html.escape(protected) + "</pre>"
+    return re.sub(r"MATHSPAN(\d+)X", lambda m: html.escape(maths[int(m.group(1))]), rendered)
+
+
+def _mathjax_head(prefix: str) -> str:
+    """The MathJax set-up of the book (same macros), loaded from a local copy beside the page."""
+    return (
+        "<script>window.MathJax={tex:{inlineMath:[['$','$'],['\\\\(','\\\\)']],"
+        "macros:{softmax:'\\\\operatorname{softmax}',R:'\\\\mathbb{R}'}}};</script>"
+        f"<script defer src='{prefix}mathjax/tex-chtml.js'></script>"
+    )
+
+
+def copy_mathjax(folder: Path) -> bool:
+    """Copy the book's MathJax (``book/_static/mathjax``) into ``folder`` once; False if absent."""
+    source = Path(__file__).resolve().parents[2] / "book" / "_static" / "mathjax"
+    target = folder / "mathjax"
+    if (target / "tex-chtml.js").is_file():
+        return True
+    if not (source / "tex-chtml.js").is_file():
+        return False
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, target, dirs_exist_ok=True)
+    return True
+
+
+def _norm(src: str | None) -> str:
+    return "\n".join(line.rstrip() for line in (src or "").strip().splitlines())
+
+
+def answered_written(spec: AssignmentSpec, result: Result) -> dict[str, bool]:
+    """Per written (manually graded) part: whether the student wrote something of their own."""
+    release = {cell_grade_id(c): c.source for c in spec.release.cells}
+    written = result.written or {}
+    return {gid: gid in written and _norm(written[gid]) != _norm(release.get(gid)) for gid in spec.manual}
+
+
+def failed_kind(spec: AssignmentSpec, gid: str, detail: str) -> str | None:
+    """The ``kind`` of the hidden case that a part's failure ``detail`` names, if it has one."""
+    cases = spec.part(gid).cases
+    m = re.match(r"case (\d+): ", detail or "")
+    if m and int(m.group(1)) < len(cases) and not cases[int(m.group(1))].label:
+        return cases[int(m.group(1))].kind or None
+    for case in sorted(cases, key=lambda c: -len(c.label)):
+        if case.label and (detail or "").startswith(case.label + ": "):
+            return case.kind or None
+    return None
+
+
+def _answer_cell_of(spec: AssignmentSpec, gid: str) -> str | None:
+    """The answer cell a test cell grades: the last code answer cell before it in the release."""
+    last = None
+    for cell in spec.release.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell_grade_id(cell) == gid:
+            return last
+        if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
+            last = cell_grade_id(cell)
+    return None
+
+
+def _late(result: Result):
+    return getattr(result, "lateness", None)
+
+
+def _penalty(result: Result) -> float:
+    return float(getattr(result, "late_penalty", 0.0) or 0.0)
+
+
+def _manual(result: Result) -> dict | None:
+    return getattr(result, "manual", None)
+
+
+def _totals(spec: AssignmentSpec, result: Result) -> tuple[float | None, float, float]:
+    """``(manual, pending, total)``: from the gradebook when it was written, else from the answers."""
+    gbk = _manual(result)
+    if gbk is not None:
+        return gbk["manual"], gbk["pending"], gbk["total"] - _penalty(result)
+    pending = (
+        sum(spec.manual[g] for g, yes in answered_written(spec, result).items() if yes)
+        if result.notebook is not None or result.written
+        else 0.0
+    )
+    return None, float(pending), result.score - _penalty(result)
 
 
 def write_csv(path: Path, spec: AssignmentSpec, results: list[Result]) -> None:
+    """One row per student: autograded score, late penalty, manual points, total, pending work."""
     gids = [p.grade_id for p in spec.parts]
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -61,27 +168,43 @@ def write_csv(path: Path, spec: AssignmentSpec, results: list[Result]) -> None:
                 "status",
                 "score",
                 "max_score",
+                "late_penalty",
+                "manual",
+                "manual_pending",
+                "total",
+                "total_max",
                 *gids,
-                "manual_points_pending",
                 "reason",
                 "notes",
                 "file",
+                "ignored_files",
+                "timestamp",
+                "late",
                 "seconds",
             ]
         )
         for r in results:
-            pending = sum(spec.manual.values()) if r.notebook is not None else 0
+            manual, pending, total = _totals(spec, r)
+            lateness = _late(r)
+            late = lateness.text if lateness else ("marked late by the LMS" if getattr(r, "lms_late", False) else "")
             w.writerow(
                 [
                     r.student,
                     r.status,
                     f"{r.score:g}",
                     f"{spec.max_auto:g}",
-                    *[f"{r.parts[g].score:g}" if g in r.parts else "" for g in gids],
+                    f"{_penalty(r):g}",
+                    "" if manual is None else f"{manual:g}",
                     f"{pending:g}",
+                    f"{total:g}",
+                    f"{spec.max_auto + sum(spec.manual.values()):g}",
+                    *[f"{r.parts[g].score:g}" if g in r.parts else "" for g in gids],
                     r.reason,
                     "; ".join(r.notes),
                     r.file,
+                    "; ".join(f"{f} ({why})" for f, why in getattr(r, "ignored", [])),
+                    r.timestamp or "",
+                    late,
                     f"{r.seconds:.2f}",
                 ]
             )
@@ -102,21 +225,57 @@ def _task_sections(spec: AssignmentSpec) -> list[tuple[str, list[str]]]:
     return sections
 
 
+def _part_message(spec: AssignmentSpec, gid: str, pr) -> str:
+    """The part's result for the student, with the kind of hidden case that failed when known."""
+    if pr is None:
+        return "not graded"
+    if pr.passed:
+        return pr.message
+    kind = failed_kind(spec, gid, pr.detail)
+    return f"{pr.message}; the kind of case that failed: {kind}" if kind else pr.message
+
+
 def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
+    """``folder/<student>.html``: the file graded, the files ignored, lateness, and per part the
+    result, the kind of hidden case that failed and the student's own code, beside the task text."""
     folder.mkdir(parents=True, exist_ok=True)
     e = html.escape
-    manual = sum(spec.manual.values())
+    answered = answered_written(spec, result)
+    lateness, penalty = _late(result), _penalty(result)
+    head = _mathjax_head("") if (folder / "mathjax" / "tex-chtml.js").is_file() else ""
     out = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>Feedback: {e(spec.name)}</title>"
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{_CSS}</style>{head}</head><body>",
         f"<h1>Feedback on {e(spec.name)} ({e(spec.notebook)}.ipynb)</h1>",
         f"<p>Student: <b>{e(result.student)}</b></p>",
         f"<p>Status: <b class='{'status-graded' if result.status == 'graded' else 'status-other'}'>"
         f"{e(STATUS_TEXT.get(result.status, result.status))}</b></p>",
-        f"<p>Autograded score: <b>{result.score:g} / {spec.max_auto:g}</b>"
-        + (f" (plus {manual:g} points graded by your instructor)" if manual else "")
-        + "</p>",
     ]
+    when = f", submitted {e(result.timestamp)}" if result.timestamp else ""
+    evidence = getattr(result, "evidence", "")
+    out.append(
+        f"<p>File graded: <code>{e(result.file or '(none)')}</code>{when}"
+        + (f" (time from {e(evidence)})" if when and evidence else "")
+        + "</p>"
+    )
+    ignored = getattr(result, "ignored", [])
+    if ignored:
+        out.append(
+            "<p>Files not graded:</p><ul>"
+            + "".join(f"<li><code>{e(f)}</code> ({e(why)})</li>" for f, why in ignored)
+            + "</ul>"
+        )
+    if lateness is not None:
+        out.append(f"<p>Deadline: {e(lateness.text)}</p>")
+    elif getattr(result, "lms_late", False):
+        out.append("<p>The course's LMS marked this submission late.</p>")
+    score = f"<p>Autograded score: <b>{result.score:g} / {spec.max_auto:g}</b>"
+    if penalty:
+        score += f", after the late penalty <b>{result.score - penalty:g}</b>"
+    pending = sum(spec.manual[g] for g, yes in answered.items() if yes)
+    if pending:
+        score += f" (and up to {pending:g} points for written answers, graded by your instructor)"
+    out.append(score + "</p>")
     if result.structural and result.notebook is not None:
         out.append(
             "<p>Some cells of your notebook did not match the released notebook; your answers were "
@@ -130,14 +289,14 @@ def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
         out.append(
             f"<tr><td>{i}</td><td><code>{e(ps.function)}</code></td>"
             f"<td>{pr.score if pr else 0:g} / {ps.points:g}</td><td class='{cls}'>"
-            f"{e(pr.message if pr else 'not graded')}</td></tr>"
+            f"{e(_part_message(spec, ps.grade_id, pr))}</td></tr>"
         )
     for gid, pts in spec.manual.items():
-        out.append(
-            f"<tr><td>written</td><td>{e(gid)}</td><td>— / {pts:g}</td><td>graded by your instructor</td></tr>"
-        )
+        what = "graded by your instructor" if answered[gid] else "not answered: 0 points"
+        out.append(f"<tr><td>written</td><td>{e(gid)}</td><td>— / {pts:g}</td><td>{what}</td></tr>")
     out.append("</table><h2>The tasks</h2>")
     index = {p.grade_id: i for i, p in enumerate(spec.parts, 1)}
+    sources = {cell_grade_id(c): c.source for c in (result.notebook.cells if result.notebook is not None else [])}
     for gid, texts in _task_sections(spec):
         for text in texts:
             out.append(f"<div class='task'>{_markdown(text)}</div>")
@@ -146,14 +305,22 @@ def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
             cls = "pass" if pr and pr.passed else "fail"
             out.append(
                 f"<div class='result'>Part {index[gid]} (<code>{e(spec.part(gid).function)}</code>): "
-                f"<span class='{cls}'>{e(pr.message if pr else 'not graded')}</span>, "
+                f"<span class='{cls}'>{e(_part_message(spec, gid, pr))}</span>, "
                 f"{pr.score if pr else 0:g} / {spec.part(gid).points:g} points</div>"
             )
+            cell = _answer_cell_of(spec, gid)
+            if pr is not None and not pr.passed and cell in sources:
+                out.append(
+                    f"<details open><summary>Your code for part {index[gid]}</summary>"
+                    f"<pre class='code'>{e(sources[cell])}</pre></details>"
+                )
         elif gid:
-            out.append(
-                f"<div class='result'>Written answer: graded by your instructor "
-                f"({spec.manual[gid]:g} points)</div>"
+            text = (
+                f"graded by your instructor ({spec.manual[gid]:g} points)"
+                if answered[gid]
+                else f"not answered: 0 of {spec.manual[gid]:g} points"
             )
+            out.append(f"<div class='result'>Written answer: {text}</div>")
     out.append(f"<p><small>Generated {e(time.strftime('%Y-%m-%d %H:%M'))}.</small></p></body></html>")
     path = folder / f"{result.student}.html"
     path.write_text("\n".join(out), encoding="utf-8")
@@ -229,6 +396,9 @@ def write_summary(
     jobs: int,
     db_url: str,
     gradebook_errors: dict,
+    regraded: int | None = None,
+    shard: str = "",
+    policy=None,
 ) -> tuple[Path, Path]:
     counts = Counter(r.status for r in results)
     parts = []
@@ -268,15 +438,31 @@ def write_summary(
         "isolation": isolation,
         "gradebook": db_url.split("@")[-1] if "@" in db_url else db_url,
         "gradebook_errors": gradebook_errors,
+        "graded_now": len(results) if regraded is None else regraded,
+        "unchanged": 0 if regraded is None else len(results) - regraded,
+        "shard": shard,
+        "late_policy": (
+            {"deadline": str(policy.deadline), "penalty_per_day": policy.penalty_per_day,
+             "max_penalty": policy.max_penalty}
+            if policy is not None
+            else None
+        ),
         "results": [
             {
                 "student": r.student,
                 "status": r.status,
                 "score": r.score,
+                "late_penalty": _penalty(r),
+                "manual": _totals(spec, r)[0],
+                "manual_pending": _totals(spec, r)[1],
+                "total": _totals(spec, r)[2],
                 "reason": r.reason,
                 "parts": {g: p.score for g, p in r.parts.items()},
                 "notes": r.notes,
                 "file": r.file,
+                "ignored": [list(x) for x in getattr(r, "ignored", [])],
+                "timestamp": r.timestamp,
+                "late": _late(r).text if _late(r) else ("marked late by the LMS" if getattr(r, "lms_late", False) else ""),
                 "seconds": round(r.seconds, 3),
             }
             for r in results
@@ -290,7 +476,9 @@ def write_summary(
     out = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>Grading summary: {e(spec.name)}</title>"
         f"<style>{_CSS}</style></head><body><h1>Grading summary: {e(spec.name)}</h1>",
-        f"<p>{len(results)} submissions in {seconds:.1f} s with {jobs} parallel jobs; "
+        f"<p>{len(results)} submissions{' (' + e(shard) + ')' if shard else ''}, "
+        f"{summary['graded_now']} graded now and {summary['unchanged']} unchanged since the last run, "
+        f"in {seconds:.1f} s with {jobs} parallel jobs; "
         f"isolation: <b>{e(str(isolation.get('mode')))}</b>; gradebook: <code>{e(summary['gradebook'])}</code></p>",
         "<h2>Statuses</h2><table><tr>"
         + "".join(f"<th>{s}</th>" for s in STATUSES)
@@ -326,18 +514,31 @@ def write_summary(
             + "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in gradebook_errors.items())
             + "</ul>"
         )
+    if policy is not None:
+        out.append(
+            f"<p>Late policy: deadline {e(str(policy.deadline))}, {policy.penalty_per_day:.0%} of the "
+            f"autograded score per started day late, at most {policy.max_penalty:.0%}.</p>"
+        )
     out.append(
-        "<h2>All submissions</h2><table><tr><th>student</th><th>status</th><th>score</th>"
+        "<h2>All submissions</h2><table><tr><th>student</th><th>status</th><th>autograded</th>"
         + "".join(f"<th>{e(p['function'])}</th>" for p in parts)
-        + "<th>seconds</th></tr>"
+        + "<th>late</th><th>manual (pending)</th><th>total</th><th>file graded</th><th>files ignored</th>"
+        "<th>seconds</th></tr>"
     )
-    for r in results:
+    for r, row in zip(results, summary["results"]):
+        manual = "" if row["manual"] is None else f"{row['manual']:g}"
+        pending = f" ({row['manual_pending']:g})" if row["manual_pending"] else ""
+        penalty = f" (−{row['late_penalty']:g})" if row["late_penalty"] else ""
         out.append(
             f"<tr><td>{e(r.student)}</td><td>{e(r.status)}</td><td>{r.score:g} / {spec.max_auto:g}</td>"
             + "".join(
                 f"<td>{r.parts[p['grade_id']].score:g}</td>" if p["grade_id"] in r.parts else "<td></td>"
                 for p in parts
             )
+            + f"<td>{e(row['late'])}{penalty}</td>"
+            + f"<td>{manual}{pending}</td><td>{row['total']:g}</td>"
+            + f"<td><code>{e(r.file)}</code><br><small>{e(r.timestamp or '')}</small></td>"
+            + "<td>" + "<br>".join(f"<code>{e(f)}</code> ({e(w)})" for f, w in row["ignored"]) + "</td>"
             + f"<td>{r.seconds:.2f}</td></tr>"
         )
     out.append("</table><h2>Isolation</h2><table>")

@@ -43,6 +43,7 @@ __all__ = [
     "compute_outputs",
     "check_outputs",
     "run_hidden_tests",
+    "precision_contract",
     "SEED",
 ]
 
@@ -55,8 +56,11 @@ class Case:
     """One call of the answer function with plain-data inputs.
 
     ``expected`` and ``tol`` are for the check and stay in the grader's process;
-    ``max_peak_bytes`` bounds the memory the call may allocate (measured with ``tracemalloc``);
-    ``label`` names the case in the grader's log (never in student feedback).
+    ``max_peak_bytes`` bounds the memory the call may add (measured by the kernel, see
+    :mod:`attngrade.sandbox`; by ``tracemalloc`` only in stock nbgrader's kernel);
+    ``label`` names the case in the grader's log (never in student feedback); ``kind`` says what
+    kind of case it is in a few words that give nothing away ("float16 input", "another axis"),
+    and is what the student's feedback names when the case fails.
     """
 
     args: tuple = ()
@@ -65,6 +69,7 @@ class Case:
     expected: Any = None
     tol: float = 1e-9
     max_peak_bytes: int | None = None
+    kind: str = ""
 
 
 def allclose_check(case: Case, out) -> None:
@@ -93,6 +98,7 @@ class Part:
     cases: Callable[[np.random.Generator], list[Case]]
     check: Callable[[Case, Any], None] = allclose_check
     forbidden: tuple[str, ...] = ("attnmath", "torch", "scipy", "jax")
+    precision: str = ""  # the precision contract in words, where the cases' tolerances do not say it
 
 
 @dataclass
@@ -139,34 +145,86 @@ def load_parts(path: str | Path) -> dict[str, Part]:
     return parts
 
 
+def _input_precision(case: Case) -> str:
+    """The narrowest floating dtype among a case's array inputs, or "other"."""
+    found = []
+
+    def walk(value, depth=0):
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            found.append(value.dtype)
+        elif isinstance(value, (list, tuple)) and depth < 4:
+            for v in value:
+                walk(v, depth + 1)
+
+    walk(list(case.args) + list(case.kwargs.values()))
+    return min(found, key=lambda d: d.itemsize).name if found else "other"
+
+
+def precision_contract(part: Part, cases: list[Case] | None = None) -> str:
+    """The task's precision contract, one Markdown sentence, from the part's own cases.
+
+    Stated in each task's text (``solutions/*/*.ipynb``; a test checks that it matches), so the
+    hidden tests follow what the student was told: the tolerance for each input dtype.
+    """
+    if part.precision:
+        return f"**Precision contract.** {part.precision}"
+    cases = make_cases(part) if cases is None else cases
+    tols: dict[str, list[float]] = {}
+    for case in cases:
+        tols.setdefault(_input_precision(case), []).append(float(case.tol))
+    terms = []
+    for key in sorted(tols, key=lambda k: ("float64", "float32", "float16", "other").index(k)
+                      if k in ("float64", "float32", "float16", "other") else 9):
+        lo, hi = min(tols[key]), max(tols[key])
+        value = f"{hi:g}" if lo == hi else f"{lo:g} to {hi:g}"
+        terms.append(f"{value} for {key} inputs" if key != "other" else f"{value} for other inputs")
+    return (
+        "**Precision contract.** Each output is compared with a float64 reference entry by entry, "
+        "`|out - ref| <= tol * (1 + |ref|)`, with tol = " + "; ".join(terms) + ". Compute in at least "
+        "the input's precision (float16 may be computed in float32); any floating dtype may be returned."
+    )
+
+
 def make_cases(part: Part) -> list[Case]:
     """The part's cases, from a generator seeded by :data:`SEED` and the grade id."""
     seed = SEED + sum(map(ord, part.grade_id))
     return list(part.cases(np.random.default_rng(seed)))
 
 
-def compute_outputs(fn: Callable, cases: list[Case]) -> list[Outcome]:
-    """Call ``fn`` on every case; keep plain outputs, the error type, and the peak allocation.
+def call_case(fn: Callable, args: tuple, kwargs: dict) -> Outcome:
+    """One call of an answer: its output as plain data, or the name of what it raised.
 
-    Runs in the student's process. Outputs are converted to plain data here (arrays, numbers,
+    Runs in the student's process. The output is converted to plain data here (arrays, numbers,
     nested tuples/lists), so an object with a permissive ``__eq__`` becomes an error, not a pass.
+    """
+    try:
+        return Outcome(to_plain(fn(*args, **kwargs)), None)
+    except BaseException as exc:  # noqa: BLE001 - a student's exception is data
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        return Outcome(None, type(exc).__name__)
+
+
+def compute_outputs(fn: Callable, cases: list[Case]) -> list[Outcome]:
+    """Call ``fn`` on every case inside one interpreter (stock ``nbgrader autograde``'s kernel).
+
+    Memory-limited cases are measured with ``tracemalloc`` in that same interpreter, which the
+    answer could fool: ``attngrade`` never uses this; its verdicts come from the kernel's count
+    of the worker's memory, read by the grader (:mod:`attngrade.sandbox`).
     """
     outcomes = []
     for case in cases:
-        started = case.max_peak_bytes is not None
+        traced = case.max_peak_bytes is not None
+        if traced:
+            tracemalloc.start()
         try:
-            if started:
-                tracemalloc.start()
-            out = fn(*case.args, **case.kwargs)
-            peak = tracemalloc.get_traced_memory()[1] if started else None
-            outcomes.append(Outcome(to_plain(out), None, peak))
-        except BaseException as exc:  # noqa: BLE001 - a student's exception is data
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
-            outcomes.append(Outcome(None, type(exc).__name__, None))
+            outcome = call_case(fn, case.args, case.kwargs)
+            if traced and outcome.error is None:
+                outcome.peak_bytes = tracemalloc.get_traced_memory()[1]
         finally:
-            if started:
+            if traced:
                 tracemalloc.stop()
+        outcomes.append(outcome)
     return outcomes
 
 

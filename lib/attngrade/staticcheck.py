@@ -1,19 +1,26 @@
-"""Static checks of answer cells: what an answer imports, names and patches, read from its AST.
+"""Static checks of answer cells: evidence for the instructor, read from each cell's AST.
 
-The grader never runs a student's code to find out whether it cheats. Each answer cell is parsed
-(IPython magics are removed first, see :func:`to_python`) and walked once:
+What an answer can reach is decided by the worker's private root (:mod:`attngrade.sandbox`),
+not by recognising tricks here. Each answer or added cell is parsed (IPython magics are removed
+first, see :func:`to_python`) and walked once; every finding names its line:
 
 * **reference** findings: importing or naming a reference library (``attnmath``, ``torch``,
-  ``scipy``, ``jax`` and every part's ``forbidden`` list). The parts that depend on such a cell
-  score zero.
-* **forbidden** findings: ways around the import check or into the course's files:
-  ``__import__``, ``importlib``, ``exec``/``eval``/``compile``, ``__builtins__`` and the other
-  dunder escape hatches, ``sys.modules``/``sys.meta_path``, ``tracemalloc``/``gc``/``inspect``
-  (they could fake the memory measurement or reach the grader's objects), and strings naming the
-  course's files (``hidden_tests``, ``gradebook``, ``solutions/``...). Zero for dependent parts.
+  ``scipy``, ``jax`` and every part's ``forbidden`` list). The submission is flagged; inside the
+  private root the import fails by itself. Where no private root exists, the dependent parts
+  score zero (the only defence there).
+* **forbidden** findings: reaching for the import machinery or the interpreter's internals:
+  ``__import__``, ``importlib``, ``__builtins__``, ``__subclasses__``/``__globals__`` and frame
+  attributes, ``sys.modules``/``sys.meta_path``/``settrace``, ``tracemalloc``, ``gc``.
+  Flagged (and zero for dependent parts where no private root exists).
+* **course** findings: strings naming the course's files (``hidden_tests``, ``gradebook``,
+  ``solutions/``...). Proof of reaching for course files: the cell is not run and its parts
+  score zero, at every level.
 * **tampering** findings: patching modules (``np.allclose = ...``), IPython input or AST
   transformers, ``get_ipython``, writes to raw file descriptors. They cannot change a score (the
   checks run in the grader's own process); the submission is flagged for the instructor.
+* **review** findings: ordinary but unusual introspection (``globals()``, ``vars``, ``locals``,
+  ``exec``/``eval``/``compile``, ``__dict__``, ``inspect``). Listed for the instructor only; they
+  change neither points nor status.
 
 A part *depends* on the answer cell that defines its function and, transitively, on every answer
 cell defining a name that a dependent cell uses (names that the release's own setup cells define,
@@ -42,13 +49,10 @@ FORBIDDEN_MODULES = frozenset(
         "tracemalloc",
         "_tracemalloc",
         "gc",
-        "inspect",
         "runpy",
         "pkgutil",
         "zipimport",
         "marshal",
-        "code",
-        "codeop",
         "site",
         "sysconfig",
         "_imp",
@@ -56,6 +60,7 @@ FORBIDDEN_MODULES = frozenset(
         "_frozen_importlib_external",
     }
 )
+REVIEW_MODULES = frozenset({"inspect", "code", "codeop", "dis"})
 KERNEL_MODULES = frozenset(
     {
         "IPython",
@@ -69,19 +74,23 @@ KERNEL_MODULES = frozenset(
         "pytest",
     }
 )
-FORBIDDEN_NAMES = frozenset(
+FORBIDDEN_NAMES = frozenset({"__import__", "__builtins__", "__loader__", "__spec__"})
+REVIEW_NAMES = frozenset({"exec", "eval", "compile", "breakpoint", "globals", "vars", "locals"})
+REVIEW_ATTRS = frozenset(
     {
-        "__import__",
-        "exec",
-        "eval",
-        "compile",
-        "__builtins__",
-        "__loader__",
-        "__spec__",
-        "breakpoint",
-        "globals",
-        "vars",
-        "locals",
+        "__dict__",
+        "__defaults__",
+        "__kwdefaults__",
+        "__self__",
+        "__func__",
+        "__code__",
+        "__closure__",
+        "__mro__",
+        "__bases__",
+        "__base__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__getattribute__",
     }
 )
 DUNDER_ESCAPES = frozenset(
@@ -176,8 +185,8 @@ def _serialized(fn):
 
 @dataclass
 class Finding:
-    kind: str  # "reference", "forbidden" or "tampering"
-    message: str
+    kind: str  # "reference", "forbidden", "course", "tampering" or "review"
+    message: str  # ends with the line it was found on, "(line 3)"
 
 
 @dataclass
@@ -328,10 +337,12 @@ def analyse_cell(
     docstrings = _docstring_nodes(tree)
     seen: set[tuple[str, str]] = set()
 
+    where = [0]
+
     def add(kind: str, message: str) -> None:
         if (kind, message) not in seen:
             seen.add((kind, message))
-            info.findings.append(Finding(kind, message))
+            info.findings.append(Finding(kind, f"{message} (line {where[0]})"))
 
     def check_module(name: str) -> None:
         top = name.split(".")[0]
@@ -341,6 +352,8 @@ def analyse_cell(
             add("forbidden", f"imports {top}")
         elif top in KERNEL_MODULES:
             add("tampering", f"imports {top}")
+        elif top in REVIEW_MODULES:
+            add("review", f"imports {top}")
 
     # Top-level definitions (what other cells can use).
     for node in tree.body:
@@ -365,6 +378,7 @@ def analyse_cell(
             info.defines.add(node.target.id)
 
     for node in ast.walk(tree):
+        where[0] = getattr(node, "lineno", where[0])
         if isinstance(node, ast.Import):
             for a in node.names:
                 check_module(a.name)
@@ -381,7 +395,7 @@ def analyse_cell(
                 check_module(f"{node.module}.{a.name}" if node.module else a.name)
                 if (node.module or "").split(".")[0] in reference:
                     continue
-                if a.name in FORBIDDEN_NAMES or a.name in DUNDER_ESCAPES:
+                if a.name in FORBIDDEN_NAMES or (a.name in DUNDER_ESCAPES and a.name not in REVIEW_ATTRS):
                     add("forbidden", f"imports {a.name}")
                 if a.name in {"get_ipython"}:
                     add("tampering", "uses get_ipython")
@@ -390,6 +404,8 @@ def analyse_cell(
                 info.uses.add(node.id)
             if node.id in FORBIDDEN_NAMES:
                 add("forbidden", f"uses {node.id}")
+            elif node.id in REVIEW_NAMES:
+                add("review", f"uses {node.id}")
             elif node.id == "get_ipython":
                 add("tampering", "uses get_ipython")
             elif node.id in reference:
@@ -398,7 +414,9 @@ def analyse_cell(
             root = _root_name(node)
             if root is not None:
                 info.uses.add(root)
-            if node.attr in DUNDER_ESCAPES:
+            if node.attr in REVIEW_ATTRS:
+                add("review", f"uses .{node.attr}")
+            elif node.attr in DUNDER_ESCAPES:
                 add("forbidden", f"uses .{node.attr}")
             elif node.attr in SYS_ESCAPES:
                 base = _dotted(node.value) or ""
@@ -441,14 +459,14 @@ def analyse_cell(
             if not any(ch.isspace() for ch in text):
                 for word in COURSE_WORDS:
                     if word in low:
-                        kind = "reference" if word == "attnmath" else "forbidden"
+                        kind = "reference" if word == "attnmath" else "course"
                         add(kind, f"names course files or modules ({word!r})")
             stripped = text.strip()
             if re.fullmatch(r"[A-Za-z_][\w.]*", stripped):
                 top = stripped.split(".")[0]
                 if top in reference or top in ("attngrade", "importlib"):
                     add("reference" if top in reference else "forbidden", f"names module {top!r}")
-            if re.search(r"__(import|builtins|loader|spec|subclasses|globals|code|dict|mro|bases)__", text):
+            if re.search(r"__(import|builtins|loader|spec|subclasses|globals)__", text):
                 add("forbidden", "names a dunder escape hatch in a string")
         elif isinstance(node, ast.ClassDef):
             for base in node.bases:

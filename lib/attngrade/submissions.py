@@ -16,13 +16,17 @@ tags, locked cells) is reported as a tampering flag and has no effect on the gra
 
 from __future__ import annotations
 
+import calendar
 import copy
 import json
+import os
 import re
 import shutil
 import tempfile
+import unicodedata
 import zipfile
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .notebooks import cell_grade_id
@@ -31,6 +35,9 @@ __all__ = [
     "Submission",
     "discover",
     "student_from_filename",
+    "parse_filename",
+    "FileName",
+    "other_assignment",
     "read_submission",
     "rebuild",
     "Rebuilt",
@@ -38,7 +45,8 @@ __all__ = [
     "MAX_NOTEBOOK_BYTES",
 ]
 
-MAX_NOTEBOOK_BYTES = 32 * 2**20
+MAX_NOTEBOOK_BYTES = 32 * 2**20  # the notebook without its outputs and attachments
+MAX_FILE_BYTES = 512 * 2**20  # the file as submitted, outputs included
 MAX_ZIP_BYTES = 2 * 2**30
 _IGNORED = {"__MACOSX", ".ipynb_checkpoints", "__pycache__"}
 
@@ -56,54 +64,113 @@ class Submission:
     student: str
     path: Path | None  # the notebook; None when it is missing
     layout: str  # nbgrader, flat
-    timestamp: str | None = None
+    timestamp: str | None = None  # UTC, nbgrader's format; from the best evidence (see ``evidence``)
     problem: tuple[str, str] | None = None  # (status, reason) found while discovering
     notes: list = field(default_factory=list)
-    source: str = ""  # how the file was named, for the report
+    source: str = ""  # the file graded, as named in the submissions
+    ignored: list = field(default_factory=list)  # [(file, why)] files of this student not graded
+    late: bool = False  # the LMS marked the file late
+    evidence: str = ""  # where ``timestamp`` comes from
+    submission_id: int | None = None  # the LMS's submission id (Canvas)
+    name: str = ""  # the name the id was made from (before sanitising)
+
+
+@dataclass
+class FileName:
+    """What a flat folder's file name says (see :func:`parse_filename`)."""
+
+    student: str | None
+    name: str  # the student's part of the file name, before sanitising
+    late: bool = False
+    submission_id: int | None = None
+    copy: int | None = None  # a copy or resubmission counter: ``alice (1)``, ``..._67890-2``
+    notes: list = field(default_factory=list)
 
 
 def _safe_student(name: str) -> str:
-    name = re.sub(r"\s+", "_", name.strip())
-    name = re.sub(r"[^A-Za-z0-9_.@+-]", "_", name)
+    """A student id that keeps the name's letters: Unicode NFC, whitespace runs to ``_``.
+
+    Only characters that cannot be in a file or folder name safely (path separators, control
+    characters, quotes, shell and URL specials) become ``_``; ``Anna Müller`` is ``Anna_Müller``.
+    """
+    name = unicodedata.normalize("NFC", name).strip()
+    name = re.sub(r"\s+", "_", name)
+    name = re.sub(r"[^\w.@+-]", "_", name)
     return name.strip("._")[:100]
 
 
-def student_from_filename(filename: str, notebook: str, assignment: str) -> tuple[str | None, list[str]]:
-    """The student id that a flat folder's file name gives, or None; plus notes.
+_CANVAS = re.compile(r"(?P<name>.*?)(?P<late>_late)?_(?P<user>\d+)_(?P<sub>\d+)")
+_MOODLE = re.compile(r"(?P<name>.*?)_(?P<user>\d+)_assignsubmission_\w+?_?")
 
-    Rules, applied to the name without ``.ipynb``:
 
-    1. copies and resubmissions are recognised and noted: ``alice (1)``, ``alice-2`` (LMS counters);
+def parse_filename(filename: str, notebook: str, assignment: str) -> FileName:
+    """Read a flat folder's file name: the student, LMS tokens, late markers, copy counters.
+
+    Rules, applied to the name without ``.ipynb``; nothing is removed unless its pattern is
+    unambiguous, so two different file names never give one student by accident:
+
+    1. a browser's copy marker ``alice (1)`` is removed and noted;
     2. a trailing ``_<notebook>`` or ``_<assignment>`` is removed (``alice_softmax``,
        ``alice_01_softmax``); a name that *is* the notebook or assignment names nobody;
-    3. LMS tokens are removed: Moodle's ``_<id>_assignsubmission_file_`` and Canvas's
-       ``[_late]_<user id>_<submission id>`` (``alice_12345_67890_softmax``,
-       ``alice_late_12345_67890_softmax``);
-    4. what is left is the student id, with spaces and unusual characters turned into ``_``
-       (``Alice Smith`` becomes ``Alice_Smith``).
+    3. LMS tokens are removed: Canvas's ``[_late]_<user id>_<submission id>`` (two numbers; its
+       resubmission counter after the file name is removed with it) and Moodle's
+       ``_<id>_assignsubmission_file_``. The late marker and the submission id are kept;
+       a resubmission counter ``-2`` is removed only where it follows the notebook's name
+       (``alice_softmax-2``) or Canvas's tokens;
+    4. what is left is the student id (:func:`_safe_student`). ``s_1001``, ``team-01``,
+       ``alice_2`` stay as they are: one number alone is not an LMS token.
     """
-    notes = []
     stem = filename[:-6] if filename.lower().endswith(".ipynb") else filename
-    m = re.fullmatch(r"(.*?)\s*\((\d+)\)", stem)
-    if m:
-        stem = m.group(1)
-        notes.append(f"file is copy ({m.group(2)})")
-    m = re.fullmatch(r"(.*?)-(\d{1,3})", stem)
+    copy_no, notes = None, []
+    m = re.fullmatch(r"(.*?)\s+\((\d+)\)", stem)
     if m and m.group(1):
-        stem = m.group(1)
-        notes.append(f"resubmission {m.group(2)}")
-    low = stem.lower()
-    for name in sorted({notebook.lower(), assignment.lower()}, key=len, reverse=True):
-        if low == name:
-            return None, notes
-        if low.endswith("_" + name):
-            stem = stem[: -len(name) - 1]
-            break
-    stem = re.sub(r"_\d+_assignsubmission_\w+?_?$", "", stem)
-    stem = re.sub(r"_assignsubmission_\w+?_?$", "", stem)
-    stem = re.sub(r"(_late)?(_\d+){1,2}$", "", stem)
-    student = _safe_student(stem)
-    return (student or None), notes
+        stem, copy_no = m.group(1), int(m.group(2))
+        notes.append(f"file is a copy ({copy_no})")
+    counter = re.fullmatch(r"(.*?)-(\d{1,3})", stem)
+
+    def strip_names(s: str) -> str | None:
+        low = s.lower()
+        for n in sorted({notebook.lower(), assignment.lower()}, key=len, reverse=True):
+            if low == n:
+                return None
+            if low.endswith("_" + n):
+                return s[: -len(n) - 1]
+        return s
+
+    for candidate, with_counter in ((counter.group(1), True) if counter else (None, False), (stem, False)):
+        if candidate is None:
+            continue
+        rest = strip_names(candidate)
+        if rest is None:
+            if with_counter:
+                continue
+            return FileName(None, stem, copy=copy_no, notes=notes)
+        canvas = _CANVAS.fullmatch(rest)
+        moodle = _MOODLE.fullmatch(rest)
+        if with_counter and not canvas and rest == candidate:
+            continue  # "-2" counts resubmissions only after the notebook's name or Canvas's tokens
+        late, sub_id = False, None
+        if canvas and canvas.group("name"):
+            rest, late, sub_id = canvas.group("name"), bool(canvas.group("late")), int(canvas.group("sub"))
+        elif moodle and moodle.group("name"):
+            rest = moodle.group("name")
+        if with_counter:
+            copy_no = int(counter.group(2))
+            notes.append(f"LMS resubmission counter -{copy_no}")
+        if late:
+            notes.append("marked late by the LMS")
+        return FileName(_safe_student(rest) or None, rest, late, sub_id, copy_no, notes)
+    return FileName(None, stem, copy=copy_no, notes=notes)  # pragma: no cover - the loop returns
+
+
+def student_from_filename(filename: str, notebook: str, assignment: str) -> tuple[str | None, list[str]]:
+    """The student id that a flat folder's file name gives, or None; plus notes (see :func:`parse_filename`)."""
+    parsed = parse_filename(filename, notebook, assignment)
+    return parsed.student, parsed.notes
+
+
+def _utc_text(when: datetime) -> str:
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
 
 
 def _read_timestamp(folder: Path) -> tuple[str | None, list[str]]:
@@ -114,13 +181,13 @@ def _read_timestamp(folder: Path) -> tuple[str | None, list[str]]:
         text = path.read_text(errors="replace").strip()[:100]
         from nbgrader.utils import parse_utc
 
-        parse_utc(text)
-        return text, []
+        return _utc_text(parse_utc(text).replace(tzinfo=timezone.utc)), []
     except Exception:  # noqa: BLE001 - any unreadable timestamp is ignored, and noted
         return None, ["timestamp.txt unreadable; no submission time recorded"]
 
 
 def _extract_zip(path: Path, into: Path) -> Path:
+    """Unpack safely; every file gets the time the zip stored for it (read as UTC)."""
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -147,6 +214,8 @@ def _extract_zip(path: Path, into: Path) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(info) as src, open(target, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
+            stamp = calendar.timegm((*info.date_time, 0, 0, 0))
+            os.utime(target, (stamp, stamp))
     return into
 
 
@@ -154,15 +223,45 @@ def _visible(p: Path) -> bool:
     return not (p.name.startswith(".") or p.name in _IGNORED)
 
 
+def _file_time(path: Path, zipped: bool) -> tuple[str, str]:
+    when = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    return _utc_text(when), ("the zip's stored time of the file" if zipped else "the file's modification time")
+
+
+def _newest(cands: list[Submission]) -> tuple[Submission | None, str]:
+    """The newest of one student's files from the best evidence, or None (a tie) and why."""
+    present = [c for c in cands if c.path is not None] or cands
+    if len(present) == 1:
+        return present[0], "the only notebook"
+    ids = [c.submission_id for c in present]
+    if all(i is not None for i in ids) and len(set(ids)) == len(ids):
+        return max(present, key=lambda c: c.submission_id), "the highest LMS submission id"
+    times = [c.timestamp for c in present]
+    if all(times) and len(set(times)) == len(times):
+        best = max(present, key=lambda c: c.timestamp)
+        return best, f"the latest time ({best.evidence})"
+    return None, "no evidence of which is newer (same LMS id or time)"
+
+
 def discover(
     path: str | Path, assignment: str, notebook: str, *, workdir: str | None = None
 ) -> list[Submission]:
-    """Every submission of ``assignment`` under ``path`` (folder or zip), sorted by student."""
+    """Every submission of ``assignment`` under ``path`` (folder or zip), sorted by student.
+
+    One student with several files: the newest by the best evidence is graded (LMS submission
+    ids, then nbgrader's ``timestamp.txt`` or the zip's stored times or the files' times); the
+    others are listed in ``ignored``. When nothing tells which is newer, or when two different
+    names give one id, the student's status is ``ambiguous`` and nothing is guessed.
+    Raises ``ValueError`` when ``path`` does not exist or holds no notebook at all.
+    """
     root = Path(path)
-    if root.is_file() and zipfile.is_zipfile(root):
+    if not root.exists():
+        raise ValueError(f"{path}: no such file or folder; give the folder or zip of the submissions")
+    zipped = root.is_file() and zipfile.is_zipfile(root)
+    if zipped:
         root = _extract_zip(root, Path(tempfile.mkdtemp(prefix="attngrade-zip-", dir=workdir)))
     if not root.is_dir():
-        raise ValueError(f"{path} is neither a folder nor a zip file")
+        raise ValueError(f"{path} is neither a folder nor a zip file; give the folder or zip of the submissions")
     if (root / "submitted").is_dir() and not list(root.glob("*.ipynb")):
         root = root / "submitted"
     # One enclosing folder (a zip of a folder): descend.
@@ -173,22 +272,15 @@ def discover(
             (d / assignment).is_dir() for d in inner.iterdir() if d.is_dir()
         ):
             root, entries = inner, [p for p in inner.iterdir() if _visible(p)]
-    subs: dict[str, Submission] = {}
+    if not any(p.suffix.lower() == ".ipynb" and _visible(p) for p in root.rglob("*.ipynb")) and not any(
+        (e / assignment).is_dir() for e in entries if e.is_dir()
+    ):
+        raise ValueError(
+            f"{path}: no notebooks found (expected <student>/{assignment}/{notebook}.ipynb, "
+            f"or <student>.ipynb files, or a zip of either)"
+        )
+    groups: dict[str, list[Submission]] = {}
     nb_file = notebook + ".ipynb"
-
-    def add(sub: Submission) -> None:
-        old = subs.get(sub.student)
-        if old is None:
-            subs[sub.student] = sub
-            return
-
-        # Two files for one student: keep the later resubmission / the newer file, note the other.
-        def key(s):
-            return (s.path is not None, s.path.stat().st_mtime if s.path else 0, s.source)
-
-        keep, drop = (sub, old) if key(sub) >= key(old) else (old, sub)
-        keep.notes.append(f"also submitted {drop.source!r} (ignored)")
-        subs[sub.student] = keep
 
     for entry in sorted(entries):
         if entry.is_dir():
@@ -197,53 +289,89 @@ def discover(
                 continue
             student = _safe_student(entry.name) or "unnamed"
             timestamp, notes = _read_timestamp(folder)
+            others = sorted(p.name for p in folder.iterdir() if p.suffix == ".ipynb" and _visible(p) and p.name != nb_file)
             candidate = folder / nb_file
-            if candidate.is_file():
-                add(
-                    Submission(
-                        student,
-                        candidate,
-                        "nbgrader",
-                        timestamp,
-                        None,
-                        notes,
-                        f"{entry.name}/{assignment}/{nb_file}",
-                    )
-                )
-            else:
-                found = sorted(p.name for p in folder.iterdir() if p.suffix == ".ipynb" and _visible(p))
-                why = f"no {nb_file}" + (
-                    f"; found {', '.join(found)}" if found else " in the submission folder"
-                )
-                add(
-                    Submission(
-                        student,
-                        None,
-                        "nbgrader",
-                        timestamp,
-                        ("missing", why),
-                        notes,
-                        f"{entry.name}/{assignment}/",
-                    )
-                )
+            sub = Submission(
+                student, candidate if candidate.is_file() else None, "nbgrader", timestamp, None, notes,
+                f"{entry.name}/{assignment}/{nb_file}" if candidate.is_file() else f"{entry.name}/{assignment}/",
+                [(f"{entry.name}/{assignment}/{o}", f"not the released name {nb_file}") for o in others],
+                evidence="nbgrader's timestamp.txt" if timestamp else "", name=entry.name,
+            )
+            if sub.path is None:
+                why = f"no {nb_file}" + (f"; found {', '.join(others)}" if others else " in the submission folder")
+                sub.problem = ("missing", why)
+            groups.setdefault(student, []).append(sub)
         elif entry.suffix.lower() == ".ipynb":
-            student, notes = student_from_filename(entry.name, notebook, assignment)
-            if student is None:
-                fallback = _safe_student(entry.stem) or "unnamed"
-                add(
-                    Submission(
-                        fallback,
-                        entry,
-                        "flat",
-                        None,
-                        ("malformed", f"the file name {entry.name!r} does not name a student"),
-                        notes,
-                        entry.name,
-                    )
+            parsed = parse_filename(entry.name, notebook, assignment)
+            timestamp, evidence = _file_time(entry, zipped)
+            sub = Submission(
+                parsed.student or _safe_student(entry.stem) or "unnamed", entry, "flat", timestamp, None,
+                list(parsed.notes), entry.name, late=parsed.late, evidence=evidence,
+                submission_id=parsed.submission_id, name=unicodedata.normalize("NFC", parsed.name),
+            )
+            if parsed.student is None:
+                sub.problem = ("malformed", f"the file name {entry.name!r} does not name a student")
+            groups.setdefault(sub.student, []).append(sub)
+
+    subs = []
+    for student, cands in sorted(groups.items()):
+        if len(cands) == 1:
+            subs.append(cands[0])
+            continue
+        names = sorted({c.name for c in cands})
+        files = ", ".join(sorted(c.source for c in cands))
+        if len(names) > 1:
+            keep = cands[0]
+            keep.problem = (
+                "ambiguous",
+                f"different names give the one id {student!r} ({', '.join(map(repr, names))}): {files}; "
+                "rename the files so that each student has one name, and grade again",
+            )
+        else:
+            best, why = _newest(cands)
+            if best is None:
+                keep = cands[0]
+                keep.problem = (
+                    "ambiguous",
+                    f"{len(cands)} files for {student!r} and {why}: {files}; "
+                    "keep the one to grade (or fix their times) and grade again",
                 )
             else:
-                add(Submission(student, entry, "flat", None, None, notes, entry.name))
-    return [subs[k] for k in sorted(subs)]
+                keep = best
+                keep.notes.append(f"graded {keep.source!r}: {why} of {len(cands)} files")
+        for c in cands:
+            if c is not keep:
+                keep.ignored.append((c.source, "older" if keep.problem is None else "ambiguous"))
+                keep.ignored.extend(c.ignored)
+        keep.late = any(c.late for c in ([keep] if keep.problem is None else cands))
+        subs.append(keep)
+    return subs
+
+
+def other_assignment(path: Path, assignment: str, releases: dict[str, set]) -> str | None:
+    """The assignment whose notebook ``path`` is, when it is clearly another one's; else None.
+
+    ``releases`` maps every assignment of the course to its release's grade ids. Grade ids
+    that several releases share (``setup``, ``intro``) are no evidence either way.
+    """
+    try:
+        nb = json.loads(path.read_bytes().decode("utf-8-sig"))
+        gids = {
+            c["metadata"]["nbgrader"]["grade_id"]
+            for c in nb["cells"]
+            if isinstance(c, dict) and isinstance(c.get("metadata", {}).get("nbgrader"), dict)
+            and isinstance(c["metadata"]["nbgrader"].get("grade_id"), str)
+        }
+    except Exception:  # noqa: BLE001 - an unreadable notebook is read_submission's to report
+        return None
+    count: dict[str, int] = {}
+    for name, ids in releases.items():
+        shared = set().union(*(v for k, v in releases.items() if k != name)) if len(releases) > 1 else set()
+        count[name] = len(gids & (ids - shared))
+    if count.get(assignment, 0) > 0:
+        return None
+    best = max((n for n in count if n != assignment), key=lambda n: count[n], default=None)
+    return best if best is not None and count[best] > 0 else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,8 +390,8 @@ def read_submission(path: Path) -> dict:
     """The notebook as a dict, or :class:`SubmissionError` (``malformed``) saying why not."""
     try:
         size = path.stat().st_size
-        if size > MAX_NOTEBOOK_BYTES:
-            raise SubmissionError("malformed", f"notebook is {size} bytes (limit {MAX_NOTEBOOK_BYTES})")
+        if size > MAX_FILE_BYTES:
+            raise SubmissionError("malformed", f"notebook file is {size} bytes (limit {MAX_FILE_BYTES})")
         data = path.read_bytes()
     except OSError as exc:
         raise SubmissionError("missing", f"cannot read the notebook: {exc.strerror or exc}") from exc
@@ -285,6 +413,18 @@ def read_submission(path: Path) -> dict:
     cells = nb.get("cells")
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise SubmissionError("malformed", "the notebook has no list of cells")
+    # Outputs (plots, printed text) and attachments are never graded: drop them before the size
+    # limit applies, so a notebook made large by images is graded like any other.
+    for cell in cells:
+        cell.pop("attachments", None)
+        if "outputs" in cell:
+            cell["outputs"] = []
+    del data
+    stripped = len(json.dumps(nb))
+    if stripped > MAX_NOTEBOOK_BYTES:
+        raise SubmissionError(
+            "malformed", f"notebook is {stripped} bytes without its outputs (limit {MAX_NOTEBOOK_BYTES})"
+        )
     return nb
 
 

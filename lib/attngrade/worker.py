@@ -1,23 +1,30 @@
 """The student's side of grading: one isolated process that only *computes*.
 
-Started by :mod:`attngrade.sandbox` as ``python -I worker.py RESULT_FD STATUS_FD`` (under
-``unshare`` where the platform allows). It reads everything it needs from stdin before any
-student code exists in the process: a JSON configuration (cells to run, parts to compute, limits,
-where to build its private root) and the hidden cases' *inputs* as plain data. Then it
+Started by :mod:`attngrade.sandbox` as ``python -I worker.py RESULT_FD STATUS_FD GO_FD`` (under
+``unshare`` where the platform allows, inside its own memory cgroup where one can be made). It
+reads everything it needs from stdin before any student code exists in the process: a JSON
+configuration (cells to run in order, parts to compute and where, limits, how to build its
+private root) and the hidden cases' *inputs* as plain data, except those of memory-limited
+cases. Then it
 
-1. imports NumPy and :func:`attngrade.spec.compute_outputs` (trusted code, before any limit);
-2. builds its view of the file system (namespaces: a fresh read-only root with only the Python
-   installation, a small writable ``/tmp`` whose empty ``/tmp/work`` is the working directory,
-   and ``/dev/null``; the course is not there), forks a monitor
-   when it is process 1 of a PID namespace, sets resource limits and drops to an unprivileged
-   user;
-3. blocks imports of the reference libraries and of the grader, then runs the release's setup
-   cells and the student's answer cells, in notebook order, each in its own ``try``;
-4. calls each part's function on its cases (``compute_outputs``) and writes the outcomes, as plain
-   data, to ``RESULT_FD`` in length-prefixed frames.
+1. imports NumPy and :func:`attngrade.spec.call_case` (trusted code, before any limit);
+2. builds its view of the file system (namespaces: a fresh read-only root with the system
+   libraries, the Python standard library, package folders emptied except the allowed entries
+   (NumPy and what the release's setup cells import), a small writable ``/tmp`` whose empty
+   ``/tmp/work`` is the working directory, ``/dev/shm`` and a few devices; the course, the
+   grader and the reference libraries are not there), forks a monitor when it is process 1 of
+   a PID namespace, sets resource limits and drops to an unprivileged user;
+3. reports "boot" and waits on ``GO_FD`` until the grader has read the memory in use;
+4. runs the cells in order, each in its own ``try``, in a real ``__main__`` module; at each test
+   cell's place it computes that part (each case through :func:`~attngrade.spec.call_case`) and
+   writes the outcomes, as plain data, to ``RESULT_FD`` in length-prefixed frames. A
+   memory-limited case's inputs arrive on ``GO_FD`` only when the case starts, after the grader
+   reset the cgroup's peak. After every cell, case and part the namespaces of builtins, NumPy
+   and the worker's own modules are put back as they were before any student code.
 
-It never sees expected values, tolerances or case labels, and never decides a score: the grader
-checks the outputs in its own process. Everything written to ``RESULT_FD`` is untrusted there.
+It never sees expected values, tolerances or case labels, never measures anything, and never
+decides a score: the grader checks the outputs, and reads memory from the kernel, in its own
+process. Everything written to ``RESULT_FD`` is untrusted there.
 """
 
 from __future__ import annotations
@@ -140,10 +147,31 @@ def _build_root(cfg: dict, report: dict) -> None:
             )
         except OSError:
             read_only = False
+    # Package folders: emptied, then only the allowed entries (NumPy, the setup cells' imports).
+    views = cfg.get("views", {})
+    for folder in cfg.get("masks", []):
+        target = root + folder
+        if not os.path.isdir(folder):
+            continue
+        os.makedirs(target, exist_ok=True)
+        _mount(libc, "tmpfs", target, "tmpfs", _MS["NOSUID"] | _MS["NODEV"], "size=1m,mode=755")
+        for entry in views.get(folder, []):
+            src, dst = os.path.join(folder, entry), os.path.join(target, entry)
+            if os.path.isdir(src):
+                os.makedirs(dst, exist_ok=True)
+            else:
+                open(dst, "a").close()
+            _mount(libc, src, dst, None, _MS["BIND"] | _MS["REC"])
+            _mount(libc, None, dst, None, _MS["BIND"] | _MS["REMOUNT"] | _MS["RDONLY"] | _MS["NOSUID"]
+                   | _MS["NODEV"] | _locked_flags(src))
+        _mount(libc, None, target, None, _MS["REMOUNT"] | _MS["RDONLY"] | _MS["NOSUID"] | _MS["NODEV"])
     os.makedirs(root + "/dev")
     for dev in ("null", "zero", "urandom", "random"):
         open(root + "/dev/" + dev, "a").close()
         _mount(libc, "/dev/" + dev, root + "/dev/" + dev, None, _MS["BIND"])
+    os.makedirs(root + "/dev/shm")  # POSIX semaphores and shared memory (multiprocessing)
+    _mount(libc, "tmpfs", root + "/dev/shm", "tmpfs", _MS["NOSUID"] | _MS["NODEV"],
+           f"size={int(cfg['tmp_bytes'])},mode=1777")
     try:
         _mount(libc, None, root, None, _MS["REMOUNT"] | _MS["RDONLY"] | _MS["NOSUID"] | _MS["NODEV"])
     except OSError:
@@ -255,7 +283,7 @@ def _safe_name(exc: BaseException) -> str:
 
 
 def main() -> None:
-    result_fd, status_fd = int(sys.argv[1]), int(sys.argv[2])
+    result_fd, status_fd, go_fd = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     config, inputs_blob = _read_job()
 
     # Trusted imports, before any limit or student code.
@@ -265,8 +293,12 @@ def main() -> None:
         sys.path.insert(0, config["lib"])
     import numpy  # noqa: F401
 
+    import types
+
     from attngrade import plain
-    from attngrade.spec import Case, Outcome, compute_outputs
+    from attngrade.spec import Outcome, call_case
+
+    spec_module = sys.modules["attngrade.spec"]
 
     report: dict = {"mode": config["mode"], "private_root": False}
     mode = config["mode"]
@@ -282,6 +314,7 @@ def main() -> None:
         child = os.fork()
         if child:
             os.close(result_fd)
+            os.close(go_fd)
             _monitor(child, status_fd)
         main_pid = os.getpid()
     os.close(status_fd)
@@ -330,41 +363,90 @@ def main() -> None:
 
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # a file past RLIMIT_FSIZE ends the worker
+    read_exact, unpack, struct_unpack = _read_exact, plain.unpack, struct.unpack
     send({"ev": "boot", "report": report})
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
-    for cell in config["cells"]:
+    read_exact(go_fd, 1)  # the grader has read the memory in use before any student code
+
+    # The cells run in a real ``__main__`` module, as in a kernel: functions defined there pickle by
+    # name, so multiprocessing works.
+    main_module = types.ModuleType("__main__")
+    main_module.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main_module
+    namespace = main_module.__dict__
+    # What every cell, every part and the worker's own reports start from, whatever a cell patched:
+    # the namespaces of builtins and NumPy as they were before any student code (the dictionaries
+    # are held here, so restoring needs no name a cell could have replaced).
+    import io
+    import zipfile
+
+    import numpy.lib.format
+
+    trusted = (builtins, numpy, numpy.linalg, numpy.lib.format, json, json.encoder, json.decoder, struct, io,
+               zipfile, plain, spec_module, os)
+    pristine = [(vars(m), dict(vars(m))) for m in trusted]
+    result_limit = int(config.get("result_bytes", 1 << 62))
+
+    def restore() -> None:
+        for d, saved in pristine:
+            for key in [k for k in d if k not in saved]:
+                del d[key]
+            d.update(saved)
+
+    parts_after: dict = {}
+    for part in config["parts"]:
+        parts_after.setdefault(part.get("after", len(config["cells"])), []).append(part)
+
+    def run_parts(position: int) -> None:
+        for part in parts_after.get(position, []):
+            send({"ev": "start", "part": part["id"]})
+            fn = namespace.get(part["function"])
+            restore()
+            outcomes = []
+            for index, ((args, kwargs), trace) in enumerate(zip(inputs[part["id"]], part["trace"])):
+                if not callable(fn):
+                    outcomes.append(Outcome(None, "NameError"))
+                    continue
+                if trace:  # a memory case: its inputs come now, after the grader reset the peak
+                    send({"ev": "mem", "case": index})
+                    (size,) = struct_unpack(">Q", read_exact(go_fd, 8))
+                    args, kwargs = unpack(read_exact(go_fd, size), max_bytes=1 << 62)
+                    send({"ev": "ready", "case": index})
+                    read_exact(go_fd, 1)  # the grader has read the usage with the inputs in place
+                outcome = call_case(fn, tuple(args), dict(kwargs))
+                restore()
+                if outcome.error is None and _nbytes(outcome.output) > result_limit:
+                    outcome = Outcome(None, "OutputTooLarge")  # freed now, never packed
+                outcomes.append(outcome)
+            records, used = [], 1
+            for outcome in outcomes:
+                record = {"error": outcome.error, "out": outcome.output}
+                count = [used]
+                try:
+                    plain.to_skeleton(record, [], _count=count)
+                    used = count[0]
+                except (plain.PlainDataError, RecursionError) as exc:
+                    too_big = isinstance(exc, RecursionError) or "too" in str(exc)
+                    record = {"error": "OutputTooLarge" if too_big else "TypeError", "out": None}
+                    used += 8
+                records.append(record)
+            try:
+                blob = pack(records)
+            except MemoryError:
+                records = [{"error": "OutputTooLarge", "out": None} for _ in records]
+                blob = pack(records)
+            send({"ev": "part", "part": part["id"], "defined": callable(fn)}, blob)
+
+    run_parts(0)
+    for position, cell in enumerate(config["cells"], start=1):
         error = None
         try:
             code = compile(cell["source"], f"<cell {cell['id']}>", "exec")
             exec(code, namespace)  # noqa: S102 - running the student's answer is the point
         except BaseException as exc:  # noqa: BLE001 - like a notebook: the next cell still runs
             error = _safe_name(exc)
+        restore()
         send({"ev": "cell", "id": cell["id"], "error": error})
-
-    for part in config["parts"]:
-        send({"ev": "start", "part": part["id"]})
-        fn = namespace.get(part["function"])
-        cases = [
-            Case(tuple(args), dict(kwargs), max_peak_bytes=1 if trace else None)
-            for (args, kwargs), trace in zip(inputs[part["id"]], part["trace"])
-        ]
-        if callable(fn):
-            outcomes = compute_outputs(fn, cases)
-        else:
-            outcomes = [Outcome(None, "NameError", None) for _ in cases]
-        records, used = [], 1
-        for outcome in outcomes:
-            record = {"error": outcome.error, "peak": outcome.peak_bytes, "out": outcome.output}
-            count = [used]
-            try:
-                plain.to_skeleton(record, [], _count=count)
-                used = count[0]
-            except (plain.PlainDataError, RecursionError) as exc:
-                too_big = isinstance(exc, RecursionError) or "too" in str(exc)
-                record = {"error": "OutputTooLarge" if too_big else "TypeError", "peak": None, "out": None}
-                used += 8
-            records.append(record)
-        send({"ev": "part", "part": part["id"], "defined": callable(fn)}, pack(records))
+        run_parts(position)
 
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
@@ -373,6 +455,22 @@ def main() -> None:
             pass
     send({"ev": "done"})
     exit_now(0)
+
+
+def _nbytes(value, depth: int = 0) -> int:
+    """The bytes of the arrays and strings in a plain value (what packing it would take)."""
+    if depth > 40:
+        return 0
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(v, depth + 1) for v in value.values())
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    return 8
 
 
 def _network_reachable() -> bool:

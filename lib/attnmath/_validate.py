@@ -7,20 +7,44 @@ wrong shape or value, and the message names the argument, what was expected and 
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = [
+    "ALIGNMENTS",
+    "BoolArray",
+    "FloatArray",
     "as_array",
+    "as_rng",
+    "check_alignment",
+    "check_bool",
+    "check_bool_mask",
+    "check_float_dtype",
+    "check_int",
+    "check_int_array",
+    "check_heads",
+    "check_kv_heads",
     "check_positive_int",
+    "check_real",
+    "check_seed",
+    "work_dtype",
     "check_probability",
     "check_axis",
     "check_qkv",
     "check_scale",
 ]
 
+FloatArray = NDArray[np.floating[Any]]
+"""The type of a floating-point array returned by the library (float16, float32 or float64)."""
+BoolArray = NDArray[np.bool_]
+"""The type of a boolean mask (``True`` = may attend)."""
 
-def as_array(x, name: str, *, ndim: int | tuple[int, ...] | None = None, allow_int: bool = False):
+
+def as_array(
+    x: object, name: str, *, ndim: int | tuple[int, ...] | None = None, allow_int: bool = False
+) -> FloatArray:
     """Return ``x`` as a floating NumPy array, or raise a clear error.
 
     Parameters
@@ -60,18 +84,131 @@ def as_array(x, name: str, *, ndim: int | tuple[int, ...] | None = None, allow_i
     return x
 
 
-def check_positive_int(value, name: str, *, allow_zero: bool = False) -> int:
-    """Return ``value`` as an ``int`` if it is a positive (or non-negative) integer."""
+def check_int(value: object, name: str, *, minimum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` (``bool`` is refused); ``minimum`` is the smallest allowed."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     value = int(value)
-    if value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else ">= 1"
-        raise ValueError(f"{name} must be {bound}, got {value}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return value
 
 
-def check_probability(value, name: str, *, allow_one: bool = False) -> float:
+def check_positive_int(value: object, name: str, *, allow_zero: bool = False) -> int:
+    """Return ``value`` as an ``int`` if it is a positive (or non-negative) integer."""
+    return check_int(value, name, minimum=0 if allow_zero else 1)
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """A seed of ``numpy.random.default_rng``: an integer ``>= 0``."""
+    return check_int(seed, name, minimum=0)
+
+
+def as_rng(seed: object, name: str = "seed") -> np.random.Generator:
+    """A ``numpy.random.Generator`` passed through, or a new one from an integer seed ``>= 0``."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(
+            f"{name} must be an integer or a numpy.random.Generator, got {type(seed).__name__}"
+        )
+    return np.random.default_rng(check_seed(seed, name))
+
+
+def check_real(value: object, name: str, *, positive: bool = False, nonnegative: bool = False) -> float:
+    """Return ``value`` as a finite ``float`` (``bool`` is refused), ``> 0`` or ``>= 0`` if asked."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if positive and value <= 0.0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    if nonnegative and value < 0.0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def check_bool(value: object, name: str) -> bool:
+    """A flag must be a real ``bool`` (``"no"``, ``0`` or ``None`` are refused, not read as truthy)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+ALIGNMENTS = ("top_left", "bottom_right")
+
+
+def check_alignment(alignment: object, name: str = "alignment") -> str:
+    """Where the causal diagonal sits when ``L != S``: ``"top_left"`` or ``"bottom_right"``."""
+    if not isinstance(alignment, str) or alignment not in ALIGNMENTS:
+        raise ValueError(f"{name} must be one of {ALIGNMENTS}, got {alignment!r}")
+    return alignment
+
+
+def check_kv_heads(H: int, H_kv: object, name: str = "H_kv") -> int:
+    """Key/value heads: ``H`` when ``None``, else a positive divisor of ``H``."""
+    if H_kv is None:
+        return H
+    H_kv = check_positive_int(H_kv, name)
+    if H % H_kv != 0:
+        raise ValueError(
+            f"the number of query heads H={H} must be a multiple of the key/value heads {name}={H_kv}"
+        )
+    return H_kv
+
+
+def check_heads(C: object, H: object, H_kv: object = None) -> tuple[int, int, int]:
+    """Model width ``C``, query heads ``H`` dividing it, and key/value heads ``H_kv`` dividing ``H``."""
+    C = check_positive_int(C, "C")
+    H = check_positive_int(H, "H")
+    H_kv = check_kv_heads(H, H_kv)
+    if C % H != 0:
+        raise ValueError(f"the model width C={C} must be divisible by the number of heads H={H}")
+    return C, H, H_kv
+
+
+def _refuse_non_arrays(x: object, name: str, what: str) -> None:
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"{name} must be {what}, got {type(x).__name__}")
+    if hasattr(x, "detach") and hasattr(x, "numpy") and not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a NumPy array, got a torch tensor; pass tensor.detach().numpy()")
+
+
+def check_bool_mask(mask: object, name: str = "mask") -> BoolArray:
+    """A boolean array (``True`` = may attend); any other dtype is a ``TypeError``."""
+    _refuse_non_arrays(mask, name, "a boolean array")
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{name} must be boolean (True = may attend), got dtype {mask.dtype}")
+    return mask
+
+
+def check_int_array(
+    x: object, name: str, *, ndim: int | None = None, minimum: int | None = None
+) -> NDArray[np.int64]:
+    """An integer array as ``int64`` (lists of Python ints accepted); ``TypeError`` for other dtypes."""
+    _refuse_non_arrays(x, name, "an array of integers")
+    x = np.asarray(x)
+    if x.dtype == np.bool_ or not np.issubdtype(x.dtype, np.integer):
+        if x.size == 0 and x.dtype == np.float64:  # an empty Python list
+            x = x.astype(np.int64)
+        else:
+            raise TypeError(f"{name} must have an integer dtype, got {x.dtype}")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {x.shape}")
+    if minimum is not None and x.size and x.min() < minimum:
+        raise ValueError(f"every entry of {name} must be >= {minimum}, got {x.min()}")
+    return x.astype(np.int64)
+
+
+def work_dtype(*arrays: Any) -> np.dtype:
+    """The dtype to compute in: NumPy's promotion of the inputs' dtypes, half precision raised to
+    float32. Return the result in ``np.result_type(*arrays)`` (the input's own precision)."""
+    return np.promote_types(np.result_type(*arrays), np.float32)
+
+
+def check_probability(value: object, name: str, *, allow_one: bool = False) -> float:
     """Return ``value`` as a float in ``[0, 1)`` (or ``[0, 1]``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
@@ -83,16 +220,17 @@ def check_probability(value, name: str, *, allow_one: bool = False) -> float:
     return value
 
 
-def check_axis(axis, ndim: int, name: str = "axis") -> int:
+def check_axis(axis: object, ndim: int, name: str = "axis") -> int:
     """Return ``axis`` normalised to ``0 <= axis < ndim``."""
     if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(axis).__name__}")
+    axis = int(axis)
     if not -ndim <= axis < ndim:
         raise ValueError(f"{name}={axis} is out of range for an array with {ndim} dimensions")
-    return int(axis) % ndim
+    return axis % ndim
 
 
-def check_qkv(q, k, v):
+def check_qkv(q: object, k: object, v: object) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Validate ``q (..., H, L, D)``, ``k (..., H_kv, S, D)``, ``v (..., H_kv, S, D_v)``."""
     q = as_array(q, "q")
     k = as_array(k, "k")
@@ -120,20 +258,35 @@ def check_qkv(q, k, v):
         if q.shape[:-3] != k.shape[:-3]:
             raise ValueError(f"q and k must have the same batch axes, got q {q.shape}, k {k.shape}")
         H, H_kv = q.shape[-3], k.shape[-3]
-        if H % H_kv != 0:
+        if H_kv == 0 or H % H_kv != 0:
             raise ValueError(
-                f"the number of query heads H={H} must be a multiple of the key/value heads H_kv={H_kv}"
+                f"the number of query heads H={H} must be a multiple of the key/value heads "
+                f"H_kv={H_kv} (k has shape {k.shape}), and H_kv >= 1"
             )
     return q, k, v
 
 
-def check_scale(scale, D: int) -> float:
+def check_scale(scale: object, D: int) -> float:
     """``1/sqrt(D)`` by default; otherwise a finite real number."""
     if scale is None:
         # A Python float: a NumPy float64 scalar would promote float32 scores to float64.
         return 1.0 / float(np.sqrt(D))
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise TypeError(f"scale must be a real number, got {type(scale).__name__}")
+    scale = float(scale)
     if not np.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale}")
-    return float(scale)
+    return scale
+
+
+def check_float_dtype(dtype: object, name: str = "dtype") -> np.dtype:
+    """A floating NumPy dtype (``None``, ``bool``, integers and unknown names are refused)."""
+    if dtype is None or isinstance(dtype, bool):
+        raise TypeError(f"{name} must be a floating dtype, got {dtype!r}")
+    try:
+        result = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(f"{name} must be a floating dtype, got {dtype!r}") from None
+    if not np.issubdtype(result, np.floating):
+        raise TypeError(f"{name} must be a floating dtype, got {result}")
+    return result

@@ -2,9 +2,10 @@ r"""Scaled dot-product attention: forward, hand-written backward, and its relati
 
 .. math::
 
-    \operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{D}} + M\right) V
+    \operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{D}} + \mathrm{bias}_M + \mathrm{bias}\right) V
 
-with :math:`M` the mask (0 where allowed, :math:`-\infty` elsewhere) plus any additive bias.
+with :math:`\mathrm{bias}_M` the boolean mask :math:`M` in additive form (0 where allowed,
+:math:`-\infty` elsewhere) and :math:`\mathrm{bias}` any additive bias (the notation page).
 Layout is torch's: ``q (B, H, L, D)``, ``k (B, H_kv, S, D)``, ``v (B, H_kv, S, D_v)``; any
 number of leading batch axes works, and plain ``(L, D)`` matrices too.
 """
@@ -15,9 +16,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_array, check_probability, check_qkv, check_scale
+from ._validate import as_array, check_probability
+from .core import (AttentionGrads, check_cache, check_dout, check_finite, grouped, prepare,
+                   repeat_kv, softmax_rows_inplace, work_dtype)
 from .masking import broadcast_mask
-from .softmax import masked_softmax, softmax_vjp
 
 __all__ = [
     "AttentionCache",
@@ -35,76 +37,54 @@ __all__ = [
 
 
 class AttentionCache(NamedTuple):
-    """What the forward pass keeps for the backward: the inputs and ``probs (B, H, L, S)``."""
+    """What the forward pass keeps for the backward: the inputs and ``probs (B, H, L, S)``.
+
+    ``q``, ``k``, ``v`` are the inputs in their own dtype; ``probs`` is in the working dtype
+    (float32 for float16 inputs). The mask and bias are not kept: the backward reads only
+    ``probs``, whose masked entries are zero.
+    """
 
     q: np.ndarray
     k: np.ndarray
     v: np.ndarray
     probs: np.ndarray
     scale: float
-    mask: np.ndarray | None
 
 
-class AttentionGrads(NamedTuple):
-    """Gradients of the loss with respect to ``q``, ``k`` and ``v`` (their shapes)."""
-
-    dq: np.ndarray
-    dk: np.ndarray
-    dv: np.ndarray
-
-
-def _check_qkv(q, k, v):
-    """:func:`attnmath._validate.check_qkv`, and no NaN anywhere (it would spread to every row)."""
-    q, k, v = check_qkv(q, k, v)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        if np.isnan(x).any():
-            raise ValueError(f"{name} contains NaN")
-    return q, k, v
-
-
-def repeat_kv(x: np.ndarray, H: int) -> np.ndarray:
-    """Repeat key/value heads ``(..., H_kv, S, D)`` to ``(..., H, S, D)`` for grouped queries.
-
-    Query head ``h`` uses key/value head ``h // (H // H_kv)`` (as torch's ``enable_gqa``, i.e.
-    ``repeat_interleave`` along the head axis). With ``H == H_kv`` this returns ``x`` itself.
-    """
-    if x.ndim < 3 or x.shape[-3] == H:
-        return x
-    return np.repeat(x, H // x.shape[-3], axis=-3)  # (..., H, S, D)
-
-
-def _sum_groups(dx: np.ndarray, H_kv: int) -> np.ndarray:
-    """Adjoint of :func:`repeat_kv`: sum the gradients of the heads that shared a kv head."""
-    if dx.ndim < 3 or dx.shape[-3] == H_kv:
-        return dx
-    *batch, H, S, D = dx.shape
-    return dx.reshape(*batch, H_kv, H // H_kv, S, D).sum(axis=-3)  # (..., H_kv, S, D)
+def _backward(dout, att: AttentionCache, keep=None, p: float = 0.0) -> AttentionGrads:
+    """Gradients from the weights ``probs``; with ``keep``, through inverted dropout on them."""
+    q, k, v, probs, scale = att
+    if not (q.ndim == k.ndim == v.ndim and probs.shape == q.shape[:-1] + (k.shape[-2],)
+            and k.shape[:-1] == v.shape[:-1]):
+        raise ValueError(
+            f"cache is inconsistent: probs {probs.shape} do not match q {q.shape}, k {k.shape}, "
+            f"v {v.shape}; pass the cache its forward returned, unchanged"
+        )
+    dout = check_dout(dout, probs.shape[:-1] + (v.shape[-1],))
+    dtype = work_dtype(q, k, v, dout)
+    H_kv = 1 if q.ndim == 2 else k.shape[-3]
+    q5, k5, v5 = (grouped(x, H_kv).astype(dtype, copy=False) for x in (q, k, v))
+    probs5 = grouped(probs, H_kv).astype(dtype, copy=False)  # (..., H_kv, g, L, S)
+    dout5 = grouped(dout, H_kv).astype(dtype, copy=False)  # (..., H_kv, g, L, D_v)
+    dprobs = dout5 @ np.swapaxes(v5, -1, -2)  # (..., H_kv, g, L, S)
+    weights = probs5
+    if keep is not None:
+        drop = grouped(keep, H_kv) / (1.0 - p)  # (..., H_kv, g, L, S)
+        weights = probs5 * drop
+        dprobs *= drop
+    dv = np.sum(np.swapaxes(weights, -1, -2) @ dout5, axis=-3)  # (..., H_kv, S, D_v)
+    # Softmax backward, row by row: dZ = P * (dP - rowsum(P * dP)); no S x S Jacobian.
+    dscores = probs5 * (dprobs - np.sum(probs5 * dprobs, axis=-1, keepdims=True))
+    dq = (dscores @ k5) * scale  # (..., H_kv, g, L, D)
+    dk = np.sum(np.swapaxes(dscores, -1, -2) @ q5, axis=-3) * scale  # (..., H_kv, S, D)
+    return AttentionGrads(dq.reshape(q.shape).astype(q.dtype, copy=False),
+                          dk.reshape(k.shape).astype(k.dtype, copy=False),
+                          dv.reshape(v.shape).astype(v.dtype, copy=False))
 
 
-def _scores(q, k_rep, scale, bias, mask):
-    """Scaled scores with bias, the validated mask, and their score shape."""
-    scores = (q @ np.swapaxes(k_rep, -1, -2)) * scale  # (B, H, L, S)
-    if bias is not None:
-        bias = as_array(bias, "bias", allow_int=True)
-        if np.isnan(bias).any() or np.isposinf(bias).any():
-            raise ValueError("bias must not contain NaN or +inf")
-        try:
-            scores = scores + bias  # (B, H, L, S)
-        except ValueError:
-            raise ValueError(
-                f"bias of shape {bias.shape} does not broadcast to the scores' shape {scores.shape}"
-            ) from None
-        if scores.shape != q.shape[:-1] + (k_rep.shape[-2],):
-            raise ValueError(
-                f"bias of shape {bias.shape} does not broadcast to the scores' shape "
-                f"{q.shape[:-1] + (k_rep.shape[-2],)}"
-            )
-    if mask is not None:
-        mask = broadcast_mask(mask, scores.shape)
-    return scores, mask
-
-
-def scaled_dot_product_attention(q, k, v, *, mask=None, bias=None, scale=None):
+def scaled_dot_product_attention(q, k, v, *, mask=None, bias=None, scale=None,
+                                 causal: bool = False, causal_alignment: str = "top_left",
+                                 window: int | None = None):
     r"""Scaled dot-product attention, keeping the attention weights for the backward pass.
 
     .. math::
@@ -127,27 +107,39 @@ def scaled_dot_product_attention(q, k, v, *, mask=None, bias=None, scale=None):
         ``-inf`` entries act as masked.
     scale : float, optional
         Score scale; ``1/sqrt(D)`` by default.
+    causal : bool
+        Add a causal mask (combined with ``mask`` by AND).
+    causal_alignment : {"top_left", "bottom_right"}
+        With ``L != S``: ``"top_left"`` lets query ``i`` see keys ``j <= i`` (torch's
+        ``is_causal``); ``"bottom_right"`` lets it see ``j <= i + S - L`` (KV-cache decoding).
+    window : int, optional
+        Sliding window: query ``i`` also may not see keys ``j <= i + offset - window`` (with
+        ``offset = S - L`` for ``"bottom_right"``, else 0), i.e. at most ``window`` keys up to
+        its diagonal, as Mistral's; combined with the other masks by AND. ``None``: no window.
 
     Returns
     -------
     out : ndarray, shape (B, H, L, D_v)
+        In the inputs' dtype.
     cache : AttentionCache
         Holds ``probs (B, H, L, S)``: the :math:`O(LS)` memory this method pays.
 
     Notes
     -----
-    Masked scores are :math:`-\infty` and a fully masked row returns zeros, as torch does.
-    Grouped heads follow ``repeat_interleave`` (torch's ``enable_gqa``). Oracle:
-    ``torch.nn.functional.scaled_dot_product_attention`` in float64.
+    The rules shared by every exact variant are those of :mod:`attnmath.core`: NaN or
+    :math:`\pm\infty` in ``q``, ``k``, ``v`` raises ``ValueError``; float16 is computed in
+    float32 and returned as float16; ``S = 0`` gives zeros; masked scores are :math:`-\infty`
+    and a fully masked row returns zeros, as torch does. Grouped heads follow
+    ``repeat_interleave`` (torch's ``enable_gqa``). Oracle: :func:`attnmath.testing.sdpa_oracle`
+    (``torch.nn.functional.scaled_dot_product_attention`` in float64).
     """
-    q, k, v = _check_qkv(q, k, v)
-    scale = check_scale(scale, q.shape[-1])
-    H = q.shape[-3] if q.ndim >= 3 else None
-    k_rep, v_rep = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, S, D), (B, H, S, D_v)
-    scores, full_mask = _scores(q, k_rep, scale, bias, mask)  # (B, H, L, S)
-    probs = masked_softmax(scores, full_mask, axis=-1)  # (B, H, L, S)
-    out = probs @ v_rep  # (B, H, L, D_v)
-    return out, AttentionCache(q, k, v, probs, scale, mask)
+    prob = prepare(q, k, v, mask=mask, bias=bias, scale=scale, causal=causal,
+                   causal_alignment=causal_alignment, window=window)
+    probs5 = prob.scores(prob.q5, slice(None), slice(None))  # (B, H_kv, g, L, S)
+    softmax_rows_inplace(probs5)  # a fully masked row -> zeros
+    out = prob.finish(probs5 @ prob.v5)  # (B, H, L, D_v)
+    probs = probs5.reshape(prob.out_shape[:-1] + (prob.S,))  # (B, H, L, S)
+    return out, AttentionCache(*prob.inputs, probs, prob.scale)
 
 
 def attention_backward(dout, cache: AttentionCache) -> AttentionGrads:
@@ -156,8 +148,8 @@ def attention_backward(dout, cache: AttentionCache) -> AttentionGrads:
     .. math::
 
         dV = P^\top dO, \quad dP = dO\, V^\top, \quad
-        dS = P \odot \bigl(dP - \operatorname{rowsum}(P \odot dP)\bigr), \quad
-        dQ = s\, dS\, K, \quad dK = s\, dS^\top Q .
+        dZ = P \odot \bigl(dP - \operatorname{rowsum}(P \odot dP)\bigr), \quad
+        dQ = s\, dZ\, K, \quad dK = s\, dZ^\top Q .
 
     Parameters
     ----------
@@ -174,23 +166,14 @@ def attention_backward(dout, cache: AttentionCache) -> AttentionGrads:
 
     Notes
     -----
-    The softmax step is :func:`attnmath.softmax.softmax_vjp`: no ``S x S`` Jacobian is formed.
-    Masked entries have ``P = 0`` and so receive no gradient. Oracle: ``torch.autograd``.
+    The softmax step is the vector-Jacobian product of :func:`attnmath.softmax.softmax_vjp`,
+    :math:`P \odot (dP - \operatorname{rowsum}(P \odot dP))`: no ``S x S`` Jacobian is formed.
+    Masked entries have ``P = 0`` and so receive no gradient. Float16 is computed in float32;
+    each gradient has its input's dtype. ``dout`` must be finite. A cache of another method
+    (e.g. a ``FlashCache``) raises ``TypeError``. Oracle: ``torch.autograd``.
     """
-    q, k, v, probs, scale, _ = cache
-    dout = as_array(dout, "dout")
-    expected = probs.shape[:-1] + (v.shape[-1],)
-    if dout.shape != expected:
-        raise ValueError(f"dout must have the output's shape {expected}, got {dout.shape}")
-    H = q.shape[-3] if q.ndim >= 3 else None
-    k_rep, v_rep = repeat_kv(k, H), repeat_kv(v, H)
-    dv_rep = np.swapaxes(probs, -1, -2) @ dout  # (B, H, S, D_v)
-    dprobs = dout @ np.swapaxes(v_rep, -1, -2)  # (B, H, L, S)
-    dscores = softmax_vjp(probs, dprobs, axis=-1)  # (B, H, L, S)
-    dq = (dscores @ k_rep) * scale  # (B, H, L, D)
-    dk_rep = (np.swapaxes(dscores, -1, -2) @ q) * scale  # (B, H, S, D)
-    H_kv = k.shape[-3] if k.ndim >= 3 else None
-    return AttentionGrads(dq, _sum_groups(dk_rep, H_kv), _sum_groups(dv_rep, H_kv))
+    check_cache(cache, AttentionCache, "scaled_dot_product_attention", "attention_backward")
+    return _backward(dout, cache)
 
 
 def dot_product_attention(q, k, v, *, mask=None, bias=None):
@@ -229,17 +212,29 @@ def additive_scores(q, k, w_q, w_k, w_a):
     w_q = as_array(w_q, "w_q", ndim=2)
     w_k = as_array(w_k, "w_k", ndim=2)
     w_a = as_array(w_a, "w_a", ndim=1)
+    for name, x in (("q", q), ("k", k)):
+        if x.ndim < 2:
+            raise ValueError(f"{name} must have shape (..., length, dim), got shape {x.shape}")
+    if q.shape[:-2] != k.shape[:-2]:
+        raise ValueError(
+            f"q and k must have the same leading (batch, head) axes, got q {q.shape}, k {k.shape}"
+        )
+    for name, x in (("q", q), ("k", k), ("w_q", w_q), ("w_k", w_k), ("w_a", w_a)):
+        check_finite(x, name)
     if q.shape[-1] != w_q.shape[0]:
-        raise ValueError(f"w_q must have shape (D_q={q.shape[-1]}, A), got {w_q.shape}")
+        raise ValueError(f"w_q must have shape (D_q, A) with q's D_q={q.shape[-1]}, got {w_q.shape}")
     if k.shape[-1] != w_k.shape[0]:
-        raise ValueError(f"w_k must have shape (D_k={k.shape[-1]}, A), got {w_k.shape}")
+        raise ValueError(f"w_k must have shape (D_k, A) with k's D_k={k.shape[-1]}, got {w_k.shape}")
     if not (w_q.shape[1] == w_k.shape[1] == w_a.shape[0]):
         raise ValueError(
             f"w_q, w_k and w_a must share the attention width A, got {w_q.shape}, {w_k.shape}, {w_a.shape}"
         )
-    hq = q @ w_q  # (..., L, A)
-    hk = k @ w_k  # (..., S, A)
-    return np.tanh(hq[..., :, None, :] + hk[..., None, :, :]) @ w_a  # (..., L, S)
+    out_dtype = np.result_type(q, k, w_q, w_k, w_a)
+    dtype = work_dtype(q, k, w_q, w_k, w_a)
+    hq = q.astype(dtype, copy=False) @ w_q.astype(dtype, copy=False)  # (..., L, A)
+    hk = k.astype(dtype, copy=False) @ w_k.astype(dtype, copy=False)  # (..., S, A)
+    scores = np.tanh(hq[..., :, None, :] + hk[..., None, :, :]) @ w_a.astype(dtype, copy=False)
+    return scores.astype(out_dtype, copy=False)  # (..., L, S)
 
 
 def additive_attention(q, k, v, w_q, w_k, w_a, *, mask=None):
@@ -249,12 +244,20 @@ def additive_attention(q, k, v, w_q, w_k, w_a, *, mask=None):
     """
     v = as_array(v, "v")
     scores = additive_scores(q, k, w_q, w_k, w_a)  # (..., L, S)
-    if v.shape[-2] != scores.shape[-1]:
-        raise ValueError(f"v must have S={scores.shape[-1]} rows like k, got shape {v.shape}")
+    k_shape = np.shape(k)
+    if v.ndim != len(k_shape) or v.shape[:-1] != k_shape[:-1]:
+        raise ValueError(
+            f"v must have k's leading axes and S={scores.shape[-1]} rows, (..., S, D_v), "
+            f"got v {v.shape} with k {k_shape}"
+        )
+    check_finite(v, "v")
+    out_dtype = np.result_type(scores, v)
+    probs = scores.astype(work_dtype(scores, v))  # (..., L, S), a copy in the working dtype
     if mask is not None:
-        mask = broadcast_mask(mask, scores.shape)
-    probs = masked_softmax(scores, mask, axis=-1)  # (..., L, S)
-    return probs @ v, probs  # (..., L, D_v)
+        np.copyto(probs, -np.inf, where=~broadcast_mask(mask, scores.shape))
+    softmax_rows_inplace(probs)  # a fully masked row -> zeros
+    out = probs @ v.astype(probs.dtype, copy=False)  # (..., L, D_v)
+    return out.astype(out_dtype, copy=False), probs.astype(out_dtype, copy=False)
 
 
 class DropoutCache(NamedTuple):
@@ -284,25 +287,26 @@ def dropout_attention(q, k, v, *, p: float, rng: np.random.Generator, mask=None,
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     _, cache = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias, scale=scale)
     keep = rng.random(cache.probs.shape) >= p  # (B, H, L, S)
-    H = cache.q.shape[-3] if cache.q.ndim >= 3 else None
-    out = (cache.probs * keep / (1.0 - p)) @ repeat_kv(cache.v, H)  # (B, H, L, D_v)
-    return out, DropoutCache(cache, keep, p)
+    H_kv = 1 if cache.q.ndim == 2 else cache.k.shape[-3]
+    dropped5 = grouped(cache.probs * keep / (1.0 - p), H_kv)  # (B, H_kv, g, L, S)
+    v5 = grouped(cache.v, H_kv).astype(cache.probs.dtype, copy=False)  # (B, H_kv, 1, S, D_v)
+    out = (dropped5 @ v5).reshape(cache.probs.shape[:-1] + (cache.v.shape[-1],))  # (B, H, L, D_v)
+    return out.astype(np.result_type(cache.q, cache.k, cache.v), copy=False), DropoutCache(cache, keep, p)
 
 
 def dropout_attention_backward(dout, cache: DropoutCache) -> AttentionGrads:
-    """Backward of :func:`dropout_attention`: the dropout is a fixed linear map on ``probs``."""
+    """Backward of :func:`dropout_attention`: the dropout is a fixed linear map on ``probs``.
+
+    ``cache`` must be the :class:`DropoutCache` of :func:`dropout_attention` (another method's
+    cache raises ``TypeError``); returns :class:`AttentionGrads`.
+    """
+    check_cache(cache, DropoutCache, "dropout_attention", "dropout_attention_backward")
     att, keep, p = cache
-    dout = as_array(dout, "dout")
-    expected = att.probs.shape[:-1] + (att.v.shape[-1],)
-    if dout.shape != expected:
-        raise ValueError(f"dout must have the output's shape {expected}, got {dout.shape}")
-    H = att.q.shape[-3] if att.q.ndim >= 3 else None
-    k_rep, v_rep = repeat_kv(att.k, H), repeat_kv(att.v, H)
-    dropped = att.probs * keep / (1.0 - p)  # (B, H, L, S)
-    dv_rep = np.swapaxes(dropped, -1, -2) @ dout  # (B, H, S, D_v)
-    dprobs = (dout @ np.swapaxes(v_rep, -1, -2)) * keep / (1.0 - p)  # (B, H, L, S)
-    dscores = softmax_vjp(att.probs, dprobs, axis=-1)  # (B, H, L, S)
-    dq = (dscores @ k_rep) * att.scale  # (B, H, L, D)
-    dk_rep = (np.swapaxes(dscores, -1, -2) @ att.q) * att.scale  # (B, H, S, D)
-    H_kv = att.k.shape[-3] if att.k.ndim >= 3 else None
-    return AttentionGrads(dq, _sum_groups(dk_rep, H_kv), _sum_groups(dv_rep, H_kv))
+    check_cache(att, AttentionCache, "scaled_dot_product_attention", "dropout_attention_backward")
+    keep = np.asarray(keep)
+    if keep.dtype != np.bool_ or keep.shape != att.probs.shape:
+        raise ValueError(
+            f"cache.keep must be a boolean array of the weights' shape {att.probs.shape}, got "
+            f"{keep.dtype} {keep.shape}"
+        )
+    return _backward(dout, att, keep, check_probability(p, "cache.p"))

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_array, check_axis, check_positive_int, check_qkv, check_scale
-from .masking import broadcast_mask
+from ._validate import as_array, check_axis, check_bool, check_positive_int
+from .core import prepare, softmax_rows_inplace, work_dtype
 
 __all__ = [
     "chunked_attention",
@@ -36,76 +36,13 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------------------------
-# Shared checks and views (also used by attnmath.flash)
-# ---------------------------------------------------------------------------------------------
-
-
-def _work_dtype(*arrays) -> np.dtype:
-    """float64 stays float64, float32 stays float32; half precision is accumulated in float32."""
-    dtype = np.result_type(*arrays)
-    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
-
-
-def _grouped(q, k, v):
-    """Views that put the query heads of one key/value head on their own axis.
-
-    Returns ``q5 (..., H_kv, g, L, D)``, ``k5 (..., H_kv, 1, S, D)``, ``v5 (..., H_kv, 1, S, D_v)``
-    with ``g = H // H_kv``: query head ``h`` uses key/value head ``h // g``, as torch's
-    ``enable_gqa`` (``repeat_interleave``). Plain ``(L, D)`` inputs get two axes of size one.
-    No data is copied.
-    """
-    if q.ndim == 2:
-        return q[None, None], k[None, None], v[None, None]
-    *batch, H, L, D = q.shape
-    H_kv = k.shape[-3]
-    q5 = q.reshape(*batch, H_kv, H // H_kv, L, D)  # (..., H_kv, g, L, D)
-    return q5, np.expand_dims(k, -3), np.expand_dims(v, -3)  # (..., H_kv, 1, S, D)
-
-
-def _tile(full, rows: slice, cols: slice, shape) -> np.ndarray:
-    """Slice a broadcast ``(..., H, L, S)`` view to a tile and reshape it to ``shape``.
-
-    ``shape`` is the score tile's ``(..., H_kv, g, l, s)``; splitting the head axis (or adding
-    axes of size one) is always a view, so a broadcast mask or bias is never materialised at
-    full size.
-    """
-    return full[..., rows, cols].reshape(shape)
-
-
-def _softmax_rows_inplace(x: np.ndarray) -> None:
-    """Overwrite ``x`` with its masked softmax along the last axis (``-inf`` = masked).
-
-    The same numbers as :func:`attnmath.softmax.masked_softmax` without its temporaries: the
-    row maximum is subtracted, and a row that is entirely ``-inf`` becomes zeros.
-    """
-    m = np.max(x, axis=-1, keepdims=True)  # (..., 1)
-    m[np.isneginf(m)] = 0.0
-    x -= m
-    np.exp(x, out=x)
-    total = np.sum(x, axis=-1, keepdims=True)  # (..., 1)
-    total[total == 0.0] = 1.0
-    x /= total
-
-
-def _broadcast_bias(bias, shape) -> np.ndarray:
-    """Check an additive bias and return it broadcast (as a view) to the scores' ``shape``."""
-    bias = as_array(bias, "bias", allow_int=True)
-    if np.isnan(bias).any() or np.isposinf(bias).any():
-        raise ValueError("bias must not contain NaN or +inf")
-    try:
-        return np.broadcast_to(bias, tuple(shape))
-    except ValueError:
-        raise ValueError(
-            f"bias of shape {bias.shape} does not broadcast to the scores' shape {tuple(shape)}"
-        ) from None
-
-
-# ---------------------------------------------------------------------------------------------
 # Query-chunked attention
 # ---------------------------------------------------------------------------------------------
 
 
-def chunked_attention(q, k, v, *, chunk_size: int, mask=None, bias=None, scale=None) -> np.ndarray:
+def chunked_attention(q, k, v, *, chunk_size: int, mask=None, bias=None, scale=None,
+                      causal: bool = False, causal_alignment: str = "top_left",
+                      window: int | None = None) -> np.ndarray:
     r"""Exact attention computed ``chunk_size`` query rows at a time.
 
     .. math::
@@ -133,10 +70,14 @@ def chunked_attention(q, k, v, *, chunk_size: int, mask=None, bias=None, scale=N
         Additive bias broadcasting to ``(B, H, L, S)`` (ALiBi); ``-inf`` acts as masked.
     scale : float, optional
         Score scale :math:`s`, ``1/sqrt(D)`` by default.
+    causal, causal_alignment, window
+        Causal mask, its alignment and a sliding window, as in
+        :func:`attnmath.attention.scaled_dot_product_attention`.
 
     Returns
     -------
     out : ndarray, shape (B, H, L, D_v)
+        In the inputs' dtype (float16 is computed in float32, :mod:`attnmath.core`).
 
     Notes
     -----
@@ -148,32 +89,19 @@ def chunked_attention(q, k, v, *, chunk_size: int, mask=None, bias=None, scale=N
     (torch's ``enable_gqa``). Oracle: :func:`attnmath.attention.scaled_dot_product_attention`
     and ``torch.nn.functional.scaled_dot_product_attention`` in float64.
     """
-    q, k, v = check_qkv(q, k, v)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    D = q.shape[-1]
-    scale = check_scale(scale, D)
-    L, S, D_v = q.shape[-2], k.shape[-2], v.shape[-1]
-    score_shape = q.shape[:-1] + (S,)  # (B, H, L, S)
-    full_mask = None if mask is None else broadcast_mask(mask, score_shape)  # view, no copy
-    full_bias = None if bias is None else _broadcast_bias(bias, score_shape)  # view, no copy
-    dtype = _work_dtype(q, k, v)
-
-    q5, k5, v5 = _grouped(q, k, v)  # (B, H_kv, g, L, D), (B, H_kv, 1, S, D), (B, H_kv, 1, S, D_v)
-    k5_t = np.swapaxes(k5, -1, -2)  # (B, H_kv, 1, D, S)
-    out5 = np.empty(q5.shape[:-1] + (D_v,), dtype=dtype)  # (B, H_kv, g, L, D_v)
-    for i0 in range(0, L, chunk_size):
-        rows = slice(i0, min(L, i0 + chunk_size))
+    prob = prepare(q, k, v, mask=mask, bias=bias, scale=scale, causal=causal,
+                   causal_alignment=causal_alignment, window=window)
+    q5, v5 = prob.q5, prob.v5  # (B, H_kv, g, L, D), (B, H_kv, 1, S, D_v)
+    out5 = np.empty(q5.shape[:-1] + (v5.shape[-1],), dtype=prob.dtype)  # (B, H_kv, g, L, D_v)
+    for i0 in range(0, prob.L, chunk_size):
+        rows = slice(i0, min(prob.L, i0 + chunk_size))
         # One (c, S) block is alive at a time: scores become probabilities in place.
-        block = q5[..., rows, :] @ k5_t  # (B, H_kv, g, c, S)
-        block *= scale
-        if full_bias is not None:
-            block += _tile(full_bias, rows, slice(None), block.shape)  # (B, H_kv, g, c, S)
-        if full_mask is not None:
-            np.copyto(block, -np.inf, where=~_tile(full_mask, rows, slice(None), block.shape))
-        _softmax_rows_inplace(block)  # (B, H_kv, g, c, S); an all -inf row -> zeros
+        block = prob.scores(q5[..., rows, :], rows, slice(None))  # (B, H_kv, g, c, S), masked
+        softmax_rows_inplace(block)  # an all -inf row -> zeros
         out5[..., rows, :] = block @ v5  # (B, H_kv, g, c, D_v)
         del block
-    return out5.reshape(q.shape[:-1] + (D_v,))  # (B, H, L, D_v)
+    return prob.finish(out5)  # (B, H, L, D_v)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,8 +136,8 @@ def _prepare_rows(x, axis, block_size, what: str):
     axis = check_axis(axis, x.ndim)
     block_size = check_positive_int(block_size, "block_size")
     if np.isnan(x).any():
-        raise ValueError(f"{what} input contains NaN")
-    xw = np.moveaxis(x.astype(_work_dtype(x), copy=False), axis, -1)  # (..., n)
+        raise ValueError(f"x contains NaN (the {what} input)")
+    xw = np.moveaxis(x.astype(work_dtype(x), copy=False), axis, -1)  # (..., n)
     return x, xw, axis, block_size
 
 
@@ -252,11 +180,11 @@ def online_softmax(x, *, block_size: int, axis: int = -1) -> np.ndarray:
     """
     x, xw, axis, block_size = _prepare_rows(x, axis, block_size, "softmax")
     if np.isposinf(xw).any():
-        raise ValueError("softmax input contains +inf; only -inf (a masked entry) is allowed")
+        raise ValueError("x contains +inf; only -inf (a masked entry) is allowed in a softmax input")
     m, total = _online_max_and_sum(xw, block_size)  # (...,), (...,)
     if np.isneginf(m).any():
         raise ValueError(
-            "softmax input has a row that is entirely -inf; use masked_softmax for fully masked rows"
+            "x has a row that is entirely -inf (no distribution); use masked_softmax for fully masked rows"
         )
     probs = np.exp(xw - m[..., None]) / total[..., None]  # (..., n)
     return np.moveaxis(probs, -1, axis).astype(x.dtype, copy=False)
@@ -291,6 +219,7 @@ def online_logsumexp(x, *, block_size: int, axis: int = -1, keepdims: bool = Fal
     flash-tiled attention keeps for its backward pass. Oracle:
     :func:`attnmath.softmax.logsumexp` and ``torch.logsumexp``.
     """
+    keepdims = check_bool(keepdims, "keepdims")
     x, xw, axis, block_size = _prepare_rows(x, axis, block_size, "logsumexp")
     m, total = _online_max_and_sum(xw, block_size)  # (...,), (...,)
     shift = np.where(np.isfinite(m), m, 0.0)

@@ -22,7 +22,7 @@ equals :math:`\sum_j P_{ij}\, dP_{ij}` because :math:`O = PV` and :math:`dP = dO
 .. math::
 
     dV_j \mathrel{+}= P^\top dO_i, \quad dP = dO_i V_j^\top, \quad
-    dS = P \odot (dP - D_i), \quad dQ_i \mathrel{+}= s\, dS\, K_j, \quad dK_j \mathrel{+}= s\, dS^\top Q_i .
+    dZ = P \odot (dP - D_i), \quad dQ_i \mathrel{+}= s\, dZ\, K_j, \quad dK_j \mathrel{+}= s\, dZ^\top Q_i .
 
 References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2023).
 """
@@ -33,25 +33,24 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_array, check_positive_int, check_qkv, check_scale
-from .chunked import _grouped, _tile, _work_dtype
-from .masking import broadcast_mask
+from ._validate import check_positive_int
+from .core import AttentionGrads, check_cache, check_dout, prepare
 
 __all__ = [
     "FlashCache",
-    "FlashGrads",
     "flash_attention_forward",
     "flash_attention_backward",
     "attention_matrix_bytes",
 ]
 
-_ALIGNMENTS = ("top_left", "bottom_right")
-
 
 class FlashCache(NamedTuple):
     """What the flash forward keeps: inputs, output and ``lse (B, H, L)``; no ``(L, S)`` array.
 
-    ``mask`` is the caller's mask as given (not broadcast), ``None`` without one.
+    Every field is read by :func:`flash_attention_backward`: ``mask`` and ``bias`` are the
+    caller's arrays as given (not broadcast; ``None`` without one), needed to recompute the
+    probabilities; ``out`` and ``lse`` are in the working dtype (float32 for float16 inputs),
+    so that ``D_i = rowsum(dO * O)`` does not see the rounding of the returned output.
     """
 
     q: np.ndarray
@@ -62,40 +61,16 @@ class FlashCache(NamedTuple):
     scale: float
     causal: bool
     causal_alignment: str
+    window: int | None
     mask: np.ndarray | None
+    bias: np.ndarray | None
     block_q: int
     block_k: int
 
 
-class FlashGrads(NamedTuple):
-    """Gradients with respect to ``q (B, H, L, D)``, ``k (B, H_kv, S, D)``, ``v (B, H_kv, S, D_v)``."""
-
-    dq: np.ndarray
-    dk: np.ndarray
-    dv: np.ndarray
-
-
-def _check_causal(causal, causal_alignment) -> tuple[bool, str]:
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    if causal_alignment not in _ALIGNMENTS:
-        raise ValueError(f"causal_alignment must be one of {_ALIGNMENTS}, got {causal_alignment!r}")
-    return bool(causal), causal_alignment
-
-
-def _tile_allowed(i0: int, i1: int, j0: int, j1: int, shape, *, causal: bool, offset: int, full_mask):
-    """Boolean tile ``(..., l, s)`` of the causal mask AND the user mask; ``None`` if all True."""
-    allowed = None
-    if causal and j1 - 1 > i0 + offset:  # the tile reaches above the diagonal
-        allowed = np.arange(j0, j1)[None, :] <= np.arange(i0, i1)[:, None] + offset  # (l, s)
-    if full_mask is not None:
-        tile = _tile(full_mask, slice(i0, i1), slice(j0, j1), shape)  # (B, H_kv, g, l, s)
-        allowed = tile if allowed is None else (tile & allowed)
-    return allowed
-
-
 def flash_attention_forward(q, k, v, *, block_q: int = 64, block_k: int = 64, mask=None,
-                            causal: bool = False, causal_alignment: str = "top_left", scale=None):
+                            bias=None, causal: bool = False, causal_alignment: str = "top_left",
+                            window: int | None = None, scale=None):
     r"""Exact attention by tiles with an online softmax; keeps only ``lse`` for the backward.
 
     .. math::
@@ -118,17 +93,21 @@ def flash_attention_forward(q, k, v, *, block_q: int = 64, block_k: int = 64, ma
         and may exceed them.
     mask : ndarray of bool, optional
         ``True`` = may attend; broadcasts to ``(B, H, L, S)``; sliced per tile.
-    causal : bool
-        Apply a causal mask (combined with ``mask`` by AND).
-    causal_alignment : {"top_left", "bottom_right"}
-        With ``L != S``: ``"top_left"`` lets query ``i`` see keys ``j <= i`` (torch's
-        ``is_causal``); ``"bottom_right"`` lets it see ``j <= i + S - L`` (KV-cache decoding).
+    bias : ndarray, optional
+        Additive score bias broadcasting to ``(B, H, L, S)`` (ALiBi, relative positions);
+        ``-inf`` acts as masked; sliced per tile (a broadcast view, never materialised).
+    causal, causal_alignment, window
+        Causal mask (``"top_left"``: torch's ``is_causal``; ``"bottom_right"``: KV-cache
+        decoding) and sliding window, as in
+        :func:`attnmath.attention.scaled_dot_product_attention`; combined with ``mask`` by AND.
     scale : float, optional
         Score scale :math:`s`, ``1/sqrt(D)`` by default.
 
     Returns
     -------
     out : ndarray, shape (B, H, L, D_v)
+        In the inputs' dtype (float16 inputs are computed in float32: score tiles,
+        exponentials and accumulators; :mod:`attnmath.core`).
     cache : FlashCache
         Inputs, ``out`` and ``lse (B, H, L)``: :math:`O(BHL)` numbers besides inputs and output.
 
@@ -147,17 +126,13 @@ def flash_attention_forward(q, k, v, *, block_q: int = 64, block_k: int = 64, ma
     ``torch.nn.functional.scaled_dot_product_attention`` (``attn_mask``, ``is_causal``,
     ``enable_gqa``) and ``torch.logsumexp`` for ``lse``, in float64.
     """
-    q, k, v = check_qkv(q, k, v)
     block_q = check_positive_int(block_q, "block_q")
     block_k = check_positive_int(block_k, "block_k")
-    causal, causal_alignment = _check_causal(causal, causal_alignment)
-    scale = check_scale(scale, q.shape[-1])
-    L, S, D_v = q.shape[-2], k.shape[-2], v.shape[-1]
-    full_mask = None if mask is None else broadcast_mask(mask, q.shape[:-1] + (S,))  # view
-    offset = 0 if causal_alignment == "top_left" else S - L  # query i sits on key i + offset
-    dtype = _work_dtype(q, k, v)
-
-    q5, k5, v5 = _grouped(q, k, v)  # (B, H_kv, g, L, D), (B, H_kv, 1, S, D), (B, H_kv, 1, S, D_v)
+    prob = prepare(q, k, v, mask=mask, bias=bias, scale=scale, causal=causal,
+                   causal_alignment=causal_alignment, window=window)
+    L, S, D_v = prob.L, prob.S, prob.v5.shape[-1]
+    offset, dtype = prob.offset, prob.dtype  # query i sits on key i + offset
+    q5, v5 = prob.q5, prob.v5  # (B, H_kv, g, L, D), (B, H_kv, 1, S, D_v)
     lead = q5.shape[:-2]  # (B, H_kv, g)
     out5 = np.empty(lead + (L, D_v), dtype=dtype)  # (B, H_kv, g, L, D_v)
     lse5 = np.empty(lead + (L,), dtype=dtype)  # (B, H_kv, g, L)
@@ -168,16 +143,11 @@ def flash_attention_forward(q, k, v, *, block_q: int = 64, block_k: int = 64, ma
         ell = np.zeros(lead + (i1 - i0,), dtype=dtype)  # (B, H_kv, g, l) running sum
         acc = np.zeros(lead + (i1 - i0, D_v), dtype=dtype)  # (B, H_kv, g, l, D_v) unnormalised out
         # Causal: the last key row i1 - 1 can see is i1 - 1 + offset; later tiles are all masked.
-        j_stop = min(S, max(0, i1 + offset)) if causal else S
+        j_stop = min(S, max(0, i1 + offset)) if prob.causal else S
         for j0 in range(0, j_stop, block_k):
             j1 = min(S, j0 + block_k)
             # One (l, s) tile is alive at a time: the score tile is turned into P~ in place.
-            tile = q_i @ np.swapaxes(k5[..., j0:j1, :], -1, -2)  # (B, H_kv, g, l, s)
-            tile *= scale
-            allowed = _tile_allowed(i0, i1, j0, j1, tile.shape, causal=causal, offset=offset,
-                                    full_mask=full_mask)
-            if allowed is not None:
-                np.copyto(tile, -np.inf, where=~allowed)  # masked scores are -inf
+            tile = prob.scores(q_i, slice(i0, i1), slice(j0, j1))  # (B, H_kv, g, l, s), masked
             m_new = np.maximum(m, np.max(tile, axis=-1))  # (B, H_kv, g, l)
             shift = np.where(np.isneginf(m_new), 0.0, m_new)  # finite: e^{-inf - (-inf)} is NaN
             alpha = np.exp(m - shift)  # (B, H_kv, g, l), <= 1: rescales the old sums
@@ -193,23 +163,26 @@ def flash_attention_forward(q, k, v, *, block_q: int = 64, block_k: int = 64, ma
         shift = np.where(np.isneginf(m), 0.0, m)
         with np.errstate(divide="ignore"):
             lse5[..., i0:i1] = shift + np.log(ell)  # (B, H_kv, g, l); -inf where nothing is seen
-    out = out5.reshape(q.shape[:-1] + (D_v,))  # (B, H, L, D_v)
-    lse = lse5.reshape(q.shape[:-1])  # (B, H, L)
-    return out, FlashCache(q, k, v, out, lse, scale, causal, causal_alignment, mask, block_q, block_k)
+    lse = lse5.reshape(prob.out_shape[:-1])  # (B, H, L)
+    q, k, v = prob.inputs
+    out_work = out5.reshape(prob.out_shape)  # (B, H, L, D_v)
+    cache = FlashCache(q, k, v, out_work, lse, prob.scale, prob.causal, causal_alignment,
+                       prob.window, mask, bias, block_q, block_k)
+    return out_work.astype(prob.out_dtype, copy=False), cache  # in the inputs' dtype
 
 
-def flash_attention_backward(dout, cache: FlashCache) -> FlashGrads:
+def flash_attention_backward(dout, cache: FlashCache) -> AttentionGrads:
     r"""Backward pass of :func:`flash_attention_forward`, recomputing probabilities tile by tile.
 
     .. math::
 
         P_{ij} = e^{s\, q_i \cdot k_j - \operatorname{lse}_i}, \quad
         D_i = \sum_d dO_{id}\, O_{id}, \quad
-        dS_{ij} = P_{ij}\bigl(dP_{ij} - D_i\bigr), \quad dP = dO\,V^\top,
+        dZ_{ij} = P_{ij}\bigl(dP_{ij} - D_i\bigr), \quad dP = dO\,V^\top,
 
     .. math::
 
-        dQ = s\, dS\, K, \qquad dK = s\, dS^\top Q, \qquad dV = P^\top dO .
+        dQ = s\, dZ\, K, \qquad dK = s\, dZ^\top Q, \qquad dV = P^\top dO .
 
     Parameters
     ----------
@@ -220,7 +193,7 @@ def flash_attention_backward(dout, cache: FlashCache) -> FlashGrads:
 
     Returns
     -------
-    FlashGrads
+    AttentionGrads
         ``dq (B, H, L, D)``, ``dk (B, H_kv, S, D)``, ``dv (B, H_kv, S, D_v)``; for grouped
         heads the key/value gradients are summed over the query heads of each group.
 
@@ -234,26 +207,35 @@ def flash_attention_backward(dout, cache: FlashCache) -> FlashGrads:
     one sweep), skipping tiles entirely above the causal diagonal. Memory: one tile plus
     ``D (B, H, L)``; no ``(L, S)`` array, so the gradients too cost :math:`O(n)` beyond the
     :math:`O(nD)` inputs and outputs. Masked entries have :math:`P = 0` and a fully masked
-    row (``lse = -inf``) gets zero gradient. Oracle: ``torch.autograd`` through
+    row (``lse = -inf``) gets zero gradient. Float16 inputs are computed in float32 (score
+    tiles, ``P``, ``dP``, ``dZ``, accumulators) and each gradient has its input's dtype. A cache
+    of another method raises ``TypeError``; a cache whose fields disagree raises ``ValueError``.
+    Oracle: ``torch.autograd`` through
     ``torch.nn.functional.scaled_dot_product_attention``,
     :func:`attnmath.attention.attention_backward`, and central differences.
     """
-    if not isinstance(cache, FlashCache):
-        raise TypeError(f"cache must be a FlashCache, got {type(cache).__name__}")
-    q, k, v, out, lse, scale, causal, causal_alignment, mask, block_q, block_k = cache
-    dout = as_array(dout, "dout")
-    if dout.shape != out.shape:
-        raise ValueError(f"dout must have the output's shape {out.shape}, got {dout.shape}")
-    L, S, D_v = q.shape[-2], k.shape[-2], v.shape[-1]
-    full_mask = None if mask is None else broadcast_mask(mask, q.shape[:-1] + (S,))  # view
-    offset = 0 if causal_alignment == "top_left" else S - L
-    dtype = _work_dtype(q, k, v, dout)
-
-    q5, k5, v5 = _grouped(q, k, v)  # (B, H_kv, g, L, D), (B, H_kv, 1, S, D), (B, H_kv, 1, S, D_v)
+    check_cache(cache, FlashCache, "flash_attention_forward", "flash_attention_backward")
+    q, k, v, out, lse, scale, causal, causal_alignment, window, mask, bias, block_q, block_k = cache
+    try:
+        prob = prepare(q, k, v, mask=mask, bias=bias, scale=scale, causal=causal,
+                       causal_alignment=causal_alignment, window=window)
+        block_q = check_positive_int(block_q, "block_q")
+        block_k = check_positive_int(block_k, "block_k")
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"cache is invalid (pass the cache its forward returned, unchanged): {exc}") from None
+    if np.shape(out) != prob.out_shape or np.shape(lse) != prob.out_shape[:-1]:
+        raise ValueError(
+            f"cache is inconsistent: out {np.shape(out)} and lse {np.shape(lse)} do not match "
+            f"q {q.shape}, v {v.shape}; pass the cache its forward returned, unchanged"
+        )
+    dout = check_dout(dout, prob.out_shape)
+    L, S, D_v = prob.L, prob.S, prob.v5.shape[-1]
+    offset, dtype = prob.offset, prob.dtype
+    q5, k5, v5 = prob.q5, prob.k5, prob.v5  # (B, H_kv, g, L, D), (B, H_kv, 1, S, D), (B, H_kv, 1, S, D_v)
     lead = q5.shape[:-2]  # (B, H_kv, g)
-    dout5 = dout.reshape(lead + (L, D_v))  # (B, H_kv, g, L, D_v)
-    out5 = out.reshape(lead + (L, D_v))  # (B, H_kv, g, L, D_v)
-    lse5 = lse.reshape(lead + (L,))  # (B, H_kv, g, L)
+    dout5 = dout.reshape(lead + (L, D_v)).astype(dtype, copy=False)  # (B, H_kv, g, L, D_v)
+    out5 = np.asarray(out).reshape(lead + (L, D_v)).astype(dtype, copy=False)  # (B, H_kv, g, L, D_v)
+    lse5 = np.asarray(lse).reshape(lead + (L,)).astype(dtype, copy=False)  # (B, H_kv, g, L)
     lse_shift = np.where(np.isneginf(lse5), 0.0, lse5)  # such rows have every score -inf: P = 0
     delta = np.sum(dout5 * out5, axis=-1)  # (B, H_kv, g, L): D_i = rowsum(dO * O)
 
@@ -265,7 +247,7 @@ def flash_attention_backward(dout, cache: FlashCache) -> FlashGrads:
         k_j = k5[..., j0:j1, :]  # (B, H_kv, 1, s, D)
         v_j = v5[..., j0:j1, :]  # (B, H_kv, 1, s, D_v)
         i_start = 0
-        if causal:
+        if prob.causal:
             first = max(0, j0 - offset)  # the first query row that sees key j0
             if first >= L:
                 continue  # no query sees these keys: their gradients stay zero
@@ -274,24 +256,22 @@ def flash_attention_backward(dout, cache: FlashCache) -> FlashGrads:
             i1 = min(L, i0 + block_q)
             q_i = q5[..., i0:i1, :]  # (B, H_kv, g, l, D)
             do_i = dout5[..., i0:i1, :]  # (B, H_kv, g, l, D_v)
-            probs = q_i @ np.swapaxes(k_j, -1, -2)  # (B, H_kv, g, l, s): scores, then P in place
-            probs *= scale
-            allowed = _tile_allowed(i0, i1, j0, j1, probs.shape, causal=causal, offset=offset,
-                                    full_mask=full_mask)
-            if allowed is not None:
-                np.copyto(probs, -np.inf, where=~allowed)
+            # (B, H_kv, g, l, s): masked scores, then P in place
+            probs = prob.scores(q_i, slice(i0, i1), slice(j0, j1))
             probs -= lse_shift[..., i0:i1, None]
             np.exp(probs, out=probs)  # P = e^{S - lse}, (B, H_kv, g, l, s)
             dv5[..., j0:j1, :] += np.sum(np.swapaxes(probs, -1, -2) @ do_i, axis=-3, keepdims=True)
             dscores = do_i @ np.swapaxes(v_j, -1, -2)  # dP, (B, H_kv, g, l, s)
             dscores -= delta[..., i0:i1, None]
-            dscores *= probs  # dS = P * (dP - D_i), (B, H_kv, g, l, s)
+            dscores *= probs  # dZ = P * (dP - D_i), (B, H_kv, g, l, s)
             del probs
-            dq5[..., i0:i1, :] += (dscores @ k_j) * scale  # (B, H_kv, g, l, D)
+            dq5[..., i0:i1, :] += (dscores @ k_j) * prob.scale  # (B, H_kv, g, l, D)
             dk5[..., j0:j1, :] += np.sum(np.swapaxes(dscores, -1, -2) @ q_i, axis=-3,
-                                         keepdims=True) * scale  # (B, H_kv, 1, s, D)
+                                         keepdims=True) * prob.scale  # (B, H_kv, 1, s, D)
             del dscores
-    return FlashGrads(dq5.reshape(q.shape), dk5.reshape(k.shape), dv5.reshape(v.shape))
+    return AttentionGrads(dq5.reshape(q.shape).astype(q.dtype, copy=False),
+                          dk5.reshape(k.shape).astype(k.dtype, copy=False),
+                          dv5.reshape(v.shape).astype(v.dtype, copy=False))
 
 
 def attention_matrix_bytes(L: int, S: int, H: int = 1, B: int = 1, bytes_per_elem: int = 4) -> int:

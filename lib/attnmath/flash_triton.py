@@ -21,10 +21,10 @@ query tile and accumulates
 
 .. math::
 
-    dV_j \mathrel{+}= P^\top dO_i, \quad dS^\top = P^\top \odot (V_j\, dO_i^\top - D_i), \quad
-    dK_j \mathrel{+}= s\, dS^\top Q_i ;
+    dV_j \mathrel{+}= P^\top dO_i, \quad dZ^\top = P^\top \odot (V_j\, dO_i^\top - D_i), \quad
+    dK_j \mathrel{+}= s\, dZ^\top Q_i ;
 
-and one program per query tile that accumulates :math:`dQ_i \mathrel{+}= s\, dS\, K_j` over
+and one program per query tile that accumulates :math:`dQ_i \mathrel{+}= s\, dZ\, K_j` over
 the key tiles. Splitting ``dK, dV`` from ``dQ`` recomputes :math:`P` twice but needs no atomic
 additions, so the gradients are deterministic.
 
@@ -68,13 +68,14 @@ except ImportError as exc:  # pragma: no cover - exercised only where triton is 
 
 import torch
 
-from ._validate import check_scale
-from .flash import FlashGrads
+from ._validate import check_bool, check_scale
+from .core import AttentionGrads, check_cache
 
 __all__ = [
     "INTERPRETED",
     "SUPPORTED_DTYPES",
     "KernelConfig",
+    "TritonFlashCache",
     "kernel_config",
     "flash_attention_triton",
     "flash_attention_triton_backward",
@@ -247,7 +248,7 @@ def _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_
         dv = tl.dot(_to_dtype(pT, DTYPE, EMULATE_BF16), do, dv,
                     input_precision=DOT_PRECISION)  # (BLOCK_N, D)
         dpT = tl.dot(v, tl.trans(do), input_precision=DOT_PRECISION)  # (BLOCK_N, BLOCK_M), dP^T
-        dsT = pT * (dpT - delta[None, :])  # (BLOCK_N, BLOCK_M), dS^T
+        dsT = pT * (dpT - delta[None, :])  # (BLOCK_N, BLOCK_M), dZ^T
         dk = tl.dot(_to_dtype(dsT, DTYPE, EMULATE_BF16), tl.trans(qT), dk,
                     input_precision=DOT_PRECISION)  # (BLOCK_N, D)
     return dk, dv
@@ -341,7 +342,7 @@ def _bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, 
             allowed = allowed & (offs_n[None, :] <= offs_m[:, None])
         p = tl.where(allowed, tl.exp2(s - lse2[:, None]), 0.0)  # (BLOCK_M, BLOCK_N), P
         dp = tl.dot(do, vT, input_precision=DOT_PRECISION)  # (BLOCK_M, BLOCK_N), dP
-        ds = p * (dp - delta[:, None])  # (BLOCK_M, BLOCK_N), dS
+        ds = p * (dp - delta[:, None])  # (BLOCK_M, BLOCK_N), dZ
         dq = tl.dot(_to_dtype(ds, DTYPE, EMULATE_BF16), tl.trans(kT), dq,
                     input_precision=DOT_PRECISION)  # (BLOCK_M, D)
     return dq
@@ -482,7 +483,7 @@ def kernel_config(D: int, dtype: torch.dtype = torch.float16, *, block_q: int | 
         half = [max(_MIN_BLOCK, b // 2) for b in cfg[:6]]
         if D >= 128:  # IEEE float32 products run on the FMA units and hold more registers
             half[0] = min(half[0], 32)
-        cfg = KernelConfig(*half, 8, 8, 8, 1, 1)
+        cfg = KernelConfig(half[0], half[1], half[2], half[3], half[4], half[5], 8, 8, 8, 1, 1)
     if block_q is not None:
         bq = _check_block(block_q, "block_q")
         cfg = cfg._replace(fwd_m=bq, dkdv_m=bq, dq_m=bq)
@@ -499,7 +500,7 @@ def _is_power_of_two(n: int) -> bool:
 def _check_head_dim(D) -> int:
     if isinstance(D, bool) or not isinstance(D, numbers.Integral):
         raise TypeError(f"head dim D must be an integer, got {type(D).__name__}")
-    if not (_MIN_HEAD_DIM <= D <= _MAX_HEAD_DIM and _is_power_of_two(int(D))):
+    if not (_MIN_HEAD_DIM <= int(D) <= _MAX_HEAD_DIM and _is_power_of_two(int(D))):
         raise ValueError(
             f"head dim D must be a power of two in [{_MIN_HEAD_DIM}, {_MAX_HEAD_DIM}] "
             f"(16, 32, 64, 128, 256) for the Triton kernels, got D={D}"
@@ -510,15 +511,16 @@ def _check_head_dim(D) -> int:
 def _check_block(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if not (_MIN_BLOCK <= value <= _MAX_BLOCK and _is_power_of_two(int(value))):
+    if not (_MIN_BLOCK <= int(value) <= _MAX_BLOCK and _is_power_of_two(int(value))):
         raise ValueError(f"{name} must be a power of two in [{_MIN_BLOCK}, {_MAX_BLOCK}], got {value}")
     return int(value)
 
 
-def _check_causal(causal) -> bool:
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    return causal
+def _check_finite(x: torch.Tensor, name: str) -> None:
+    """The non-finite policy of :mod:`attnmath.core`: NaN or an infinity raises, naming ``x``."""
+    if x.numel() and not bool(torch.isfinite(x).all()):
+        kind = "NaN" if bool(torch.isnan(x).any()) else "an infinity"
+        raise ValueError(f"{name} contains {kind}; attention inputs must be finite")
 
 
 def _check_tensors(q, k, v):
@@ -555,15 +557,13 @@ def _check_tensors(q, k, v):
             f"the value head dim D_v must equal the head dim D={D} for the Triton kernels, "
             f"got v of shape {tuple(v.shape)}"
         )
-    if H % H_kv != 0:
+    if H_kv == 0 or H % H_kv != 0:
         raise ValueError(
             f"the number of query heads H={H} must be a multiple of the key/value heads H_kv={H_kv}"
         )
-    if L < 1 or S < 1:
-        raise ValueError(
-            f"the lengths must be >= 1, got L={L} (q {tuple(q.shape)}) and S={S} (k {tuple(k.shape)})"
-        )
     _check_head_dim(D)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        _check_finite(x, name)
     # The interpreter runs CPU tensors, and CUDA tensors through host copies.
     if q.device.type != "cuda" and not INTERPRETED:
         raise ValueError(
@@ -615,10 +615,27 @@ def _launch_scope(x: torch.Tensor):
             yield
 
 
+class TritonFlashCache(NamedTuple):
+    """What :func:`flash_attention_triton` keeps for its backward: every field is read there.
+
+    ``q, k, v`` the inputs, ``out (B, H, L, D)`` the output, ``lse (B, H, L)`` the float32
+    log-sum-exp; ``scale`` and ``causal`` as the forward used them, so that a backward cannot
+    be run with other settings than its forward.
+    """
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    out: torch.Tensor
+    lse: torch.Tensor
+    scale: float
+    causal: bool
+
+
 def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
                            scale: float | None = None, block_q: int | None = None,
-                           block_k: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Exact attention with the Triton FlashAttention-2 forward kernel; returns ``(out, lse)``.
+                           block_k: int | None = None) -> tuple[torch.Tensor, TritonFlashCache]:
+    r"""Exact attention with the Triton FlashAttention-2 forward kernel; returns ``(out, cache)``.
 
     .. math::
 
@@ -648,13 +665,16 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     -------
     out : torch.Tensor, shape (B, H, L, D)
         In the input dtype.
-    lse : torch.Tensor, shape (B, H, L)
-        Float32 natural log-sum-exp of the scaled scores of each row: all that the backward
-        needs besides the inputs and ``out``.
+    cache : TritonFlashCache
+        The inputs, ``out``, ``lse (B, H, L)`` (float32 natural log-sum-exp of the scaled
+        scores of each row), ``scale`` and ``causal``: all that
+        :func:`flash_attention_triton_backward` reads.
 
     Notes
     -----
-    Not differentiable: the outputs carry no autograd history (use :func:`flash_attention`).
+    The rules of :mod:`attnmath.core` hold here too: NaN or an infinity in ``q``, ``k``, ``v``
+    raises ``ValueError``; ``L = 0`` or ``S = 0`` returns zeros (and ``lse = -inf``) without a
+    launch. Not differentiable: the outputs carry no autograd history (use :func:`flash_attention`).
     Accumulation is in float32 (scores, running max and sum, ``out``); the probabilities are
     rounded to the input dtype before the :math:`\tilde P V` product, as in FlashAttention-2,
     and ``out`` is rounded once at the end. Float32 inputs use IEEE float32 products (no TF32).
@@ -667,11 +687,15 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     ``torch.nn.functional.scaled_dot_product_attention`` on float32 copies of the inputs;
     ``torch.logsumexp`` of the scaled scores for ``lse``.
     """
-    causal = _check_causal(causal)
+    causal = check_bool(causal, "causal")
     B, H, H_kv, L, S, D = _check_tensors(q, k, v)
     scale = check_scale(scale, D)
     cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k)
     q, k, v = (_last_dim_contiguous(x) for x in (q, k, v))
+    if L == 0 or S == 0 or B * H == 0:  # nothing to attend: zeros, as torch
+        out = torch.zeros((B, H, L, D), dtype=q.dtype, device=q.device)
+        lse = torch.full((B, H, L), float("-inf"), dtype=torch.float32, device=q.device)
+        return out, TritonFlashCache(q, k, v, out, lse, scale, causal)
     out = torch.empty((B, H, L, D), dtype=q.dtype, device=q.device)  # (B, H, L, D)
     lse = torch.empty((B, H, L), dtype=torch.float32, device=q.device)  # (B, H, L)
     precision, emulate_bf16 = _dot_settings(q.dtype)
@@ -688,42 +712,38 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
             DOT_PRECISION=precision, EMULATE_BF16=emulate_bf16,
             **_launch_kwargs(cfg.fwd_warps, cfg.fwd_stages),
         )
-    return out, lse
+    return out, TritonFlashCache(q, k, v, out, lse, scale, causal)
 
 
-def flash_attention_triton_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
-                                    v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor, *,
-                                    causal: bool = False, scale: float | None = None,
+def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache, *,
                                     block_q: int | None = None,
-                                    block_k: int | None = None) -> FlashGrads:
+                                    block_k: int | None = None) -> AttentionGrads:
     r"""Gradients of :func:`flash_attention_triton` from ``dout``, recomputing ``P`` from ``lse``.
 
     .. math::
 
         P_{ij} = e^{s\, q_i \cdot k_j - \operatorname{lse}_i}, \quad
         D_i = \sum_d dO_{id}\, O_{id}, \quad
-        dS_{ij} = P_{ij}\bigl((dO\, V^\top)_{ij} - D_i\bigr),
+        dZ_{ij} = P_{ij}\bigl((dO\, V^\top)_{ij} - D_i\bigr),
 
     .. math::
 
-        dQ = s\, dS\, K, \qquad dK = s\, dS^\top Q, \qquad dV = P^\top dO .
+        dQ = s\, dZ\, K, \qquad dK = s\, dZ^\top Q, \qquad dV = P^\top dO .
 
     Parameters
     ----------
     dout : torch.Tensor, shape (B, H, L, D)
         Gradient of the loss with respect to ``out``; same dtype as ``q``.
-    q, k, v : torch.Tensor
-        The forward's inputs, shapes ``(B, H, L, D)``, ``(B, H_kv, S, D)``, ``(B, H_kv, S, D)``.
-    out : torch.Tensor, shape (B, H, L, D)
-        The forward's output.
-    lse : torch.Tensor, shape (B, H, L)
-        The forward's float32 log-sum-exp.
-    causal, scale, block_q, block_k
-        As given to the forward (``scale`` must be the same; the tiles need not be).
+    cache : TritonFlashCache
+        From :func:`flash_attention_triton`: the inputs, ``out``, ``lse`` and the forward's
+        ``scale`` and ``causal`` (so a backward with other settings cannot happen). Another
+        method's cache raises ``TypeError``; fields that disagree raise ``ValueError``.
+    block_q, block_k : int, optional
+        Tile overrides for the backward kernels (they need not match the forward's).
 
     Returns
     -------
-    FlashGrads
+    AttentionGrads
         ``dq (B, H, L, D)``, ``dk (B, H_kv, S, D)``, ``dv (B, H_kv, S, D)`` in the input dtype;
         for grouped heads ``dk``, ``dv`` are summed over the query heads of each group.
 
@@ -732,21 +752,23 @@ def flash_attention_triton_backward(dout: torch.Tensor, q: torch.Tensor, k: torc
     Three launches: ``D`` (one float32 number per row, :math:`4 B H L` bytes), then ``dK, dV``
     (one program per key tile, looping over the query tiles of every head of its group; four
     matmuls per tile pair: :math:`K Q^\top`, :math:`P^\top dO`, :math:`V dO^\top`,
-    :math:`dS^\top Q`), then ``dQ`` (one program per query tile; three: :math:`Q K^\top`,
-    :math:`dO V^\top`, :math:`dS K`). Seven matmuls of :math:`2 B H L S D` flops make
+    :math:`dZ^\top Q`), then ``dQ`` (one program per query tile; three: :math:`Q K^\top`,
+    :math:`dO V^\top`, :math:`dZ K`). Seven matmuls of :math:`2 B H L S D` flops make
     :math:`14 B H L S D`, against the :math:`10 B H L S D` (2.5 times the forward) of a backward
     that computes :math:`P` and :math:`dP` once and adds ``dQ`` with atomics; the extra work
-    buys deterministic gradients. ``P`` and ``dS`` are rounded to the input dtype
+    buys deterministic gradients. ``P`` and ``dZ`` are rounded to the input dtype
     before their products with ``dO``, ``Q`` and ``K``, as in FlashAttention-2; accumulation is
     in float32. ``D_i`` uses the stored (rounded) ``out``. Oracles:
     :func:`attnmath.flash.flash_attention_backward` and ``torch.autograd`` through
     ``torch.nn.functional.scaled_dot_product_attention`` on float32 copies of the inputs.
     """
-    causal = _check_causal(causal)
+    check_cache(cache, TritonFlashCache, "flash_attention_triton", "flash_attention_triton_backward")
+    q, k, v, out, lse, scale, causal = cache
+    causal = check_bool(causal, "cache.causal")
     B, H, H_kv, L, S, D = _check_tensors(q, k, v)
     scale = check_scale(scale, D)
-    for name, x, shape, dtype in (("dout", dout, (B, H, L, D), q.dtype), ("out", out, (B, H, L, D), q.dtype),
-                                  ("lse", lse, (B, H, L), torch.float32)):
+    for name, x, shape, dtype in (("dout", dout, (B, H, L, D), q.dtype), ("cache.out", out, (B, H, L, D), q.dtype),
+                                  ("cache.lse", lse, (B, H, L), torch.float32)):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
         if tuple(x.shape) != shape:
@@ -755,7 +777,10 @@ def flash_attention_triton_backward(dout: torch.Tensor, q: torch.Tensor, k: torc
             raise TypeError(f"{name} must have dtype {dtype}, got {x.dtype}")
         if x.device != q.device:
             raise ValueError(f"{name} must be on q's device {q.device}, got {x.device}")
+    _check_finite(dout, "dout")
     cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k)
+    if L == 0 or S == 0 or B * H == 0:  # no attention weights: every gradient is zero
+        return AttentionGrads(torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v))
     q, k, v, out, dout = (_last_dim_contiguous(x) for x in (q, k, v, out, dout))
     lse = lse.contiguous()
     delta = torch.empty((B, H, L), dtype=torch.float32, device=q.device)  # (B, H, L): D_i
@@ -794,28 +819,30 @@ def flash_attention_triton_backward(dout: torch.Tensor, q: torch.Tensor, k: torc
             BLOCK_M=cfg.dq_m, BLOCK_N=cfg.dq_n, **common,
             **_launch_kwargs(cfg.dq_warps, cfg.bwd_stages),
         )
-    return FlashGrads(dq, dk, dv)
+    return AttentionGrads(dq, dk, dv)
 
 
 class FlashAttentionTriton(torch.autograd.Function):
     r"""Autograd wrapper: forward and backward by the Triton kernels.
 
     ``FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k) -> out (B, H, L, D)``;
-    the context keeps ``q, k, v, out`` and ``lse (B, H, L)``, never a ``(L, S)`` array.
+    the context keeps ``q, k, v, out`` and ``lse (B, H, L)``, never a ``(L, S)`` array, and the
+    forward's ``scale`` and ``causal`` (the :class:`TritonFlashCache` fields).
     """
 
     @staticmethod
     def forward(ctx, q, k, v, causal=False, scale=None, block_q=None, block_k=None):
-        out, lse = flash_attention_triton(q, k, v, causal=causal, scale=scale, block_q=block_q,
-                                          block_k=block_k)
-        ctx.save_for_backward(q, k, v, out, lse)
-        ctx.settings = {"causal": causal, "scale": scale, "block_q": block_q, "block_k": block_k}
+        out, cache = flash_attention_triton(q, k, v, causal=causal, scale=scale, block_q=block_q,
+                                            block_k=block_k)
+        ctx.save_for_backward(cache.q, cache.k, cache.v, cache.out, cache.lse)
+        ctx.settings = {"scale": cache.scale, "causal": cache.causal}
+        ctx.blocks = {"block_q": block_q, "block_k": block_k}
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = flash_attention_triton_backward(dout.to(q.dtype), q, k, v, out, lse, **ctx.settings)
+        cache = TritonFlashCache(*ctx.saved_tensors, **ctx.settings)
+        dq, dk, dv = flash_attention_triton_backward(dout.to(cache.q.dtype), cache, **ctx.blocks)
         return dq, dk, dv, None, None, None, None
 
 

@@ -21,9 +21,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_array, check_positive_int
+from ._validate import as_array, check_float_dtype, check_int, check_positive_int
 from .attention import scaled_dot_product_attention
-from .masking import causal_mask
+from .core import check_finite
 
 __all__ = [
     "KVCache",
@@ -61,18 +61,26 @@ def kv_cache_init(B: int, H_kv: int, S_max: int, D: int, D_v: int | None = None,
     B, H_kv, S_max, D = (check_positive_int(x, n)
                          for x, n in ((B, "B"), (H_kv, "H_kv"), (S_max, "S_max"), (D, "D")))
     D_v = D if D_v is None else check_positive_int(D_v, "D_v")
-    dtype = np.dtype(dtype)
-    if not np.issubdtype(dtype, np.floating):
-        raise TypeError(f"dtype must be a floating dtype, got {dtype}")
+    dtype = check_float_dtype(dtype)
     k = np.zeros((B, H_kv, S_max, D), dtype=dtype)  # (B, H_kv, S_max, D)
     v = np.zeros((B, H_kv, S_max, D_v), dtype=dtype)  # (B, H_kv, S_max, D_v)
     return KVCache(k, v, 0)
 
 
 def _check_cache(cache) -> KVCache:
+    """A :class:`KVCache` whose buffers and length agree, or a clear error naming the field."""
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache (from kv_cache_init), got {type(cache).__name__}")
-    return cache
+    k = as_array(cache.k, "cache.k", ndim=4)
+    v = as_array(cache.v, "cache.v", ndim=4)
+    if k.shape[:3] != v.shape[:3]:
+        raise ValueError(
+            f"cache.k and cache.v must share (B, H_kv, S_max), got {k.shape} and {v.shape}"
+        )
+    length = check_int(cache.length, "cache.length", minimum=0)
+    if length > k.shape[2]:
+        raise ValueError(f"cache.length={length} exceeds the capacity S_max={k.shape[2]}")
+    return KVCache(k, v, length)
 
 
 def kv_cache_append(cache: KVCache, k_new, v_new) -> KVCache:
@@ -95,7 +103,9 @@ def kv_cache_append(cache: KVCache, k_new, v_new) -> KVCache:
     Raises
     ------
     ValueError
-        If ``t + T > S_max`` (the cache is full), or a shape does not match the buffers.
+        If ``t + T > S_max`` (the cache is full), a shape does not match the buffers, the
+        cache's length is negative or beyond its capacity, or ``k_new``, ``v_new`` hold NaN or
+        an infinity. ``T = 0`` is allowed and returns an equal cache.
 
     Notes
     -----
@@ -113,6 +123,8 @@ def kv_cache_append(cache: KVCache, k_new, v_new) -> KVCache:
         raise ValueError(f"k_new must have shape (B={B}, H_kv={H_kv}, T, D={D}), got {k_new.shape}")
     if v_new.shape != (B, H_kv, T, D_v):
         raise ValueError(f"v_new must have shape (B={B}, H_kv={H_kv}, T={T}, D_v={D_v}), got {v_new.shape}")
+    check_finite(k_new, "k_new")
+    check_finite(v_new, "v_new")
     if cache.length + T > S_max:
         raise ValueError(
             f"the cache is full: it holds {cache.length} of S_max={S_max} positions and cannot "
@@ -166,6 +178,7 @@ def decode_step(q_t, cache: KVCache, *, scale=None) -> np.ndarray:
     """
     cache = _check_cache(cache)
     q_t = _check_queries(q_t, cache, "q_t")
+    check_finite(q_t, "q_t")
     if q_t.shape[2] != 1:
         raise ValueError(f"q_t must hold one query, shape (B, H, 1, D), got {q_t.shape}; use prefill for more")
     if cache.length == 0:
@@ -204,8 +217,10 @@ def prefill(q, k_new, v_new, cache: KVCache, *, scale=None):
 
     Notes
     -----
-    The mask is :func:`attnmath.masking.causal_mask` ``(L, t + L, alignment="bottom_right")``:
-    the last new query aligns with the last key. The top-left alignment (torch's ``is_causal``)
+    The mask is the causal mask in the bottom-right alignment (``causal=True,
+    causal_alignment="bottom_right"`` of :func:`attnmath.attention.scaled_dot_product_attention`,
+    i.e. :func:`attnmath.masking.causal_mask` ``(L, t + L, alignment="bottom_right")``): the last
+    new query aligns with the last key. The top-left alignment (torch's ``is_causal``)
     would be wrong here whenever :math:`t > 0`. Processing a prompt with one ``prefill`` or
     token by token with :func:`decode_step` gives the same outputs. Oracle: the matching rows of
     full causal attention over all ``t + L`` tokens.
@@ -218,10 +233,10 @@ def prefill(q, k_new, v_new, cache: KVCache, *, scale=None):
             f"k_new must hold one key per query, L={q.shape[2]} (q {q.shape}), got {k_new.shape}"
         )
     cache = kv_cache_append(cache, k_new, v_new)
-    L, S = q.shape[2], cache.length
-    mask = causal_mask(L, S, alignment="bottom_right")  # (L, S)
+    S = cache.length
     out, _ = scaled_dot_product_attention(
-        q, cache.k[:, :, :S, :], cache.v[:, :, :S, :], mask=mask, scale=scale
+        q, cache.k[:, :, :S, :], cache.v[:, :, :S, :], scale=scale, causal=True,
+        causal_alignment="bottom_right",
     )  # (B, H, L, D_v)
     return out, cache
 

@@ -12,6 +12,11 @@ re-associated:
 which costs :math:`O(L D_\phi D_v)` after an :math:`O(S D_\phi D_v)` summary of the keys, instead
 of the :math:`O(L S (D + D_v))` of softmax attention.
 
+Inputs follow the rules of :mod:`attnmath.core`: shapes and grouped heads as in softmax
+attention, NaN or an infinity in ``q``, ``k``, ``v`` raises ``ValueError``, float16 is computed
+in float32 and every output has the inputs' dtype (float32 stays float32). With ``S = 0`` the
+output is zeros.
+
 Two feature maps are provided:
 
 * :func:`elu_feature_map`, :math:`\phi(x) = \operatorname{elu}(x) + 1`, the map of the linear
@@ -24,14 +29,12 @@ Two feature maps are provided:
 
 from __future__ import annotations
 
-import numbers
 from typing import Callable
 
 import numpy as np
 
-from ._validate import as_array, check_positive_int, check_qkv, check_scale
-from .attention import repeat_kv
-from .masking import broadcast_mask
+from ._validate import as_array, check_positive_int, check_seed
+from .core import check_finite, prepare, work_dtype
 
 __all__ = [
     "elu_feature_map",
@@ -72,14 +75,17 @@ def elu_feature_map(x) -> np.ndarray:
     positive entries do not overflow in the unused branch. Oracle: ``torch.nn.functional.elu(x) + 1``.
     """
     x = as_array(x, "x", allow_int=True)
-    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+    check_finite(x, "x")
+    xw = x.astype(work_dtype(x), copy=False)
+    return np.where(xw > 0, xw + 1.0, np.exp(np.minimum(xw, 0.0))).astype(x.dtype, copy=False)
 
 
 def _features(feature_map: Callable, x: np.ndarray, name: str) -> np.ndarray:
     """Apply ``feature_map`` and check that it keeps the leading axes and gives finite values."""
     if not callable(feature_map):
         raise TypeError(f"feature_map must be callable, got {type(feature_map).__name__}")
-    phi = np.asarray(feature_map(x), dtype=np.float64)
+    phi = as_array(feature_map(x), f"feature_map({name})", allow_int=True)
+    phi = phi.astype(work_dtype(phi, x), copy=False)
     if phi.shape[:-1] != x.shape[:-1]:
         raise ValueError(
             f"feature_map must map {name} of shape {x.shape} to shape {x.shape[:-1] + ('D_phi',)}, "
@@ -91,15 +97,15 @@ def _features(feature_map: Callable, x: np.ndarray, name: str) -> np.ndarray:
 
 
 
-def _mapped(feature_map: Callable, q, k, v):
-    """Grouped heads repeated, then ``phi(q) (B, H, L, D_phi)``, ``phi(k) (B, H, S, D_phi)`` and ``v``."""
-    H = q.shape[-3] if q.ndim >= 3 else None
-    k, v = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, S, D), (B, H, S, D_v)
-    phi_q = _features(feature_map, q, "q")  # (B, H, L, D_phi)
-    phi_k = _features(feature_map, k, "k")  # (B, H, S, D_phi)
+def _mapped(feature_map: Callable, prob):
+    """``phi(q) (B, H_kv, g, L, D_phi)`` and ``phi(k) (B, H_kv, 1, S, D_phi)`` of a grouped problem."""
+    phi_q = _features(feature_map, prob.q5, "q")  # (B, H_kv, g, L, D_phi)
+    phi_k = _features(feature_map, prob.k5, "k")  # (B, H_kv, 1, S, D_phi)
     if phi_q.shape[-1] != phi_k.shape[-1]:
         raise ValueError(f"feature_map gave D_phi={phi_q.shape[-1]} for q but {phi_k.shape[-1]} for k")
-    return phi_q, phi_k, v
+    if (phi_q < 0).any() or (phi_k < 0).any():
+        raise ValueError("feature_map must return non-negative features (it defines a kernel)")
+    return phi_q, phi_k
 
 def _check_denominator(den: np.ndarray) -> None:
     if not (den > 0).all():
@@ -143,14 +149,16 @@ def linear_attention(q, k, v, *, feature_map: Callable = elu_feature_map) -> np.
     score scale, and neither does this function. Oracle: :func:`linear_attention_quadratic`
     (the same kernel in :math:`O(LS)` form), and ``torch`` with the same two products.
     """
-    q, k, v = check_qkv(q, k, v)
-    phi_q, phi_k, v = _mapped(feature_map, q, k, v)  # (B, H, L, D_phi), (B, H, S, D_phi), (B, H, S, D_v)
-    kv = np.swapaxes(phi_k, -1, -2) @ v  # (B, H, D_phi, D_v)
-    z = phi_k.sum(axis=-2)  # (B, H, D_phi)
-    num = phi_q @ kv  # (B, H, L, D_v)
-    den = np.einsum("...lf,...f->...l", phi_q, z)  # (B, H, L)
+    prob = prepare(q, k, v)
+    phi_q, phi_k = _mapped(feature_map, prob)  # (B, H_kv, g, L, D_phi), (B, H_kv, 1, S, D_phi)
+    kv = np.swapaxes(phi_k, -1, -2) @ prob.v5  # (B, H_kv, 1, D_phi, D_v)
+    z = phi_k.sum(axis=-2)  # (B, H_kv, 1, D_phi)
+    num = phi_q @ kv  # (B, H_kv, g, L, D_v)
+    if prob.S == 0:  # no key: zeros, as softmax attention
+        return prob.finish(num)
+    den = np.einsum("...lf,...f->...l", phi_q, z)  # (B, H_kv, g, L)
     _check_denominator(den)
-    return num / den[..., None]  # (B, H, L, D_v)
+    return prob.finish(num / den[..., None])  # (B, H, L, D_v)
 
 
 def linear_attention_quadratic(q, k, v, *, feature_map: Callable = elu_feature_map,
@@ -180,15 +188,14 @@ def linear_attention_quadratic(q, k, v, *, feature_map: Callable = elu_feature_m
     (lower-triangular mask): the same numbers, associated the other way. Unlike softmax weights,
     :math:`A` is a ratio of kernel values, not of exponentials.
     """
-    q, k, v = check_qkv(q, k, v)
-    phi_q, phi_k, v = _mapped(feature_map, q, k, v)  # (B, H, L, D_phi), (B, H, S, D_phi), (B, H, S, D_v)
-    if (phi_q < 0).any() or (phi_k < 0).any():
-        raise ValueError("feature_map must return non-negative features")
-    scores = phi_q @ np.swapaxes(phi_k, -1, -2)  # (B, H, L, S)
-    if mask is not None:
-        scores = np.where(broadcast_mask(mask, scores.shape), scores, 0.0)  # (B, H, L, S)
-    den = scores.sum(axis=-1, keepdims=True)  # (B, H, L, 1)
-    return (scores / np.where(den == 0.0, 1.0, den)) @ v  # (B, H, L, D_v)
+    prob = prepare(q, k, v, mask=mask)
+    phi_q, phi_k = _mapped(feature_map, prob)  # (B, H_kv, g, L, D_phi), (B, H_kv, 1, S, D_phi)
+    scores = phi_q @ np.swapaxes(phi_k, -1, -2)  # (B, H_kv, g, L, S)
+    allowed = prob.allowed(slice(None), slice(None), scores.shape)
+    if allowed is not None:
+        scores = np.where(allowed, scores, 0.0)  # (B, H_kv, g, L, S)
+    den = scores.sum(axis=-1, keepdims=True)  # (B, H_kv, g, L, 1)
+    return prob.finish((scores / np.where(den == 0.0, 1.0, den)) @ prob.v5)  # (B, H, L, D_v)
 
 
 def causal_linear_attention(q, k, v, *, feature_map: Callable = elu_feature_map) -> np.ndarray:
@@ -222,29 +229,24 @@ def causal_linear_attention(q, k, v, *, feature_map: Callable = elu_feature_map)
     each step is vectorised over batch and heads. Oracle: :func:`linear_attention_quadratic`
     with the lower-triangular mask.
     """
-    q, k, v = check_qkv(q, k, v)
-    L, S = q.shape[-2], k.shape[-2]
+    prob = prepare(q, k, v)
+    L, S = prob.L, prob.S
     if L != S:
         raise ValueError(f"causal_linear_attention needs L == S (self-attention), got L={L}, S={S}")
-    phi_q, phi_k, v = _mapped(feature_map, q, k, v)  # (B, H, L, D_phi), (B, H, L, D_phi), (B, H, L, D_v)
+    phi_q, phi_k = _mapped(feature_map, prob)  # (B, H_kv, g, L, D_phi), (B, H_kv, 1, L, D_phi)
+    v = prob.v5  # (B, H_kv, 1, L, D_v)
     D_phi, D_v = phi_q.shape[-1], v.shape[-1]
-    state = np.zeros(q.shape[:-2] + (D_phi, D_v))  # (B, H, D_phi, D_v)
-    z = np.zeros(q.shape[:-2] + (D_phi,))  # (B, H, D_phi)
-    out = np.empty(q.shape[:-1] + (D_v,))  # (B, H, L, D_v)
+    state = np.zeros(phi_k.shape[:-2] + (D_phi, D_v), dtype=prob.dtype)  # (B, H_kv, 1, D_phi, D_v)
+    z = np.zeros(phi_k.shape[:-2] + (D_phi,), dtype=prob.dtype)  # (B, H_kv, 1, D_phi)
+    out = np.empty(phi_q.shape[:-1] + (D_v,), dtype=prob.dtype)  # (B, H_kv, g, L, D_v)
     for t in range(L):
-        state = state + phi_k[..., t, :, None] * v[..., t, None, :]  # (B, H, D_phi, D_v)
-        z = z + phi_k[..., t, :]  # (B, H, D_phi)
-        num = np.einsum("...f,...fv->...v", phi_q[..., t, :], state)  # (B, H, D_v)
-        den = np.einsum("...f,...f->...", phi_q[..., t, :], z)  # (B, H)
+        state = state + phi_k[..., t, :, None] * v[..., t, None, :]  # (B, H_kv, 1, D_phi, D_v)
+        z = z + phi_k[..., t, :]  # (B, H_kv, 1, D_phi)
+        num = np.einsum("...f,...fv->...v", phi_q[..., t, :], state)  # (B, H_kv, g, D_v)
+        den = np.einsum("...f,...f->...", phi_q[..., t, :], z)  # (B, H_kv, g)
         _check_denominator(den)
         out[..., t, :] = num / den[..., None]
-    return out
-
-
-def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an integer, got {type(seed).__name__}")
-    return int(seed)
+    return prob.finish(out)  # (B, H, L, D_v)
 
 
 def draw_gaussian_features(m: int, D: int, seed: int) -> np.ndarray:
@@ -256,7 +258,7 @@ def draw_gaussian_features(m: int, D: int, seed: int) -> np.ndarray:
     """
     m = check_positive_int(m, "m")
     D = check_positive_int(D, "D")
-    return np.random.default_rng(_check_seed(seed)).standard_normal((m, D))  # (m, D)
+    return np.random.default_rng(check_seed(seed)).standard_normal((m, D))  # (m, D)
 
 
 def draw_orthogonal_features(m: int, D: int, seed: int) -> np.ndarray:
@@ -275,7 +277,7 @@ def draw_orthogonal_features(m: int, D: int, seed: int) -> np.ndarray:
     """
     m = check_positive_int(m, "m")
     D = check_positive_int(D, "D")
-    rng = np.random.default_rng(_check_seed(seed))
+    rng = np.random.default_rng(check_seed(seed))
     n_blocks = -(-m // D)
     g = rng.standard_normal((n_blocks, D, D))  # (n_blocks, D, D)
     qmat, r = np.linalg.qr(g)  # (n_blocks, D, D) each, batched
@@ -289,13 +291,17 @@ def draw_orthogonal_features(m: int, D: int, seed: int) -> np.ndarray:
 def _log_random_features(x: np.ndarray, omega: np.ndarray) -> np.ndarray:
     """``omega . x - |x|^2 / 2 - log(m) / 2``, the log of the positive random features."""
     m = omega.shape[0]
-    return x @ omega.T - 0.5 * np.sum(x * x, axis=-1, keepdims=True) - 0.5 * np.log(m)  # (..., m)
+    return x @ omega.T - 0.5 * np.sum(x * x, axis=-1, keepdims=True) - 0.5 * float(np.log(m))  # (..., m)
 
 
 def _check_omega(x: np.ndarray, omega) -> np.ndarray:
     omega = as_array(omega, "omega", ndim=2)
     if omega.shape[1] != x.shape[-1]:
-        raise ValueError(f"omega must have shape (m, D={x.shape[-1]}), got {omega.shape}")
+        raise ValueError(
+            f"omega must have shape (m, D) with x's D={x.shape[-1]} (x has shape {x.shape}), "
+            f"got omega {omega.shape}"
+        )
+    check_finite(omega, "omega")
     return omega
 
 
@@ -331,8 +337,11 @@ def random_feature_map(x, omega) -> np.ndarray:
     test uses as its margin. Oracle: the identity above, checked by Monte Carlo.
     """
     x = as_array(x, "x", allow_int=True)
+    check_finite(x, "x")
     omega = _check_omega(x, omega)
-    return np.exp(_log_random_features(x, omega))  # (..., m)
+    dtype = work_dtype(x, omega)
+    features = np.exp(_log_random_features(x.astype(dtype, copy=False), omega.astype(dtype, copy=False)))
+    return features.astype(np.result_type(x, omega), copy=False)  # (..., m)
 
 
 def performer_attention(q, k, v, *, n_features: int, seed: int, scale=None) -> np.ndarray:
@@ -372,30 +381,30 @@ def performer_attention(q, k, v, *, n_features: int, seed: int, scale=None) -> n
     cancels between numerator and denominator) and by the maximum over all keys and features of
     a head (a per-head constant, which also cancels). The result is the same ratio without
     overflow. Numerator and denominator are each unbiased; their ratio is not exactly unbiased,
-    but its error shrinks like :math:`1/\sqrt m`. The relative variance of one feature,
+    and its error shrinks like :math:`1/\sqrt m` only asymptotically, with a constant that grows
+    with :math:`\|q + k\|^2`; for smaller ``m`` it falls more slowly. The relative variance of one feature,
     :math:`e^{s\|q + k\|^2} - 1`, grows quickly with the norms: for unit-normal entries in
     :math:`D = 8` thousands of features still leave errors of order 0.1. Oracle:
     :func:`attnmath.attention.scaled_dot_product_attention`, approached as ``n_features`` grows.
     """
-    q, k, v = check_qkv(q, k, v)
     n_features = check_positive_int(n_features, "n_features")
-    D = q.shape[-1]
-    s = check_scale(scale, D)
-    if s <= 0:
-        raise ValueError(f"scale must be positive for the softmax kernel estimate, got {s}")
-    H = q.shape[-3] if q.ndim >= 3 else None
-    k, v = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, S, D), (B, H, S, D_v)
-    omega = draw_orthogonal_features(n_features, D, seed)  # (m, D)
-    root = np.sqrt(s)
-    log_q = _log_random_features(q * root, omega)  # (B, H, L, m)
-    log_k = _log_random_features(k * root, omega)  # (B, H, S, m)
-    phi_q = np.exp(log_q - log_q.max(axis=-1, keepdims=True))  # (B, H, L, m)
-    phi_k = np.exp(log_k - log_k.max(axis=(-2, -1), keepdims=True))  # (B, H, S, m)
-    kv = np.swapaxes(phi_k, -1, -2) @ v  # (B, H, m, D_v)
-    z = phi_k.sum(axis=-2)  # (B, H, m)
-    num = phi_q @ kv  # (B, H, L, D_v)
-    den = np.einsum("...lf,...f->...l", phi_q, z)  # (B, H, L)
-    return num / den[..., None]  # (B, H, L, D_v)
+    seed = check_seed(seed)
+    prob = prepare(q, k, v, scale=scale)
+    if prob.scale <= 0:
+        raise ValueError(f"scale must be positive for the softmax kernel estimate, got {prob.scale}")
+    omega = draw_orthogonal_features(n_features, prob.q5.shape[-1], seed).astype(prob.dtype)  # (m, D)
+    root = np.sqrt(prob.scale)
+    log_q = _log_random_features(prob.q5 * root, omega)  # (B, H_kv, g, L, m)
+    log_k = _log_random_features(prob.k5 * root, omega)  # (B, H_kv, 1, S, m)
+    if prob.S == 0:  # no key: zeros, as softmax attention
+        return prob.finish(np.zeros(prob.q5.shape[:-1] + (prob.v5.shape[-1],), dtype=prob.dtype))
+    phi_q = np.exp(log_q - log_q.max(axis=-1, keepdims=True))  # (B, H_kv, g, L, m)
+    phi_k = np.exp(log_k - log_k.max(axis=(-2, -1), keepdims=True))  # (B, H_kv, 1, S, m)
+    kv = np.swapaxes(phi_k, -1, -2) @ prob.v5  # (B, H_kv, 1, m, D_v)
+    z = phi_k.sum(axis=-2)  # (B, H_kv, 1, m)
+    num = phi_q @ kv  # (B, H_kv, g, L, D_v)
+    den = np.einsum("...lf,...f->...l", phi_q, z)  # (B, H_kv, g, L)
+    return prob.finish(num / den[..., None])  # (B, H, L, D_v)
 
 
 def attention_flops(L: int, S: int, D: int, D_v: int) -> int:

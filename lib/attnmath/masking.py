@@ -12,34 +12,37 @@ A mask becomes an additive bias only inside the softmax, as :math:`-\infty` wher
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
-from ._validate import check_positive_int
+from ._validate import (
+    BoolArray,
+    FloatArray,
+    check_alignment,
+    check_bool_mask,
+    check_int_array,
+    check_positive_int,
+)
 
 __all__ = [
     "causal_mask",
     "padding_mask",
+    "left_padding_mask",
     "combine_masks",
     "sliding_window_mask",
     "broadcast_mask",
     "mask_to_bias",
 ]
 
-_ALIGNMENTS = ("top_left", "bottom_right")
-
-
-def _check_alignment(alignment: str) -> None:
-    if alignment not in _ALIGNMENTS:
-        raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
-
-
 def _query_positions(L: int, S: int, alignment: str) -> np.ndarray:
     """Key index each query sits on: ``i`` (top-left) or ``i + S - L`` (bottom-right)."""
-    _check_alignment(alignment)
+    check_alignment(alignment)
     offset = 0 if alignment == "top_left" else S - L
     return np.arange(L)[:, None] + offset  # (L, 1)
 
 
-def causal_mask(L: int, S: int | None = None, *, alignment: str = "top_left") -> np.ndarray:
+def causal_mask(
+    L: int, S: int | None = None, *, alignment: str = "top_left"
+) -> BoolArray:
     r"""Lower-triangular mask: query ``i`` may attend to key ``j`` iff ``j <= i + offset``.
 
     .. math:: M_{ij} = [\, j \le i + \delta \,], \qquad
@@ -70,7 +73,7 @@ def causal_mask(L: int, S: int | None = None, *, alignment: str = "top_left") ->
     return np.arange(S)[None, :] <= _query_positions(L, S, alignment)  # (L, S)
 
 
-def padding_mask(lengths, S: int) -> np.ndarray:
+def padding_mask(lengths: ArrayLike, S: int) -> BoolArray:
     r"""Key-padding mask from the true length of each sequence in a batch.
 
     .. math:: M_{b,j} = [\, j < \ell_b \,]
@@ -88,17 +91,40 @@ def padding_mask(lengths, S: int) -> np.ndarray:
         Broadcasts over heads and queries.
     """
     S = check_positive_int(S, "S")
-    lengths = np.asarray(lengths)
-    if lengths.ndim != 1:
-        raise ValueError(f"lengths must be 1-D with shape (B,), got shape {lengths.shape}")
-    if not np.issubdtype(lengths.dtype, np.integer):
-        raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}")
-    if ((lengths < 0) | (lengths > S)).any():
-        raise ValueError(f"every length must lie in [0, S={S}], got {lengths.tolist()}")
+    lengths = _check_lengths(lengths, S)
     return (np.arange(S)[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, S)
 
 
-def combine_masks(*masks):
+def _check_lengths(lengths, S: int) -> np.ndarray:
+    lengths = check_int_array(lengths, "lengths", ndim=1)  # (B,)
+    if ((lengths < 0) | (lengths > S)).any():
+        raise ValueError(f"every entry of lengths must lie in [0, S={S}], got {lengths.tolist()}")
+    return lengths
+
+
+def left_padding_mask(lengths: ArrayLike, S: int) -> BoolArray:
+    r"""Key-padding mask of a left-padded batch: sequence ``b`` occupies the last ``lengths[b]`` slots.
+
+    .. math:: M_{b,j} = [\, j \ge S - \ell_b \,]
+
+    Arguments and result as :func:`padding_mask`: ``lengths (B,)`` in ``[0, S]``, a mask
+    ``(B, 1, 1, S)``.
+
+    Notes
+    -----
+    Decoders batch prompts of different lengths padded on the *left*, so that every sequence
+    ends at slot ``S - 1`` and generation appends at the same index for all. The positions of
+    the real tokens then start at ``0`` at slot ``S - lengths[b]``: pass them to
+    :func:`attnmath.positional.apply_rope` as per-sequence positions ``(B, L)``, which is what
+    Hugging Face computes as ``attention_mask.cumsum(-1) - 1``. Combine with
+    :func:`causal_mask` by :func:`combine_masks`. Oracle: ``padding_mask`` flipped along ``S``.
+    """
+    S = check_positive_int(S, "S")
+    lengths = _check_lengths(lengths, S)
+    return (np.arange(S)[None, :] >= S - lengths[:, None])[:, None, None, :]  # (B, 1, 1, S)
+
+
+def combine_masks(*masks: ArrayLike | None) -> BoolArray | None:
     """Logical AND of masks with broadcasting; ``None`` entries are ignored.
 
     Returns ``None`` when every mask is ``None`` (nothing is masked).
@@ -112,9 +138,7 @@ def combine_masks(*masks):
     for i, m in enumerate(masks):
         if m is None:
             continue
-        m = np.asarray(m)
-        if m.dtype != np.bool_:
-            raise TypeError(f"mask {i} must be boolean (True = may attend), got dtype {m.dtype}")
+        m = check_bool_mask(m, f"mask {i}")
         if result is None:
             result = m
             continue
@@ -127,8 +151,9 @@ def combine_masks(*masks):
     return result
 
 
-def sliding_window_mask(L: int, window: int, S: int | None = None, *,
-                        alignment: str = "top_left") -> np.ndarray:
+def sliding_window_mask(
+    L: int, window: int, S: int | None = None, *, alignment: str = "top_left"
+) -> BoolArray:
     r"""Causal sliding window: query ``i`` sees itself and the ``window - 1`` keys before it.
 
     .. math:: M_{ij} = [\, 0 \le (i + \delta) - j < w \,]
@@ -163,11 +188,17 @@ def sliding_window_mask(L: int, window: int, S: int | None = None, *,
     return (distance >= 0) & (distance < window)
 
 
-def broadcast_mask(mask, shape, name: str = "mask") -> np.ndarray:
+def broadcast_mask(
+    mask: ArrayLike, shape: tuple[int, ...], name: str = "mask"
+) -> BoolArray:
     """Check that ``mask`` is boolean and broadcasts to ``shape``; return the broadcast view."""
-    mask = np.asarray(mask)
-    if mask.dtype != np.bool_:
-        raise TypeError(f"{name} must be boolean (True = may attend), got dtype {mask.dtype}")
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string (the argument named in errors), got {type(name).__name__}")
+    mask = check_bool_mask(mask, name)
+    if isinstance(shape, (str, bytes)) or not all(
+        isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0 for n in np.atleast_1d(shape)
+    ):
+        raise TypeError(f"shape must be a tuple of non-negative integers, got {shape!r}")
     try:
         return np.broadcast_to(mask, tuple(shape))
     except ValueError:
@@ -176,7 +207,7 @@ def broadcast_mask(mask, shape, name: str = "mask") -> np.ndarray:
         ) from None
 
 
-def mask_to_bias(mask, dtype=np.float64) -> np.ndarray:
+def mask_to_bias(mask: ArrayLike, dtype: DTypeLike = np.float64) -> FloatArray:
     r"""Additive bias: ``0`` where ``mask`` is True, ``-inf`` where it is False.
 
     Notes
@@ -185,7 +216,11 @@ def mask_to_bias(mask, dtype=np.float64) -> np.ndarray:
     :math:`0 \cdot (-\infty)` is NaN, so that formula (as some texts write it) poisons every
     *allowed* score.
     """
-    mask = np.asarray(mask)
-    if mask.dtype != np.bool_:
-        raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+    mask = check_bool_mask(mask, "mask")
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a floating NumPy dtype, got {dtype!r}") from None
+    if not np.issubdtype(dtype, np.floating):
+        raise TypeError(f"dtype must be a floating dtype (the bias holds -inf), got {dtype}")
     return np.where(mask, 0.0, -np.inf).astype(dtype)

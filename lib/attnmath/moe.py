@@ -31,8 +31,17 @@ from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ._validate import as_array, check_positive_int
+from ._validate import (
+    FloatArray,
+    as_array,
+    check_int,
+    check_int_array,
+    check_positive_int,
+    check_real,
+    work_dtype,
+)
 from .softmax import softmax, softmax_vjp
 
 __all__ = [
@@ -128,7 +137,7 @@ class MoEGrads(NamedTuple):
     dw2: np.ndarray
 
 
-def softmax_gating(x, w_g) -> np.ndarray:
+def softmax_gating(x: ArrayLike, w_g: ArrayLike) -> FloatArray:
     r"""Router probabilities :math:`p = \operatorname{softmax}(x W_g)`.
 
     .. math:: p_{ne} = \frac{e^{(x W_g)_{ne}}}{\sum_{e'} e^{(x W_g)_{ne'}}}
@@ -153,16 +162,27 @@ def softmax_gating(x, w_g) -> np.ndarray:
     """
     x = as_array(x, "x", ndim=2)
     w_g = as_array(w_g, "w_g", ndim=2)
-    if w_g.shape[0] != x.shape[1]:
-        raise ValueError(f"w_g must have shape (C={x.shape[1]}, E), got {w_g.shape}")
+    if w_g.shape[0] != x.shape[1] or w_g.shape[1] == 0:
+        raise ValueError(f"w_g must have shape (C={x.shape[1]}, E) with E >= 1 experts, got {w_g.shape}")
+    for name, a in (("x", x), ("w_g", w_g)):
+        if not np.isfinite(a).all():
+            raise ValueError(f"{name} contains NaN or infinity")
     return softmax(x @ w_g, axis=-1)  # (N, E)
 
 
-def _check_probs_k(probs, k):
+def _check_router_probs(probs) -> np.ndarray:
     probs = as_array(probs, "probs", ndim=2)
+    if probs.shape[1] == 0:
+        raise ValueError(f"probs must have shape (N, E) with E >= 1 experts, got {probs.shape}")
+    if not (np.isfinite(probs).all() and (probs >= 0).all()):
+        raise ValueError("probs must be finite and non-negative (router probabilities)")
+    return probs
+
+
+def _check_probs_k(probs: ArrayLike, k: object) -> tuple[FloatArray, int]:
+    probs = _check_router_probs(probs)
     N, E = probs.shape
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise TypeError(f"k must be an integer, got {type(k).__name__}")
+    k = check_int(k, "k")
     if not 1 <= k <= E:
         raise ValueError(f"k must satisfy 1 <= k <= E, got k={k} with E={E} experts")
     return probs, int(k)
@@ -178,7 +198,7 @@ def _select(probs: np.ndarray, k: int):
     return expert_index, np.take_along_axis(probs, expert_index, axis=1), dispatch  # (N, K)
 
 
-def top_k_route(probs, k: int) -> Routing:
+def top_k_route(probs: ArrayLike, k: int) -> Routing:
     r"""Top-k routing that keeps the chosen probabilities as gates.
 
     .. math:: g_{n,s} = p_{n, e_s}, \qquad e_1, \dots, e_K = \operatorname{TopK}(p_n),
@@ -208,7 +228,7 @@ def top_k_route(probs, k: int) -> Routing:
     return Routing(expert_index, gate, dispatch)
 
 
-def top_k_route_renormalized(probs, k: int) -> Routing:
+def top_k_route_renormalized(probs: ArrayLike, k: int) -> Routing:
     r"""Top-k routing with the gates renormalised over the chosen experts.
 
     .. math::
@@ -225,14 +245,14 @@ def top_k_route_renormalized(probs, k: int) -> Routing:
     """
     probs, k = _check_probs_k(probs, k)
     expert_index, gate, dispatch = _select(probs, k)
-    return Routing(expert_index, gate / gate.sum(axis=1, keepdims=True), dispatch)
+    total = gate.sum(axis=1, keepdims=True)  # (N, 1)
+    if (total <= 0).any():
+        raise ValueError("probs has a row whose top-k probabilities sum to 0: nothing to renormalise")
+    return Routing(expert_index, gate / total, dispatch)
 
 
 def _check_capacity_factor(capacity_factor) -> Fraction:
-    if isinstance(capacity_factor, bool) or not isinstance(capacity_factor, numbers.Real):
-        raise TypeError(f"capacity_factor must be a real number, got {type(capacity_factor).__name__}")
-    if not (math.isfinite(capacity_factor) and capacity_factor > 0):
-        raise ValueError(f"capacity_factor must be positive and finite, got {capacity_factor}")
+    capacity_factor = check_real(capacity_factor, "capacity_factor", positive=True)
     return Fraction(capacity_factor).limit_denominator(1_000_000)
 
 
@@ -283,7 +303,7 @@ def apply_capacity(routing: Routing, capacity_factor: float) -> CapacityRouting:
     C = expert_capacity(N, K, E, capacity_factor)
     kept = np.zeros((N, K), dtype=bool)
     used = np.zeros(E, dtype=np.int64)  # slots taken per expert so far
-    dropped = []
+    dropped_pairs: list[tuple[int, int]] = []
     for s in range(K):
         onehot = np.zeros((N, E), dtype=np.int64)
         onehot[np.arange(N), expert_index[:, s]] = 1  # (N, E)
@@ -291,16 +311,16 @@ def apply_capacity(routing: Routing, capacity_factor: float) -> CapacityRouting:
         position = np.cumsum(onehot, axis=0) - 1 + used[None, :]  # (N, E)
         pos_n = position[np.arange(N), expert_index[:, s]]  # (N,)
         kept[:, s] = pos_n < C
-        dropped.extend((int(n), s) for n in np.flatnonzero(~kept[:, s]))
+        dropped_pairs.extend((int(n), s) for n in np.flatnonzero(~kept[:, s]))
         used += onehot.sum(axis=0)
     new_dispatch = np.zeros((N, E), dtype=bool)
     rows = np.repeat(np.arange(N)[:, None], K, axis=1)  # (N, K)
     new_dispatch[rows[kept], expert_index[kept]] = True
-    dropped = np.array(dropped, dtype=np.int64).reshape(-1, 2)  # (n_dropped, 2)
+    dropped = np.array(dropped_pairs, dtype=np.int64).reshape(-1, 2)  # (n_dropped, 2)
     return CapacityRouting(expert_index, np.where(kept, gate, 0.0), new_dispatch, kept, dropped, C)
 
 
-def load_balancing_loss(probs, expert_index) -> float:
+def load_balancing_loss(probs: ArrayLike, expert_index: ArrayLike) -> float:
     r"""The Switch Transformer's auxiliary load-balancing loss.
 
     .. math::
@@ -332,12 +352,12 @@ def load_balancing_loss(probs, expert_index) -> float:
     probability away from the most loaded experts; :math:`f` is piecewise constant and gets no
     gradient. Oracle: the same formula in torch.
     """
-    probs = as_array(probs, "probs", ndim=2)
+    probs = _check_router_probs(probs)
     N, E = probs.shape
-    expert_index = np.asarray(expert_index)
-    if not np.issubdtype(expert_index.dtype, np.integer):
-        raise TypeError(f"expert_index must be integer, got dtype {expert_index.dtype}")
-    if expert_index.ndim != 2 or expert_index.shape[0] != N:
+    if N == 0:
+        raise ValueError("probs holds no tokens (N = 0): the loss is a mean over tokens")
+    expert_index = check_int_array(expert_index, "expert_index")
+    if expert_index.ndim != 2 or expert_index.shape[0] != N or expert_index.shape[1] == 0:
         raise ValueError(f"expert_index must have shape (N={N}, K), got {expert_index.shape}")
     if ((expert_index < 0) | (expert_index >= E)).any():
         raise ValueError(f"expert_index entries must lie in [0, E={E})")
@@ -347,11 +367,15 @@ def load_balancing_loss(probs, expert_index) -> float:
     return float(E * np.dot(f, P))
 
 
-def _check_moe_inputs(x, w_g, w1, w2):
+def _check_moe_inputs(
+    x: ArrayLike, w_g: ArrayLike, w1: ArrayLike, w2: ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     x = as_array(x, "x", ndim=2)
     w_g = as_array(w_g, "w_g", ndim=2)
     w1 = as_array(w1, "w1", ndim=3)
     w2 = as_array(w2, "w2", ndim=3)
+    work = work_dtype(x, w_g, w1, w2)  # half precision is computed in float32
+    x, w_g, w1, w2 = (a.astype(work, copy=False) for a in (x, w_g, w1, w2))
     N, C = x.shape
     if w_g.shape[0] != C:
         raise ValueError(f"w_g must have shape (C={C}, E), got {w_g.shape}")
@@ -364,7 +388,11 @@ def _check_moe_inputs(x, w_g, w1, w2):
     return x, w_g, w1, w2
 
 
-def _moe_forward(x, w_g, w1, w2, k, capacity_factor, renormalized):
+def _moe_forward(
+    x: ArrayLike, w_g: ArrayLike, w1: ArrayLike, w2: ArrayLike, k: int,
+    capacity_factor: float | None, renormalized: bool,
+) -> tuple[FloatArray, MoECache]:
+    dtype = np.result_type(*(as_array(a, n) for a, n in ((x, "x"), (w_g, "w_g"), (w1, "w1"), (w2, "w2"))))
     x, w_g, w1, w2 = _check_moe_inputs(x, w_g, w1, w2)
     N, C = x.shape
     E, _, F = w1.shape
@@ -376,8 +404,8 @@ def _moe_forward(x, w_g, w1, w2, k, capacity_factor, renormalized):
         kept = np.ones((N, K), dtype=bool)
     else:
         kept = apply_capacity(routing, capacity_factor).kept  # (N, K)
-    h_pre = np.zeros((N, K, F))  # (N, K, F)
-    y = np.zeros((N, K, C))  # (N, K, C)
+    h_pre = np.zeros((N, K, F), dtype=x.dtype)  # (N, K, F)
+    y = np.zeros((N, K, C), dtype=x.dtype)  # (N, K, C)
     for e in range(E):
         n_idx, s_idx = np.nonzero((routing.expert_index == e) & kept)  # the tokens expert e serves
         if n_idx.size == 0:
@@ -386,13 +414,16 @@ def _moe_forward(x, w_g, w1, w2, k, capacity_factor, renormalized):
         h_pre[n_idx, s_idx] = pre
         y[n_idx, s_idx] = np.maximum(pre, 0.0) @ w2[e]  # (M, C)
     gate_eff = np.where(kept, routing.gate, 0.0)  # (N, K)
-    out = np.einsum("nk,nkc->nc", gate_eff, y)  # (N, C)
+    out = np.einsum("nk,nkc->nc", gate_eff, y).astype(dtype, copy=False)  # (N, C)
     cache = MoECache(x, w_g, w1, w2, probs, routing.expert_index, routing.gate, kept, h_pre, y,
                      renormalized)
     return out, cache
 
 
-def moe_forward(x, w_g, w1, w2, k: int, *, capacity_factor: float | None = None):
+def moe_forward(
+    x: ArrayLike, w_g: ArrayLike, w1: ArrayLike, w2: ArrayLike, k: int, *,
+    capacity_factor: float | None = None
+) -> tuple[FloatArray, MoECache]:
     r"""A top-k mixture-of-experts layer with ReLU MLP experts; gates are the top-k probabilities.
 
     .. math::
@@ -427,12 +458,17 @@ def moe_forward(x, w_g, w1, w2, k: int, *, capacity_factor: float | None = None)
     Each expert runs only on the tokens routed to it (a loop over experts with a gather), so
     the cost is :math:`O(N K C F)` rather than the :math:`O(N E C F)` of running every expert on
     every token. Experts have no biases. Routing as :func:`top_k_route` (ties to the lowest
-    index). Oracle: the same layer in torch with ``torch.topk`` and autograd.
+    index). ``out`` has the inputs' dtype; half precision is computed in float32 (the cache
+    keeps the float32 arrays, so :func:`moe_backward` returns float32 gradients for it).
+    Oracle: the same layer in torch with ``torch.topk`` and autograd.
     """
     return _moe_forward(x, w_g, w1, w2, k, capacity_factor, False)
 
 
-def moe_forward_renormalized(x, w_g, w1, w2, k: int, *, capacity_factor: float | None = None):
+def moe_forward_renormalized(
+    x: ArrayLike, w_g: ArrayLike, w1: ArrayLike, w2: ArrayLike, k: int, *,
+    capacity_factor: float | None = None
+) -> tuple[FloatArray, MoECache]:
     r"""The layer of :func:`moe_forward` with gates renormalised over the chosen experts (Mixtral).
 
     .. math::
@@ -449,7 +485,7 @@ def moe_forward_renormalized(x, w_g, w1, w2, k: int, *, capacity_factor: float |
     return _moe_forward(x, w_g, w1, w2, k, capacity_factor, True)
 
 
-def moe_backward(dout, cache: MoECache) -> MoEGrads:
+def moe_backward(dout: ArrayLike, cache: MoECache) -> MoEGrads:
     r"""Backward pass of :func:`moe_forward` and :func:`moe_forward_renormalized`.
 
     .. math::
@@ -483,8 +519,10 @@ def moe_backward(dout, cache: MoECache) -> MoEGrads:
     contributes nothing. The ReLU's derivative at 0 is taken as 0, as torch does. Oracle:
     ``torch.autograd`` and central differences.
     """
+    if not isinstance(cache, MoECache):
+        raise TypeError(f"cache must be the MoECache returned by moe_forward, got {type(cache).__name__}")
     x, w_g, w1, w2, probs, expert_index, gate, kept, h_pre, y, renormalized = cache
-    dout = as_array(dout, "dout", ndim=2)
+    dout = as_array(dout, "dout", ndim=2).astype(x.dtype, copy=False)
     N, C = x.shape
     if dout.shape != (N, C):
         raise ValueError(f"dout must have the output's shape {(N, C)}, got {dout.shape}")
@@ -506,12 +544,12 @@ def moe_backward(dout, cache: MoECache) -> MoEGrads:
         dw1[e] = x[n_idx].T @ dpre  # (C, F)
         dx[n_idx] += dpre @ w1[e].T  # (M, C); a token appears at most once per expert
     rows = np.arange(N)[:, None]  # (N, 1)
-    dlogits = np.zeros((N, E))  # (N, E)
+    dlogits: FloatArray = np.zeros((N, E), dtype=x.dtype)  # (N, E)
     if renormalized:
         # Gates are softmax over the chosen logits: VJP over those K entries only.
         dlogits[rows, expert_index] = softmax_vjp(gate, dgate, axis=-1)  # (N, K) scattered
     else:
-        dprobs = np.zeros((N, E))  # (N, E)
+        dprobs = np.zeros((N, E), dtype=x.dtype)  # (N, E)
         dprobs[rows, expert_index] = dgate  # the gate is the probability itself
         dlogits = softmax_vjp(probs, dprobs, axis=-1)  # (N, E)
     dw_g = x.T @ dlogits  # (C, E)

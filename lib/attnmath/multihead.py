@@ -1,4 +1,4 @@
-r"""Multi-head attention: projections, heads, the output projection, and what they cost.
+r"""Multi-head attention: projections, heads, grouped-query heads and the output projection.
 
 .. math::
 
@@ -16,23 +16,30 @@ Row-vector convention: a projection is ``x @ W`` with ``W (C_in, C_out)``. Torch
 ``nn.MultiheadAttention`` store ``(C_out, C_in)`` and compute ``x @ W.T``; convert with
 :func:`params_from_in_proj` and :func:`params_to_in_proj`.
 
-The module also holds the NumPy reference of a Transformer encoder block
-(:func:`layer_norm`, :func:`feed_forward`, :func:`encoder_block_forward`,
-:func:`pre_norm_encoder_block_forward`), the oracle of
-:class:`attnmath.nn.TransformerEncoderBlock`, and the counting functions
-(:func:`multihead_param_count`, :func:`multihead_flops`; the cache size is
-:func:`attnmath.kv_cache.kv_cache_bytes`).
+What multi-head attention costs is counted in :mod:`attnmath.counting`; the encoder block built
+around it is :mod:`attnmath.encoder`.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ._validate import as_array, check_positive_int
+from ._validate import (
+    BoolArray,
+    FloatArray,
+    as_array,
+    check_bool,
+    check_bool_mask,
+    check_heads,
+    check_kv_heads,
+    check_positive_int,
+    check_seed,
+    work_dtype,
+)
 from .attention import AttentionCache, attention_backward, scaled_dot_product_attention
 from .masking import broadcast_mask
 
@@ -55,15 +62,6 @@ __all__ = [
     "output_projection_as_sum",
     "torch_mha_attn_mask",
     "torch_key_padding_mask",
-    "multihead_param_count",
-    "MultiHeadFlops",
-    "multihead_flops",
-    "layer_norm",
-    "feed_forward",
-    "EncoderBlockParams",
-    "init_encoder_block_params",
-    "encoder_block_forward",
-    "pre_norm_encoder_block_forward",
 ]
 
 
@@ -72,7 +70,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
-def split_heads(x, H: int) -> np.ndarray:
+def split_heads(x: ArrayLike, H: int) -> FloatArray:
     r"""Split the feature axis into ``H`` heads: ``(B, L, C) -> (B, H, L, C // H)``.
 
     .. math:: \text{out}[b, h, l, d] = x[b, l, h D + d], \qquad D = C / H .
@@ -105,7 +103,7 @@ def split_heads(x, H: int) -> np.ndarray:
     return np.swapaxes(x.reshape(*batch, L, H, D), -2, -3)  # (B, H, L, D)
 
 
-def merge_heads(x) -> np.ndarray:
+def merge_heads(x: ArrayLike) -> FloatArray:
     r"""Concatenate the heads along the feature axis: ``(B, H, L, D) -> (B, L, H * D)``.
 
     .. math:: \text{out}[b, l, h D + d] = x[b, h, l, d] .
@@ -171,17 +169,9 @@ class MultiHeadParams(NamedTuple):
     b_o: np.ndarray | None = None
 
 
-def _check_H_kv(H: int, H_kv) -> int:
-    H_kv = H if H_kv is None else check_positive_int(H_kv, "H_kv")
-    if H % H_kv != 0:
-        raise ValueError(
-            f"the number of query heads H={H} must be a multiple of the key/value heads H_kv={H_kv}"
-        )
-    return H_kv
-
-
-def init_multihead_params(C: int, H: int, *, H_kv: int | None = None, bias: bool = True,
-                          seed: int = 0) -> MultiHeadParams:
+def init_multihead_params(
+    C: int, H: int, *, H_kv: int | None = None, bias: bool = True, seed: int = 0
+) -> MultiHeadParams:
     r"""Random multi-head attention weights with ``D = D_v = C // H``.
 
     .. math::
@@ -212,13 +202,10 @@ def init_multihead_params(C: int, H: int, *, H_kv: int | None = None, bias: bool
     Xavier-uniform weights as torch's ``in_proj_weight``; torch starts biases at zero, here they
     are small random numbers so that tests exercise the bias gradients.
     """
-    C = check_positive_int(C, "C")
-    H = check_positive_int(H, "H")
-    H_kv = _check_H_kv(H, H_kv)
-    if C % H != 0:
-        raise ValueError(f"the model width C={C} must be divisible by the number of heads H={H}")
+    C, H, H_kv = check_heads(C, H, H_kv)
+    bias = check_bool(bias, "bias")
     D = C // H
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
 
     def weight(c_in, c_out):
         a = math.sqrt(6.0 / (c_in + c_out))
@@ -234,7 +221,10 @@ def init_multihead_params(C: int, H: int, *, H_kv: int | None = None, bias: bool
                            bias_vec(H * D, C))
 
 
-def params_from_in_proj(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias) -> MultiHeadParams:
+def params_from_in_proj(
+    in_proj_weight: ArrayLike, in_proj_bias: ArrayLike | None,
+    out_proj_weight: ArrayLike, out_proj_bias: ArrayLike | None
+) -> MultiHeadParams:
     r"""Convert torch's ``nn.MultiheadAttention`` storage to :class:`MultiHeadParams`.
 
     .. math:: [W_Q \; W_K \; W_V] = \text{in\_proj\_weight}^\top, \qquad W_O = \text{out\_proj.weight}^\top .
@@ -277,7 +267,9 @@ def params_from_in_proj(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_
                            w_out.T.copy(), b_q, b_k, b_v, b_o)
 
 
-def params_to_in_proj(params: MultiHeadParams):
+def params_to_in_proj(
+    params: MultiHeadParams
+) -> tuple[FloatArray, FloatArray | None, FloatArray, FloatArray | None]:
     r"""Convert :class:`MultiHeadParams` to torch's ``nn.MultiheadAttention`` storage.
 
     Returns
@@ -307,8 +299,8 @@ def params_to_in_proj(params: MultiHeadParams):
     if any(present) and not all(present):
         raise ValueError("b_q, b_k and b_v must be all present or all None for a fused in_proj_bias")
     in_w = np.concatenate([w_q, w_k, w_v], axis=1).T  # (H*D + 2*H_kv*D, C)
-    in_b = np.concatenate([np.asarray(b, dtype=np.float64) for b in biases]) if all(present) else None
-    out_b = None if params.b_o is None else np.asarray(params.b_o, dtype=np.float64).copy()
+    in_b = np.concatenate([as_array(b, n) for b, n in zip(biases, ("b_q", "b_k", "b_v"))]) if all(present) else None
+    out_b = None if params.b_o is None else as_array(params.b_o, "b_o").copy()
     return in_w.copy(), in_b, w_o.T.copy(), out_b
 
 
@@ -325,7 +317,7 @@ def _check_params(params, H: int, H_kv, C_q: int, C_kv: int) -> tuple[MultiHeadP
     if not isinstance(params, MultiHeadParams):
         raise TypeError(f"params must be a MultiHeadParams, got {type(params).__name__}")
     H = check_positive_int(H, "H")
-    H_kv = _check_H_kv(H, H_kv)
+    H_kv = check_kv_heads(H, H_kv)
     w_q, w_k, w_v, w_o = (as_array(w, n, ndim=2) for w, n in zip(params[:4], ("w_q", "w_k", "w_v", "w_o")))
     if w_q.shape[0] != C_q:
         raise ValueError(f"w_q must have shape (C, H*D) with C={C_q} (the width of x_q), got {w_q.shape}")
@@ -358,7 +350,18 @@ def _check_params(params, H: int, H_kv, C_q: int, C_kv: int) -> tuple[MultiHeadP
     return MultiHeadParams(w_q, w_k, w_v, w_o, *biases), _Dims(H, H_kv, D, D_v, C_out)
 
 
-def _affine(x, w, b):
+def _working_copies(
+    dtype: np.dtype, x_q: FloatArray, x_kv: FloatArray, params: MultiHeadParams
+) -> tuple[FloatArray, FloatArray, MultiHeadParams]:
+    """The inputs and weights in the working dtype of ``dtype`` (half precision: float32)."""
+    work = work_dtype(dtype)
+    w_q, w_k, w_v, w_o = (w.astype(work, copy=False) for w in params[:4])
+    b_q, b_k, b_v, b_o = (None if b is None else b.astype(work, copy=False) for b in params[4:])
+    params = MultiHeadParams(w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o)
+    return x_q.astype(work, copy=False), x_kv.astype(work, copy=False), params
+
+
+def _affine(x: FloatArray, w: FloatArray, b: FloatArray | None) -> FloatArray:
     y = x @ w  # (B, L, C_out)
     return y if b is None else y + b
 
@@ -397,8 +400,11 @@ class MultiHeadGrads(NamedTuple):
     db_o: np.ndarray | None
 
 
-def multihead_attention(x_q, x_kv, params: MultiHeadParams, H: int, *, H_kv: int | None = None,
-                        mask=None, bias=None):
+def multihead_attention(
+    x_q: ArrayLike, x_kv: ArrayLike, params: MultiHeadParams, H: int, *,
+    H_kv: int | None = None, mask: ArrayLike | None = None,
+    bias: ArrayLike | None = None
+) -> tuple[FloatArray, MultiHeadCache]:
     r"""Multi-head (and grouped-query) attention in NumPy, keeping what the backward needs.
 
     .. math::
@@ -451,17 +457,21 @@ def multihead_attention(x_q, x_kv, params: MultiHeadParams, H: int, *, H_kv: int
         )
     params, dims = _check_params(params, H, H_kv, C, C_kv)
     H, H_kv = dims.H, dims.H_kv
+    dtype = np.result_type(x_q, x_kv, *(p for p in params if p is not None))
+    x_q, x_kv, params = _working_copies(dtype, x_q, x_kv, params)  # float16 -> float32
     w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o = params
     q = split_heads(_affine(x_q, w_q, b_q), H)  # (B, L, H*D) -> (B, H, L, D)
     k = split_heads(_affine(x_kv, w_k, b_k), H_kv)  # (B, S, H_kv*D) -> (B, H_kv, S, D)
     v = split_heads(_affine(x_kv, w_v, b_v), H_kv)  # (B, S, H_kv*D_v) -> (B, H_kv, S, D_v)
     heads, att_cache = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias)  # (B, H, L, D_v)
     concat = merge_heads(heads)  # (B, L, H*D_v)
-    out = _affine(concat, w_o, b_o)  # (B, L, C)
+    out = _affine(concat, w_o, b_o).astype(dtype, copy=False)  # (B, L, C)
     return out, MultiHeadCache(x_q, x_kv, params, H, H_kv, concat, att_cache)
 
 
-def multihead_attention_backward(dout, cache: MultiHeadCache) -> MultiHeadGrads:
+def multihead_attention_backward(
+    dout: ArrayLike, cache: MultiHeadCache
+) -> MultiHeadGrads:
     r"""Backward pass of :func:`multihead_attention` (and of its grouped/multi-query variants).
 
     .. math::
@@ -517,7 +527,10 @@ def multihead_attention_backward(dout, cache: MultiHeadCache) -> MultiHeadGrads:
     return MultiHeadGrads(dx_q, dx_kv, dw_q, dw_k, dw_v, dw_o, db_q, db_k, db_v, db_o)
 
 
-def grouped_query_attention(x_q, x_kv, params: MultiHeadParams, H: int, H_kv: int, *, mask=None, bias=None):
+def grouped_query_attention(
+    x_q: ArrayLike, x_kv: ArrayLike, params: MultiHeadParams, H: int, H_kv: int, *,
+    mask: ArrayLike | None = None, bias: ArrayLike | None = None
+) -> tuple[FloatArray, MultiHeadCache]:
     r"""Grouped-query attention (Ainslie et al., 2023): ``H`` query heads share ``H_kv`` key/value heads.
 
     .. math::
@@ -541,7 +554,10 @@ def grouped_query_attention(x_q, x_kv, params: MultiHeadParams, H: int, H_kv: in
     return multihead_attention(x_q, x_kv, params, H, H_kv=H_kv, mask=mask, bias=bias)
 
 
-def multi_query_attention(x_q, x_kv, params: MultiHeadParams, H: int, *, mask=None, bias=None):
+def multi_query_attention(
+    x_q: ArrayLike, x_kv: ArrayLike, params: MultiHeadParams, H: int, *,
+    mask: ArrayLike | None = None, bias: ArrayLike | None = None
+) -> tuple[FloatArray, MultiHeadCache]:
     r"""Multi-query attention (Shazeer, 2019): all ``H`` query heads share one key/value head.
 
     .. math::
@@ -574,7 +590,10 @@ class SelfAttentionGrads(NamedTuple):
     db_o: np.ndarray | None
 
 
-def self_attention(x, params: MultiHeadParams, H: int, *, H_kv: int | None = None, mask=None, bias=None):
+def self_attention(
+    x: ArrayLike, params: MultiHeadParams, H: int, *, H_kv: int | None = None,
+    mask: ArrayLike | None = None, bias: ArrayLike | None = None
+) -> tuple[FloatArray, MultiHeadCache]:
     r"""Multi-head self-attention: queries, keys and values all come from ``x``.
 
     .. math:: \operatorname{SelfAttention}(X) = \operatorname{MultiHead}(X, X) .
@@ -595,10 +614,13 @@ def self_attention(x, params: MultiHeadParams, H: int, *, H_kv: int | None = Non
     Backward: :func:`self_attention_backward`, whose ``dx`` adds the two paths by which ``x``
     reaches the output. Oracle: ``torch.nn.MultiheadAttention(x, x, x)`` and ``torch.autograd``.
     """
+    x = as_array(x, "x", ndim=3)
     return multihead_attention(x, x, params, H, H_kv=H_kv, mask=mask, bias=bias)
 
 
-def self_attention_backward(dout, cache: MultiHeadCache) -> SelfAttentionGrads:
+def self_attention_backward(
+    dout: ArrayLike, cache: MultiHeadCache
+) -> SelfAttentionGrads:
     r"""Backward pass of :func:`self_attention`.
 
     .. math:: \frac{\partial \mathcal{L}}{\partial X} = dX_q + dX_{kv}
@@ -613,7 +635,7 @@ def self_attention_backward(dout, cache: MultiHeadCache) -> SelfAttentionGrads:
     return SelfAttentionGrads(g.dx_q + g.dx_kv, *g[2:])
 
 
-def output_projection_as_sum(heads, w_o) -> np.ndarray:
+def output_projection_as_sum(heads: ArrayLike, w_o: ArrayLike) -> FloatArray:
     r"""The output projection as a sum over heads: each head writes through its own block of ``W_O``.
 
     .. math::
@@ -654,7 +676,7 @@ def output_projection_as_sum(heads, w_o) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def torch_mha_attn_mask(mask, B: int, H: int, L: int, S: int) -> np.ndarray:
+def torch_mha_attn_mask(mask: ArrayLike, B: int, H: int, L: int, S: int) -> BoolArray:
     r"""Convert a ``True = may attend`` mask into ``nn.MultiheadAttention``'s ``attn_mask``.
 
     .. math:: \text{attn\_mask}[b H + h, l, s] = \lnot\, \text{mask}[b, h, l, s] .
@@ -686,7 +708,7 @@ def torch_mha_attn_mask(mask, B: int, H: int, L: int, S: int) -> np.ndarray:
     return ~full.reshape(B * H, L, S)  # (B*H, L, S)
 
 
-def torch_key_padding_mask(mask) -> np.ndarray:
+def torch_key_padding_mask(mask: ArrayLike) -> BoolArray:
     r"""Convert a padding mask (``True`` = real key) into ``nn.MultiheadAttention``'s ``key_padding_mask``.
 
     .. math:: \text{key\_padding\_mask}[b, s] = \lnot\, \text{mask}[b, s] .
@@ -701,9 +723,7 @@ def torch_key_padding_mask(mask) -> np.ndarray:
     ndarray of bool, shape (B, S)
         ``True`` = padding, ignored (torch's convention, also ``src_key_padding_mask``).
     """
-    m = np.asarray(mask)
-    if m.dtype != np.bool_:
-        raise TypeError(f"mask must be boolean (True = may attend), got dtype {m.dtype}")
+    m = check_bool_mask(mask, "mask")
     if m.ndim == 4:
         if m.shape[1:3] != (1, 1):
             raise ValueError(f"mask must have shape (B, 1, 1, S) or (B, S), got {m.shape}")
@@ -711,330 +731,3 @@ def torch_key_padding_mask(mask) -> np.ndarray:
     elif m.ndim != 2:
         raise ValueError(f"mask must have shape (B, 1, 1, S) or (B, S), got {m.shape}")
     return ~m  # (B, S)
-
-
-# --------------------------------------------------------------------------------------------
-# Counting
-# --------------------------------------------------------------------------------------------
-
-
-def multihead_param_count(C: int, H: int, *, H_kv: int | None = None, bias: bool = True) -> int:
-    r"""Number of parameters of (grouped-query) multi-head attention with ``D = D_v = C / H``.
-
-    .. math::
-
-        \underbrace{C \cdot C}_{W_Q} + \underbrace{2\, C \cdot H_{kv} D}_{W_K,\, W_V}
-        + \underbrace{C \cdot C}_{W_O} + \underbrace{(C + 2 H_{kv} D + C)}_{\text{biases}},
-
-    which for ``H_kv = H`` is :math:`4C^2 + 4C`, **independent of H**.
-
-    Parameters
-    ----------
-    C : int
-        Model width, divisible by ``H``.
-    H : int
-        Query heads.
-    H_kv : int, optional
-        Key/value heads (default ``H``).
-    bias : bool
-        Count the four bias vectors.
-
-    Returns
-    -------
-    int
-
-    Notes
-    -----
-    Each head's :math:`W_Q^{(h)}` is ``C x D`` (not ``D x D``), so the ``H`` query maps together
-    hold :math:`H \cdot C \cdot C/H = C^2` numbers. Oracle: ``sum(p.numel())`` over
-    ``torch.nn.MultiheadAttention(C, H, bias=bias)`` and over a grouped-query module made of
-    ``torch.nn.Linear`` layers.
-    """
-    C = check_positive_int(C, "C")
-    H = check_positive_int(H, "H")
-    H_kv = _check_H_kv(H, H_kv)
-    if C % H != 0:
-        raise ValueError(f"the model width C={C} must be divisible by the number of heads H={H}")
-    if not isinstance(bias, bool):
-        raise TypeError(f"bias must be a bool, got {type(bias).__name__}")
-    D = C // H
-    weights = C * C + 2 * C * H_kv * D + C * C
-    biases = C + 2 * H_kv * D + C if bias else 0
-    return weights + biases
-
-
-class MultiHeadFlops(NamedTuple):
-    """Matmul FLOPs of multi-head attention (one multiply-add = 2 FLOPs), per stage."""
-
-    q_proj: int
-    k_proj: int
-    v_proj: int
-    scores: int
-    weighted_sum: int
-    out_proj: int
-
-    @property
-    def projections(self) -> int:
-        """FLOPs of the four projections ``W_Q, W_K, W_V, W_O``."""
-        return self.q_proj + self.k_proj + self.v_proj + self.out_proj
-
-    @property
-    def attention(self) -> int:
-        """FLOPs of ``Q K^T`` and ``P V``."""
-        return self.scores + self.weighted_sum
-
-    @property
-    def total(self) -> int:
-        """All counted FLOPs."""
-        return self.projections + self.attention
-
-
-def multihead_flops(B: int, L: int, S: int, C: int, H: int, *, H_kv: int | None = None) -> MultiHeadFlops:
-    r"""Matrix-multiplication FLOPs of one multi-head attention call, ``D = D_v = C / H``.
-
-    .. math::
-
-        \underbrace{2BLC^2}_{Q} + \underbrace{2 \cdot 2BSC\,H_{kv}D}_{K,\,V}
-        + \underbrace{2BHLSD}_{QK^\top} + \underbrace{2BHLSD}_{PV} + \underbrace{2BLC^2}_{W_O} .
-
-    Parameters
-    ----------
-    B, L, S : int
-        Batch, query length, key/value length.
-    C : int
-        Model width, divisible by ``H``.
-    H : int
-        Query heads.
-    H_kv : int, optional
-        Key/value heads (default ``H``).
-
-    Returns
-    -------
-    MultiHeadFlops
-        Per-stage counts with ``projections``, ``attention`` and ``total``.
-
-    Notes
-    -----
-    Counted: the six matrix products, a multiply-add as 2 FLOPs. **Not** counted: bias
-    additions, the ``1/sqrt(D)`` scaling, masking and the softmax (about ``5 B H L S``
-    elementwise operations: max, subtract, exp, sum, divide), which is the convention of
-    ``torch.utils.flop_counter.FlopCounterMode``, the oracle (run on ``nn.MultiheadAttention``
-    with ``need_weights=True``, whose attention is two batched matmuls). Since
-    :math:`H \cdot D = C`, the matmul FLOPs do not depend on ``H``; the softmax work and the
-    ``(B, H, L, S)`` weights memory do grow with ``H``. Grouped-query heads save only in the
-    ``K`` and ``V`` projections: every query head still multiplies with its (shared) keys.
-    """
-    B, L, S, C, H = (check_positive_int(v, n) for v, n in ((B, "B"), (L, "L"), (S, "S"), (C, "C"), (H, "H")))
-    H_kv = _check_H_kv(H, H_kv)
-    if C % H != 0:
-        raise ValueError(f"the model width C={C} must be divisible by the number of heads H={H}")
-    D = C // H
-    return MultiHeadFlops(
-        q_proj=2 * B * L * C * H * D,
-        k_proj=2 * B * S * C * H_kv * D,
-        v_proj=2 * B * S * C * H_kv * D,
-        scores=2 * B * H * L * S * D,
-        weighted_sum=2 * B * H * L * S * D,
-        out_proj=2 * B * L * H * D * C,
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Encoder block (NumPy reference)
-# --------------------------------------------------------------------------------------------
-
-
-def layer_norm(x, gamma, beta, *, eps: float = 1e-5) -> np.ndarray:
-    r"""Layer normalisation over the last axis.
-
-    .. math::
-
-        \operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta, \qquad
-        \mu = \tfrac1C \textstyle\sum_c x_c,\quad \sigma^2 = \tfrac1C \textstyle\sum_c (x_c - \mu)^2 .
-
-    Parameters
-    ----------
-    x : ndarray, shape (..., C)
-    gamma, beta : ndarray, shape (C,)
-    eps : float
-
-    Returns
-    -------
-    ndarray, shape (..., C)
-
-    Notes
-    -----
-    The biased variance (divide by ``C``), as ``torch.nn.LayerNorm``, the oracle.
-    """
-    x = as_array(x, "x")
-    C = x.shape[-1] if x.ndim else 0
-    gamma = as_array(gamma, "gamma", ndim=1)
-    beta = as_array(beta, "beta", ndim=1)
-    if gamma.shape != (C,) or beta.shape != (C,):
-        raise ValueError(f"gamma and beta must have shape (C,) = ({C},), got {gamma.shape} and {beta.shape}")
-    if not (isinstance(eps, numbers.Real) and eps > 0):
-        raise ValueError(f"eps must be a positive number, got {eps!r}")
-    mu = x.mean(axis=-1, keepdims=True)  # (..., 1)
-    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)  # (..., 1)
-    return gamma * (x - mu) / np.sqrt(var + eps) + beta  # (..., C)
-
-
-_erf = np.vectorize(math.erf, otypes=[np.float64])
-
-
-def feed_forward(x, w_1, b_1, w_2, b_2, *, activation: str = "relu") -> np.ndarray:
-    r"""Position-wise feed-forward network: two affine maps with an activation between.
-
-    .. math::
-
-        \operatorname{FFN}(x) = \phi(x W_1 + b_1) W_2 + b_2, \qquad \phi = \max(0, \cdot) \text{ or } \\
-        \operatorname{GELU}(z) = z\,\Phi(z) = \tfrac{z}{2}\bigl(1 + \operatorname{erf}(z/\sqrt2)\bigr).
-
-    Parameters
-    ----------
-    x : ndarray, shape (..., C)
-    w_1 : ndarray, shape (C, F)
-    b_1 : ndarray of shape (F,), or None
-    w_2 : ndarray, shape (F, C)
-    b_2 : ndarray of shape (C,), or None
-    activation : {"relu", "gelu"}
-        ``"gelu"`` is the exact (erf) form, torch's default.
-
-    Returns
-    -------
-    ndarray, shape (..., C)
-    """
-    if activation not in ("relu", "gelu"):
-        raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
-    x = as_array(x, "x")
-    w_1 = as_array(w_1, "w_1", ndim=2)
-    w_2 = as_array(w_2, "w_2", ndim=2)
-    if w_1.shape[0] != x.shape[-1] or w_2.shape != (w_1.shape[1], w_1.shape[0]):
-        raise ValueError(
-            f"w_1 must have shape (C, F) and w_2 (F, C) with C={x.shape[-1]}, got {w_1.shape} and {w_2.shape}"
-        )
-    hidden = _affine(x, w_1, b_1)  # (..., F)
-    if activation == "relu":
-        hidden = np.maximum(hidden, 0.0)
-    else:
-        hidden = 0.5 * hidden * (1.0 + _erf(hidden / math.sqrt(2.0)))
-    return _affine(hidden, w_2, b_2)  # (..., C)
-
-
-class EncoderBlockParams(NamedTuple):
-    """Weights of a Transformer encoder block, row-vector convention.
-
-    ``attn`` (:class:`MultiHeadParams`), ``w_1 (C, F)``, ``b_1 (F,)``, ``w_2 (F, C)``, ``b_2 (C,)``,
-    and the two layer norms' ``ln1_gamma, ln1_beta, ln2_gamma, ln2_beta (C,)``. ``F`` is the
-    feed-forward width. Torch's ``linear1.weight`` is ``w_1.T``.
-    """
-
-    attn: MultiHeadParams
-    w_1: np.ndarray
-    b_1: np.ndarray | None
-    w_2: np.ndarray
-    b_2: np.ndarray | None
-    ln1_gamma: np.ndarray
-    ln1_beta: np.ndarray
-    ln2_gamma: np.ndarray
-    ln2_beta: np.ndarray
-
-
-def init_encoder_block_params(C: int, H: int, ffn_dim: int, *, seed: int = 0) -> EncoderBlockParams:
-    """Random encoder block weights (layer-norm scales near 1 and shifts near 0, all nonzero)."""
-    ffn_dim = check_positive_int(ffn_dim, "ffn_dim")
-    attn = init_multihead_params(C, H, seed=seed)
-    rng = np.random.default_rng(seed + 1)
-    a1, a2 = 1.0 / math.sqrt(C), 1.0 / math.sqrt(ffn_dim)
-    return EncoderBlockParams(
-        attn,
-        rng.uniform(-a1, a1, size=(C, ffn_dim)), rng.uniform(-a1, a1, size=(ffn_dim,)),
-        rng.uniform(-a2, a2, size=(ffn_dim, C)), rng.uniform(-a2, a2, size=(C,)),
-        1.0 + 0.1 * rng.standard_normal(C), 0.1 * rng.standard_normal(C),
-        1.0 + 0.1 * rng.standard_normal(C), 0.1 * rng.standard_normal(C),
-    )
-
-
-def _encoder_sublayers(params, H, mask, activation, eps):
-    if not isinstance(params, EncoderBlockParams):
-        raise TypeError(f"params must be an EncoderBlockParams, got {type(params).__name__}")
-
-    def attn(z):
-        return self_attention(z, params.attn, H, mask=mask)[0]  # (B, L, C)
-
-    def ffn(z):
-        # (B, L, C)
-        return feed_forward(z, params.w_1, params.b_1, params.w_2, params.b_2, activation=activation)
-
-    def ln1(z):
-        return layer_norm(z, params.ln1_gamma, params.ln1_beta, eps=eps)  # (B, L, C)
-
-    def ln2(z):
-        return layer_norm(z, params.ln2_gamma, params.ln2_beta, eps=eps)  # (B, L, C)
-
-    return attn, ffn, ln1, ln2
-
-
-def encoder_block_forward(x, params: EncoderBlockParams, H: int, *, mask=None, activation: str = "relu",
-                          eps: float = 1e-5) -> np.ndarray:
-    r"""Transformer encoder block, post-norm (the original Transformer's order).
-
-    .. math::
-
-        y = \operatorname{LN}_1\bigl(x + \operatorname{MHA}(x)\bigr), \qquad
-        \text{out} = \operatorname{LN}_2\bigl(y + \operatorname{FFN}(y)\bigr) .
-
-    Parameters
-    ----------
-    x : ndarray, shape (B, L, C)
-    params : EncoderBlockParams
-    H : int
-        Heads.
-    mask : ndarray of bool, optional
-        ``True`` = may attend, broadcastable to ``(B, H, L, L)``; a padding mask is
-        ``(B, 1, 1, L)``.
-    activation : {"relu", "gelu"}
-        The feed-forward nonlinearity.
-    eps : float
-        Layer-norm epsilon.
-
-    Returns
-    -------
-    ndarray, shape (B, L, C)
-
-    Notes
-    -----
-    Without dropout (evaluation). The NumPy reference of
-    :class:`attnmath.nn.TransformerEncoderBlock` with ``norm_first=False`` and, through it, of
-    ``torch.nn.TransformerEncoderLayer(batch_first=True, norm_first=False)``. The pre-norm
-    variant is :func:`pre_norm_encoder_block_forward`.
-    """
-    x = as_array(x, "x", ndim=3)
-    attn, ffn, ln1, ln2 = _encoder_sublayers(params, H, mask, activation, eps)
-    y = ln1(x + attn(x))  # (B, L, C)
-    return ln2(y + ffn(y))  # (B, L, C)
-
-
-def pre_norm_encoder_block_forward(x, params: EncoderBlockParams, H: int, *, mask=None,
-                                   activation: str = "relu", eps: float = 1e-5) -> np.ndarray:
-    r"""Transformer encoder block, pre-norm (layer norm inside the residual branch).
-
-    .. math::
-
-        y = x + \operatorname{MHA}\bigl(\operatorname{LN}_1(x)\bigr), \qquad
-        \text{out} = y + \operatorname{FFN}\bigl(\operatorname{LN}_2(y)\bigr) .
-
-    Parameters and returns as :func:`encoder_block_forward`.
-
-    Notes
-    -----
-    The residual stream is never normalised, so the identity path from input to output is
-    intact (the reason pre-norm trains without warm-up); there is no final layer norm here
-    (models add one after the last block). Reference of
-    :class:`attnmath.nn.TransformerEncoderBlock` with ``norm_first=True`` and of
-    ``torch.nn.TransformerEncoderLayer(norm_first=True)``.
-    """
-    x = as_array(x, "x", ndim=3)
-    attn, ffn, ln1, ln2 = _encoder_sublayers(params, H, mask, activation, eps)
-    y = x + attn(ln1(x))  # (B, L, C)
-    return y + ffn(ln2(y))  # (B, L, C)

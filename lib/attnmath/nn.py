@@ -10,7 +10,8 @@ when ``H_kv < H``), so these modules run on whatever kernel torch picks, in any 
 default, as torch). The weights are stored as in ``torch.nn.MultiheadAttention`` and
 ``torch.nn.TransformerEncoderLayer`` (``in_proj_weight``, ``out_proj``, ``linear1``, ``norm1`` ...),
 so ``load_from_torch`` copies them one to one; ``to_numpy_params``/``from_numpy_params``
-convert to and from the NumPy reference in :mod:`attnmath.multihead`.
+convert to and from the NumPy references in :mod:`attnmath.multihead` and
+:mod:`attnmath.encoder`.
 
 Masks are boolean with ``True`` = may attend (the convention of
 ``scaled_dot_product_attention``), broadcastable to ``(B, H, L, S)``; note that torch's
@@ -21,32 +22,18 @@ their boolean ``attn_mask``/``key_padding_mask`` (``True`` = blocked).
 from __future__ import annotations
 
 import math
-import numbers
+from typing import Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .multihead import EncoderBlockParams, MultiHeadParams
+from ._validate import check_bool, check_heads, check_positive_int, check_probability, check_real
+from .encoder import EncoderBlockParams
+from .multihead import MultiHeadParams
 
 __all__ = ["MultiHeadAttention", "TransformerEncoderBlock"]
-
-
-def _check_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
-
-
-def _check_dropout(p) -> float:
-    if isinstance(p, bool) or not isinstance(p, numbers.Real):
-        raise TypeError(f"dropout must be a real number, got {type(p).__name__}")
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"dropout must lie in [0, 1), got {p}")
-    return float(p)
 
 
 def _check_input(x, name: str, C: int, dtype: torch.dtype) -> torch.Tensor:
@@ -63,8 +50,12 @@ def _to_tensor(a, like: torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(np.asarray(a), dtype=like.dtype, device=like.device)
 
 
-def _to_numpy(t: torch.Tensor | None) -> np.ndarray | None:
-    return None if t is None else t.detach().cpu().to(torch.float64).numpy().copy()
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().to(torch.float64).numpy().copy()
+
+
+def _to_numpy_or_none(t: torch.Tensor | None) -> np.ndarray | None:
+    return None if t is None else _to_numpy(t)
 
 
 class MultiHeadAttention(nn.Module):
@@ -114,19 +105,10 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, C: int, H: int, H_kv: int | None = None, bias: bool = True, dropout: float = 0.0,
                  *, device=None, dtype=None):
         super().__init__()
-        C = _check_int(C, "C")
-        H = _check_int(H, "H")
-        H_kv = H if H_kv is None else _check_int(H_kv, "H_kv")
-        if C % H != 0:
-            raise ValueError(f"the model width C={C} must be divisible by the number of heads H={H}")
-        if H % H_kv != 0:
-            raise ValueError(
-                f"the number of query heads H={H} must be a multiple of the key/value heads H_kv={H_kv}"
-            )
-        if not isinstance(bias, bool):
-            raise TypeError(f"bias must be a bool, got {type(bias).__name__}")
+        C, H, H_kv = check_heads(C, H, H_kv)
+        bias = check_bool(bias, "bias")
         self.C, self.H, self.H_kv, self.D = C, H, H_kv, C // H
-        self.dropout = _check_dropout(dropout)
+        self.dropout = check_probability(dropout, "dropout")
         factory = {"device": device, "dtype": dtype}
         n_in = (H + 2 * H_kv) * self.D
         self.in_proj_weight = nn.Parameter(torch.empty(n_in, C, **factory))
@@ -283,11 +265,11 @@ class MultiHeadAttention(nn.Module):
         """The weights as :class:`attnmath.multihead.MultiHeadParams` (float64, row-vector convention)."""
         HD, KD = self.H * self.D, self.H_kv * self.D
         w = _to_numpy(self.in_proj_weight)  # ((H + 2 H_kv) D, C)
-        b = _to_numpy(self.in_proj_bias)
-        biases = (None, None, None) if b is None else (b[:HD], b[HD:HD + KD], b[HD + KD:])
+        b = _to_numpy_or_none(self.in_proj_bias)
+        b_q, b_k, b_v = (None, None, None) if b is None else (b[:HD], b[HD:HD + KD], b[HD + KD:])
         return MultiHeadParams(
             w[:HD].T.copy(), w[HD:HD + KD].T.copy(), w[HD + KD:].T.copy(),
-            _to_numpy(self.out_proj.weight).T.copy(), *biases, _to_numpy(self.out_proj.bias),
+            _to_numpy(self.out_proj.weight).T.copy(), b_q, b_k, b_v, _to_numpy_or_none(self.out_proj.bias),
         )
 
     @classmethod
@@ -323,7 +305,7 @@ class MultiHeadAttention(nn.Module):
         return module
 
 
-_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 
 
 class TransformerEncoderBlock(nn.Module):
@@ -367,8 +349,8 @@ class TransformerEncoderBlock(nn.Module):
     interchangeable. ``mask=valid[:, None, None, :]`` (``True`` = real token) is torch's
     ``src_key_padding_mask=~valid``. Oracles: ``torch.nn.TransformerEncoderLayer(batch_first=True)``
     (outputs and autograd gradients in float64) and the NumPy references
-    :func:`attnmath.multihead.encoder_block_forward` /
-    :func:`~attnmath.multihead.pre_norm_encoder_block_forward`.
+    :func:`attnmath.encoder.encoder_block_forward` /
+    :func:`~attnmath.encoder.pre_norm_encoder_block_forward`.
     """
 
     def __init__(self, C: int, H: int, ffn_dim: int, dropout: float = 0.0, activation: str = "relu",
@@ -377,10 +359,11 @@ class TransformerEncoderBlock(nn.Module):
         super().__init__()
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
-        if not isinstance(norm_first, bool):
-            raise TypeError(f"norm_first must be a bool, got {type(norm_first).__name__}")
-        ffn_dim = _check_int(ffn_dim, "ffn_dim")
-        dropout = _check_dropout(dropout)
+        norm_first = check_bool(norm_first, "norm_first")
+        bias = check_bool(bias, "bias")
+        ffn_dim = check_positive_int(ffn_dim, "ffn_dim")
+        dropout = check_probability(dropout, "dropout")
+        layer_norm_eps = check_real(layer_norm_eps, "layer_norm_eps", positive=True)
         factory = {"device": device, "dtype": dtype}
         self.self_attn = MultiHeadAttention(C, H, H_kv, bias=bias, dropout=dropout, **factory)
         self.linear1 = nn.Linear(C, ffn_dim, bias=bias, **factory)
@@ -447,14 +430,14 @@ class TransformerEncoderBlock(nn.Module):
         return self
 
     def to_numpy_params(self) -> EncoderBlockParams:
-        """The weights as :class:`attnmath.multihead.EncoderBlockParams` (float64, row vectors)."""
+        """The weights as :class:`attnmath.encoder.EncoderBlockParams` (float64, row vectors)."""
         def ln_bias(norm):
             return np.zeros(norm.weight.shape[0]) if norm.bias is None else _to_numpy(norm.bias)
 
         return EncoderBlockParams(
             self.self_attn.to_numpy_params(),
-            _to_numpy(self.linear1.weight).T.copy(), _to_numpy(self.linear1.bias),
-            _to_numpy(self.linear2.weight).T.copy(), _to_numpy(self.linear2.bias),
+            _to_numpy(self.linear1.weight).T.copy(), _to_numpy_or_none(self.linear1.bias),
+            _to_numpy(self.linear2.weight).T.copy(), _to_numpy_or_none(self.linear2.bias),
             _to_numpy(self.norm1.weight), ln_bias(self.norm1),
             _to_numpy(self.norm2.weight), ln_bias(self.norm2),
         )
@@ -463,7 +446,7 @@ class TransformerEncoderBlock(nn.Module):
     def from_numpy_params(cls, params: EncoderBlockParams, H: int, *, H_kv: int | None = None,
                           activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5,
                           dropout: float = 0.0, device=None, dtype=None) -> "TransformerEncoderBlock":
-        """A block holding ``params`` (:class:`attnmath.multihead.EncoderBlockParams`).
+        """A block holding ``params`` (:class:`attnmath.encoder.EncoderBlockParams`).
 
         ``C`` and ``ffn_dim`` are read from ``w_1``; biases are kept when the attention has them.
         """
@@ -483,9 +466,9 @@ class TransformerEncoderBlock(nn.Module):
                 mod.weight.copy_(_to_tensor(np.asarray(w).T, mod.weight))
                 if mod.bias is not None:
                     mod.bias.copy_(_to_tensor(b, mod.bias))
-            for mod, g, b in ((block.norm1, params.ln1_gamma, params.ln1_beta),
-                              (block.norm2, params.ln2_gamma, params.ln2_beta)):
-                mod.weight.copy_(_to_tensor(g, mod.weight))
-                if mod.bias is not None:
-                    mod.bias.copy_(_to_tensor(b, mod.bias))
+            for norm, g, b in ((block.norm1, params.ln1_gamma, params.ln1_beta),
+                               (block.norm2, params.ln2_gamma, params.ln2_beta)):
+                norm.weight.copy_(_to_tensor(g, norm.weight))
+                if norm.bias is not None:
+                    norm.bias.copy_(_to_tensor(b, norm.bias))
         return block

@@ -25,11 +25,20 @@ Shape legend: ``B`` batch, ``H`` query heads, ``L`` query length, ``S`` key/valu
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ._validate import as_array, check_positive_int
+from ._validate import (
+    FloatArray,
+    as_array,
+    check_alignment,
+    check_int,
+    check_int_array,
+    check_positive_int,
+    check_real,
+    work_dtype,
+)
 
 __all__ = [
     "alibi_bias",
@@ -48,21 +57,10 @@ __all__ = [
     "sinusoidal_frequencies",
 ]
 
-_ALIGNMENTS = ("top_left", "bottom_right")
-
 
 # ----------------------------------------------------------------------------------------------
 # input checks
 # ----------------------------------------------------------------------------------------------
-
-
-def _check_base(base) -> float:
-    if isinstance(base, bool) or not isinstance(base, numbers.Real):
-        raise TypeError(f"base must be a real number, got {type(base).__name__}")
-    base = float(base)
-    if not (base > 0.0 and math.isfinite(base)):
-        raise ValueError(f"base must be positive and finite, got {base}")
-    return base
 
 
 def _check_even(value, name: str) -> int:
@@ -74,41 +72,12 @@ def _check_even(value, name: str) -> int:
     return value
 
 
-def _check_int_array(x, name: str, *, ndim: int | None = None) -> np.ndarray:
-    """An integer array (lists of Python ints accepted); ``TypeError`` for any other dtype."""
-    if isinstance(x, (str, bytes)) or x is None:
-        raise TypeError(f"{name} must be an array of integers, got {type(x).__name__}")
-    if hasattr(x, "detach") and hasattr(x, "numpy"):
-        raise TypeError(f"{name} must be a NumPy array, got a torch tensor; pass tensor.detach().numpy()")
-    if isinstance(x, numbers.Integral) and not isinstance(x, bool):
-        x = np.asarray(x, dtype=np.int64)
-    else:
-        x = np.asarray(x)
-    if x.dtype == np.bool_ or not np.issubdtype(x.dtype, np.integer):
-        raise TypeError(f"{name} must have an integer dtype, got {x.dtype}")
-    if ndim is not None and x.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {x.shape}")
-    return x.astype(np.int64)
-
-
-def _check_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    return int(value)
-
-
-def _check_alignment(alignment) -> str:
-    if alignment not in _ALIGNMENTS:
-        raise ValueError(f"alignment must be one of {_ALIGNMENTS}, got {alignment!r}")
-    return alignment
-
-
 # ----------------------------------------------------------------------------------------------
 # sinusoidal encoding
 # ----------------------------------------------------------------------------------------------
 
 
-def sinusoidal_frequencies(C: int, *, base: float = 10000.0) -> np.ndarray:
+def sinusoidal_frequencies(C: int, *, base: float = 10000.0) -> FloatArray:
     r"""The angular frequencies of the sinusoidal encoding (and of RoPE).
 
     .. math:: \omega_i = \text{base}^{-2i/C}, \qquad i = 0, 1, \dots, C/2 - 1 .
@@ -131,12 +100,12 @@ def sinusoidal_frequencies(C: int, *, base: float = 10000.0) -> np.ndarray:
     Tested against the paper's formula evaluated term by term with ``math.pow``.
     """
     C = _check_even(C, "C")
-    base = _check_base(base)
+    base = check_real(base, "base", positive=True)
     two_i = np.arange(0, C, 2, dtype=np.float64)  # (C/2,)
     return base ** (-two_i / C)  # (C/2,)
 
 
-def sinusoidal_encoding(L: int, C: int, *, base: float = 10000.0) -> np.ndarray:
+def sinusoidal_encoding(L: int, C: int, *, base: float = 10000.0) -> FloatArray:
     r"""The sinusoidal position encoding of Vaswani et al. (2017) for positions ``0 .. L-1``.
 
     .. math::
@@ -180,7 +149,7 @@ def sinusoidal_encoding(L: int, C: int, *, base: float = 10000.0) -> np.ndarray:
     return pe
 
 
-def relative_rotation_matrix(k: int, C: int, *, base: float = 10000.0) -> np.ndarray:
+def relative_rotation_matrix(k: int, C: int, *, base: float = 10000.0) -> FloatArray:
     r"""The matrix :math:`T_k` that shifts a sinusoidal encoding by ``k`` positions.
 
     .. math::
@@ -221,7 +190,7 @@ def relative_rotation_matrix(k: int, C: int, *, base: float = 10000.0) -> np.nda
 
     Oracle: the rows of :func:`sinusoidal_encoding` (``pe[p + k] = T_k pe[p]`` for all ``p``).
     """
-    k = _check_int(k, "k")
+    k = check_int(k, "k")
     omega = sinusoidal_frequencies(C, base=base)  # (C/2,)
     C = 2 * omega.shape[0]
     cos, sin = np.cos(omega * k), np.sin(omega * k)  # (C/2,) each
@@ -234,7 +203,9 @@ def relative_rotation_matrix(k: int, C: int, *, base: float = 10000.0) -> np.nda
     return T
 
 
-def sinusoidal_dot_product(C: int, offsets, *, base: float = 10000.0) -> np.ndarray:
+def sinusoidal_dot_product(
+    C: int, offsets: ArrayLike, *, base: float = 10000.0
+) -> FloatArray:
     r"""The inner product of two sinusoidal encodings as a function of their offset.
 
     .. math::
@@ -265,7 +236,7 @@ def sinusoidal_dot_product(C: int, offsets, *, base: float = 10000.0) -> np.ndar
     Oracle: dot products of rows of :func:`sinusoidal_encoding` at several positions.
     """
     omega = sinusoidal_frequencies(C, base=base)  # (C/2,)
-    k = _check_int_array(offsets, "offsets").astype(np.float64)  # (...)
+    k = check_int_array(offsets, "offsets").astype(np.float64)  # (...)
     return np.cos(k[..., None] * omega).sum(axis=-1)  # (...)
 
 
@@ -274,7 +245,7 @@ def sinusoidal_dot_product(C: int, offsets, *, base: float = 10000.0) -> np.ndar
 # ----------------------------------------------------------------------------------------------
 
 
-def rope_angles(positions, D: int, *, base: float = 10000.0) -> np.ndarray:
+def rope_angles(positions: ArrayLike, D: int, *, base: float = 10000.0) -> FloatArray:
     r"""The rotation angles of RoPE, :math:`m\,\theta_i` for each position and pair.
 
     .. math:: \text{angle}_{m,i} = m\,\theta_i, \qquad \theta_i = \text{base}^{-2i/D}, \quad
@@ -283,7 +254,8 @@ def rope_angles(positions, D: int, *, base: float = 10000.0) -> np.ndarray:
     Parameters
     ----------
     positions : array_like of int, shape (L,)
-        Token positions :math:`m` (any integers; they need not start at 0 or be sorted).
+        Token positions :math:`m` (any integers; they need not start at 0 or be sorted); shape
+        ``(B, L)`` gives every sequence its own positions.
     D : int
         Head dim; positive and even.
     base : float
@@ -291,7 +263,7 @@ def rope_angles(positions, D: int, *, base: float = 10000.0) -> np.ndarray:
 
     Returns
     -------
-    ndarray, shape (L, D/2)
+    ndarray, shape (L, D/2), or (B, L, D/2) for positions (B, L)
 
     Notes
     -----
@@ -299,29 +271,47 @@ def rope_angles(positions, D: int, *, base: float = 10000.0) -> np.ndarray:
     Oracle: the formula evaluated with ``math.pow`` entry by entry.
     """
     D = _check_even(D, "D")
-    pos = _check_int_array(positions, "positions", ndim=1)  # (L,)
+    pos = check_int_array(positions, "positions")  # (..., L)
+    if pos.ndim == 0:
+        raise ValueError(f"positions must have shape (L,) or (B, L), got a scalar {int(pos)}")
     theta = sinusoidal_frequencies(D, base=base)  # (D/2,)
-    return pos.astype(np.float64)[:, None] * theta[None, :]  # (L, D/2)
+    return pos.astype(np.float64)[..., None] * theta  # (..., L, D/2)
 
 
-def _rope_inputs(x, positions, base):
+def _rope_inputs(
+    x: ArrayLike, positions: ArrayLike, base: float
+) -> tuple[FloatArray, FloatArray, np.dtype]:
+    """``x`` in its working dtype, the float64 angles shaped to broadcast against it ((L, D/2)
+    or (B, 1, .., L, D/2)), and the dtype of the result."""
     x = as_array(x, "x")
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., L, D) with at least 2 dimensions, got shape {x.shape}")
     L, D = x.shape[-2:]
-    if D % 2:
-        raise ValueError(f"the last dimension D of x must be even for RoPE, got D={D} (x.shape={x.shape})")
-    pos = _check_int_array(positions, "positions", ndim=1)  # (L,)
-    if pos.shape[0] != L:
-        raise ValueError(
-            f"positions must have length L={L} (x.shape[-2]), got shape {pos.shape}"
-        )
-    angles = rope_angles(pos, D, base=base)  # (L, D/2)
-    return x, angles
+    if D == 0 or D % 2:
+        raise ValueError(f"the last dimension D of x must be even and >= 2 for RoPE, got D={D} (x.shape={x.shape})")
+    if not np.isfinite(x).all():
+        raise ValueError("x contains NaN or infinity")
+    pos = check_int_array(positions, "positions")
+    if pos.ndim == 1:
+        if pos.shape[0] != L:
+            raise ValueError(f"positions must have length L={L} (x.shape[-2]), got shape {pos.shape}")
+    elif pos.ndim == 2:
+        if x.ndim < 3 or pos.shape != (x.shape[0], L):
+            raise ValueError(
+                f"per-sequence positions must have shape (B, L) = (x.shape[0], x.shape[-2]) for x of "
+                f"shape (B, ..., L, D), got positions {pos.shape} and x {x.shape}"
+            )
+    else:
+        raise ValueError(f"positions must have shape (L,) or (B, L), got shape {pos.shape}")
+    angles = rope_angles(pos, D, base=base)  # (L, D/2) or (B, L, D/2)
+    if pos.ndim == 2:  # one axis per axis of x between the batch and L (heads): (B, 1, .., L, D/2)
+        angles = angles.reshape(angles.shape[0], *([1] * (x.ndim - 3)), L, D // 2)
+    work = work_dtype(x)  # half precision is rotated in float32, returned in float16
+    return x.astype(work, copy=False), angles, x.dtype
 
 
 def _rotate_interleaved(x: np.ndarray, angles: np.ndarray) -> np.ndarray:
-    cos, sin = np.cos(angles), np.sin(angles)  # (L, D/2) each
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (L, D/2) each
     x_even, x_odd = x[..., 0::2], x[..., 1::2]  # (..., L, D/2) each
     out = np.empty_like(x)  # (..., L, D)
     out[..., 0::2] = x_even * cos - x_odd * sin
@@ -331,12 +321,14 @@ def _rotate_interleaved(x: np.ndarray, angles: np.ndarray) -> np.ndarray:
 
 def _rotate_half(x: np.ndarray, angles: np.ndarray) -> np.ndarray:
     D = x.shape[-1]
-    cos, sin = np.cos(angles), np.sin(angles)  # (L, D/2) each
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (L, D/2) each
     x1, x2 = x[..., : D // 2], x[..., D // 2 :]  # (..., L, D/2) each
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)  # (..., L, D)
 
 
-def apply_rope(x, positions, *, base: float = 10000.0) -> np.ndarray:
+def apply_rope(
+    x: ArrayLike, positions: ArrayLike, *, base: float = 10000.0
+) -> FloatArray:
     r"""Rotary position embedding, interleaved pairing ``(2i, 2i+1)`` as in RoFormer.
 
     .. math::
@@ -352,8 +344,10 @@ def apply_rope(x, positions, *, base: float = 10000.0) -> np.ndarray:
     ----------
     x : array_like, shape (..., L, D)
         Queries or keys, e.g. ``(B, H, L, D)``; ``D`` even.
-    positions : array_like of int, shape (L,)
-        The position :math:`m` of each row.
+    positions : array_like of int, shape (L,) or (B, L)
+        The position :math:`m` of each row; ``(B, L)`` gives each sequence its own positions
+        (left padding, packed sequences), broadcast over the axes between ``B`` and ``L``
+        (the heads), as Hugging Face's ``position_ids``.
     base : float
         Default 10000.
 
@@ -370,6 +364,9 @@ def apply_rope(x, positions, *, base: float = 10000.0) -> np.ndarray:
     which a learned projection absorbs, but weights trained under one convention give wrong
     scores under the other.
 
+    The result has the dtype of ``x``; float16 is rotated in float32, and the angles
+    :math:`m\theta_i` and their cosines are always formed in float64.
+
     RoPE is an orthogonal linear map of ``x``, so its vector-Jacobian product is the rotation
     by the opposite angle, :func:`apply_rope_inverse` applied to the output gradient; no cache
     is needed.
@@ -377,12 +374,14 @@ def apply_rope(x, positions, *, base: float = 10000.0) -> np.ndarray:
     Oracle: complex multiplication :math:`e^{\mathrm{i} m\theta_i}(x_{2i} + \mathrm{i}\,x_{2i+1})`
     in the tests, and the gradient from ``torch.autograd``.
     """
-    base = _check_base(base)
-    x, angles = _rope_inputs(x, positions, base)  # (..., L, D), (L, D/2)
-    return _rotate_interleaved(x, angles)  # (..., L, D)
+    base = check_real(base, "base", positive=True)
+    x, angles, dtype = _rope_inputs(x, positions, base)  # (..., L, D), (.., L, D/2)
+    return _rotate_interleaved(x, angles).astype(dtype, copy=False)  # (..., L, D)
 
 
-def apply_rope_inverse(x, positions, *, base: float = 10000.0) -> np.ndarray:
+def apply_rope_inverse(
+    x: ArrayLike, positions: ArrayLike, *, base: float = 10000.0
+) -> FloatArray:
     r"""Undo :func:`apply_rope`: rotate each pair by :math:`-m\theta_i`; also its VJP.
 
     .. math:: x = R_m^\top x' = R_{-m} x', \qquad
@@ -392,7 +391,7 @@ def apply_rope_inverse(x, positions, *, base: float = 10000.0) -> np.ndarray:
     ----------
     x : array_like, shape (..., L, D)
         Rotated vectors, or the gradient with respect to the output of :func:`apply_rope`.
-    positions : array_like of int, shape (L,)
+    positions : array_like of int, shape (L,) or (B, L)
     base : float
 
     Returns
@@ -404,12 +403,14 @@ def apply_rope_inverse(x, positions, *, base: float = 10000.0) -> np.ndarray:
     Oracle: ``torch.autograd`` gradient of ``sum(apply_rope(x) * dout)`` and central
     differences; and ``apply_rope_inverse(apply_rope(x)) == x``.
     """
-    base = _check_base(base)
-    x, angles = _rope_inputs(x, positions, base)  # (..., L, D), (L, D/2)
-    return _rotate_interleaved(x, -angles)  # (..., L, D)
+    base = check_real(base, "base", positive=True)
+    x, angles, dtype = _rope_inputs(x, positions, base)  # (..., L, D), (.., L, D/2)
+    return _rotate_interleaved(x, -angles).astype(dtype, copy=False)  # (..., L, D)
 
 
-def apply_rope_half(x, positions, *, base: float = 10000.0) -> np.ndarray:
+def apply_rope_half(
+    x: ArrayLike, positions: ArrayLike, *, base: float = 10000.0
+) -> FloatArray:
     r"""Rotary position embedding, "rotate-half" pairing ``(i, i + D/2)`` (GPT-NeoX; Hugging Face LLaMA, whose weight conversion permutes Meta's interleaved pairs).
 
     .. math::
@@ -424,7 +425,7 @@ def apply_rope_half(x, positions, *, base: float = 10000.0) -> np.ndarray:
     Parameters
     ----------
     x : array_like, shape (..., L, D)
-    positions : array_like of int, shape (L,)
+    positions : array_like of int, shape (L,) or (B, L)
     base : float
 
     Returns
@@ -437,12 +438,14 @@ def apply_rope_half(x, positions, *, base: float = 10000.0) -> np.ndarray:
     conventions are the same rotation after permuting coordinates. Oracle: that identity, with
     :func:`apply_rope` checked independently against complex multiplication.
     """
-    base = _check_base(base)
-    x, angles = _rope_inputs(x, positions, base)  # (..., L, D), (L, D/2)
-    return _rotate_half(x, angles)  # (..., L, D)
+    base = check_real(base, "base", positive=True)
+    x, angles, dtype = _rope_inputs(x, positions, base)  # (..., L, D), (.., L, D/2)
+    return _rotate_half(x, angles).astype(dtype, copy=False)  # (..., L, D)
 
 
-def apply_rope_half_inverse(x, positions, *, base: float = 10000.0) -> np.ndarray:
+def apply_rope_half_inverse(
+    x: ArrayLike, positions: ArrayLike, *, base: float = 10000.0
+) -> FloatArray:
     r"""Undo :func:`apply_rope_half` (rotation by :math:`-m\theta_i`); also its VJP.
 
     .. math:: x = R^{\text{half}\,\top}_m x'
@@ -450,7 +453,7 @@ def apply_rope_half_inverse(x, positions, *, base: float = 10000.0) -> np.ndarra
     Parameters
     ----------
     x : array_like, shape (..., L, D)
-    positions : array_like of int, shape (L,)
+    positions : array_like of int, shape (L,) or (B, L)
     base : float
 
     Returns
@@ -461,12 +464,12 @@ def apply_rope_half_inverse(x, positions, *, base: float = 10000.0) -> np.ndarra
     -----
     Oracle: ``torch.autograd`` gradient of ``sum(apply_rope_half(x) * dout)``.
     """
-    base = _check_base(base)
-    x, angles = _rope_inputs(x, positions, base)  # (..., L, D), (L, D/2)
-    return _rotate_half(x, -angles)  # (..., L, D)
+    base = check_real(base, "base", positive=True)
+    x, angles, dtype = _rope_inputs(x, positions, base)  # (..., L, D), (.., L, D/2)
+    return _rotate_half(x, -angles).astype(dtype, copy=False)  # (..., L, D)
 
 
-def interleaved_to_half(x) -> np.ndarray:
+def interleaved_to_half(x: ArrayLike) -> FloatArray:
     r"""Permute the last axis from interleaved pairs to half-split pairs.
 
     .. math:: (x_0, x_1, x_2, x_3, \dots, x_{D-2}, x_{D-1}) \mapsto
@@ -498,7 +501,7 @@ def interleaved_to_half(x) -> np.ndarray:
     return np.concatenate([x[..., 0::2], x[..., 1::2]], axis=-1)  # (..., D)
 
 
-def half_to_interleaved(x) -> np.ndarray:
+def half_to_interleaved(x: ArrayLike) -> FloatArray:
     r"""Inverse of :func:`interleaved_to_half`.
 
     .. math:: (y_0, \dots, y_{D/2-1}, y_{D/2}, \dots, y_{D-1}) \mapsto
@@ -539,7 +542,7 @@ def _slopes_power_of_two(n: int) -> list[float]:
     return [start ** (h + 1) for h in range(n)]
 
 
-def alibi_slopes(H: int) -> np.ndarray:
+def alibi_slopes(H: int) -> FloatArray:
     r"""The per-head ALiBi slopes :math:`m_h` of Press et al. (2022).
 
     For :math:`H` a power of two, the geometric sequence
@@ -586,7 +589,9 @@ def _query_key_distance(L: int, S: int, alignment: str) -> np.ndarray:
     return (i - j).astype(np.float64)  # (L, S)
 
 
-def alibi_bias(H: int, L: int, S: int | None = None, *, alignment: str = "top_left") -> np.ndarray:
+def alibi_bias(
+    H: int, L: int, S: int | None = None, *, alignment: str = "top_left"
+) -> FloatArray:
     r"""The causal ALiBi bias added to the attention scores, one matrix per head.
 
     .. math::
@@ -633,15 +638,16 @@ def alibi_bias(H: int, L: int, S: int | None = None, *, alignment: str = "top_le
     H = check_positive_int(H, "H")
     L = check_positive_int(L, "L")
     S = L if S is None else check_positive_int(S, "S")
-    alignment = _check_alignment(alignment)
+    alignment = check_alignment(alignment)
     dist = _query_key_distance(L, S, alignment)  # (L, S)
     dist = np.where(dist >= 0, dist, 0.0)  # (L, S) future keys: no bias (masked)
     slopes = alibi_slopes(H)  # (H,)
     return -slopes[:, None, None] * dist[None, :, :]  # (H, L, S)
 
 
-def alibi_bias_symmetric(H: int, L: int, S: int | None = None, *,
-                         alignment: str = "top_left") -> np.ndarray:
+def alibi_bias_symmetric(
+    H: int, L: int, S: int | None = None, *, alignment: str = "top_left"
+) -> FloatArray:
     r"""The bidirectional ALiBi bias, a penalty on the absolute distance.
 
     .. math:: \text{bias}_{h,i,j} = -m_h\,|i - j|
@@ -671,7 +677,7 @@ def alibi_bias_symmetric(H: int, L: int, S: int | None = None, *,
     H = check_positive_int(H, "H")
     L = check_positive_int(L, "L")
     S = L if S is None else check_positive_int(S, "S")
-    alignment = _check_alignment(alignment)
+    alignment = check_alignment(alignment)
     dist = np.abs(_query_key_distance(L, S, alignment))  # (L, S)
     slopes = alibi_slopes(H)  # (H,)
     return -slopes[:, None, None] * dist[None, :, :]  # (H, L, S)

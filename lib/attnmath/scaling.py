@@ -19,12 +19,12 @@ Shape legend: ``L`` queries (rows), ``S`` keys (columns), ``D`` head dim.
 
 from __future__ import annotations
 
-import numbers
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ._validate import as_array, check_axis, check_positive_int
+from ._validate import FloatArray, as_array, as_rng, check_axis, check_positive_int, check_real
 from .softmax import softmax
 
 __all__ = [
@@ -91,34 +91,6 @@ class GradientCurve(NamedTuple):
     unscaled_median: np.ndarray
 
 
-def _check_real(value, name: str, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    if positive and value <= 0.0:
-        raise ValueError(f"{name} must be > 0, got {value}")
-    return value
-
-
-def _check_nonneg_real(value, name: str) -> float:
-    value = _check_real(value, name)
-    if value < 0.0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return value
-
-
-def _check_seed(seed):
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int or a numpy.random.Generator, got {type(seed).__name__}")
-    if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
-    return np.random.default_rng(int(seed))
-
-
 def _check_d_k_values(d_k_values) -> np.ndarray:
     if isinstance(d_k_values, (str, bytes)) or np.ndim(d_k_values) != 1:
         raise ValueError(f"d_k_values must be a 1-D sequence of positive ints, got {d_k_values!r}")
@@ -128,9 +100,10 @@ def _check_d_k_values(d_k_values) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 
 
-def dot_product_variance(d_k: int, *, n_samples: int = 100_000, seed=0, mean_q: float = 0.0,
-                         mean_k: float = 0.0, var_q: float = 1.0, var_k: float = 1.0
-                         ) -> DotProductStats:
+def dot_product_variance(
+    d_k: int, *, n_samples: int = 100_000, seed: int | np.random.Generator = 0,
+    mean_q: float = 0.0, mean_k: float = 0.0, var_q: float = 1.0, var_k: float = 1.0
+) -> DotProductStats:
     r"""Monte Carlo mean and variance of :math:`q\cdot k` for Gaussian ``q`` and ``k``.
 
     .. math::
@@ -169,9 +142,9 @@ def dot_product_variance(d_k: int, *, n_samples: int = 100_000, seed=0, mean_q: 
     n_samples = check_positive_int(n_samples, "n_samples")
     if n_samples < 2:
         raise ValueError(f"n_samples must be >= 2 to estimate a variance, got {n_samples}")
-    mean_q, mean_k = _check_real(mean_q, "mean_q"), _check_real(mean_k, "mean_k")
-    std_q, std_k = np.sqrt(_check_nonneg_real(var_q, "var_q")), np.sqrt(_check_nonneg_real(var_k, "var_k"))
-    rng = _check_seed(seed)
+    mean_q, mean_k = check_real(mean_q, "mean_q"), check_real(mean_k, "mean_k")
+    std_q, std_k = np.sqrt(check_real(var_q, "var_q", nonnegative=True)), np.sqrt(check_real(var_k, "var_k", nonnegative=True))
+    rng = as_rng(seed)
     rows = max(1, _CHUNK_ENTRIES // d_k)
     dots = np.empty(n_samples, dtype=np.float64)  # (n_samples,)
     for start in range(0, n_samples, rows):
@@ -183,7 +156,9 @@ def dot_product_variance(d_k: int, *, n_samples: int = 100_000, seed=0, mean_q: 
     return DotProductStats(mean=float(np.mean(dots)), var=var, scaled_var=var / d_k)
 
 
-def dot_product_mean_theory(d_k: int, *, mean_q: float = 0.0, mean_k: float = 0.0) -> float:
+def dot_product_mean_theory(
+    d_k: int, *, mean_q: float = 0.0, mean_k: float = 0.0
+) -> float:
     r"""Exact mean of :math:`q\cdot k` for entries with means :math:`\mu_q, \mu_k`.
 
     .. math:: \mathbb E[q\cdot k] = \sum_{i=1}^{D} \mathbb E[q_i]\,\mathbb E[k_i] = D\,\mu_q\mu_k .
@@ -205,11 +180,13 @@ def dot_product_mean_theory(d_k: int, *, mean_q: float = 0.0, mean_k: float = 0.
     estimate of :func:`dot_product_variance`.
     """
     d_k = check_positive_int(d_k, "d_k")
-    return d_k * _check_real(mean_q, "mean_q") * _check_real(mean_k, "mean_k")
+    return d_k * check_real(mean_q, "mean_q") * check_real(mean_k, "mean_k")
 
 
-def dot_product_variance_theory(d_k: int, *, var_q: float = 1.0, var_k: float = 1.0,
-                                mean_q: float = 0.0, mean_k: float = 0.0) -> float:
+def dot_product_variance_theory(
+    d_k: int, *, var_q: float = 1.0, var_k: float = 1.0, mean_q: float = 0.0,
+    mean_k: float = 0.0
+) -> float:
     r"""Exact variance of :math:`q\cdot k` for independent entries of any distribution.
 
     .. math::
@@ -245,8 +222,8 @@ def dot_product_variance_theory(d_k: int, *, var_q: float = 1.0, var_k: float = 
     :func:`dot_product_variance`.
     """
     d_k = check_positive_int(d_k, "d_k")
-    var_q, var_k = _check_nonneg_real(var_q, "var_q"), _check_nonneg_real(var_k, "var_k")
-    mean_q, mean_k = _check_real(mean_q, "mean_q"), _check_real(mean_k, "mean_k")
+    var_q, var_k = check_real(var_q, "var_q", nonnegative=True), check_real(var_k, "var_k", nonnegative=True)
+    mean_q, mean_k = check_real(mean_q, "mean_q"), check_real(mean_k, "mean_k")
     # (s_q + m_q^2)(s_k + m_k^2) - m_q^2 m_k^2, expanded so that the m_q^2 m_k^2 terms cancel
     # exactly instead of in floating point.
     per_coordinate = var_q * var_k + var_q * mean_k**2 + mean_q**2 * var_k
@@ -266,7 +243,15 @@ def _check_probs(probs, name: str = "probs") -> np.ndarray:
     return probs
 
 
-def attention_entropy(probs, axis: int = -1) -> np.ndarray:
+def _check_row_axis(x: np.ndarray, axis, name: str) -> int:
+    """The normalised axis, which must hold at least one entry (an empty row has no weights)."""
+    axis = check_axis(axis, x.ndim)
+    if x.shape[axis] == 0:
+        raise ValueError(f"{name} has no entries along axis {axis} (shape {x.shape}): a row needs S >= 1")
+    return axis
+
+
+def attention_entropy(probs: ArrayLike, axis: int = -1) -> FloatArray:
     r"""Shannon entropy (nats) of each attention row, with :math:`0 \log 0 = 0`.
 
     .. math:: H(p) = -\sum_{j=1}^{S} p_j \log p_j, \qquad 0 \le H(p) \le \log S .
@@ -291,12 +276,12 @@ def attention_entropy(probs, axis: int = -1) -> np.ndarray:
     uniform and one-hot rows.
     """
     probs = _check_probs(probs)
-    axis = check_axis(axis, probs.ndim)
+    axis = _check_row_axis(probs, axis, "probs")
     safe = np.where(probs > 0, probs, 1.0)
     return -np.sum(np.where(probs > 0, probs * np.log(safe), 0.0), axis=axis)
 
 
-def max_weight(probs, axis: int = -1) -> np.ndarray:
+def max_weight(probs: ArrayLike, axis: int = -1) -> FloatArray:
     r"""Largest weight of each attention row, :math:`\max_j p_j \in [1/S, 1]`.
 
     Parameters
@@ -316,7 +301,7 @@ def max_weight(probs, axis: int = -1) -> np.ndarray:
     Oracle: ``torch.max``.
     """
     probs = _check_probs(probs)
-    axis = check_axis(axis, probs.ndim)
+    axis = _check_row_axis(probs, axis, "probs")
     return np.max(probs, axis=axis)
 
 
@@ -326,8 +311,10 @@ def _random_scores(rng, d_k: int, n_queries: int, n_keys: int) -> np.ndarray:
     return q @ k.T  # (L, S)
 
 
-def saturation_curve(d_k_values, *, n_keys: int = 64, n_queries: int = 256, seed=0
-                     ) -> SaturationCurve:
+def saturation_curve(
+    d_k_values: ArrayLike, *, n_keys: int = 64, n_queries: int = 256,
+    seed: int | np.random.Generator = 0
+) -> SaturationCurve:
     r"""Mean largest weight and mean entropy of softmax rows as the head dim grows.
 
     For each ``d`` in ``d_k_values``: draw ``Q (L, d)`` and ``K (S, d)`` with standard normal
@@ -359,7 +346,9 @@ def saturation_curve(d_k_values, *, n_keys: int = 64, n_queries: int = 256, seed
     -----
     With scaling the scores of a row are, given the query, iid
     :math:`\mathcal N(0, \lVert q\rVert^2/d)` with :math:`\mathbb E\lVert q\rVert^2/d = 1`, so
-    the curve is flat in ``d``; for large ``S`` the entropy tends to
+    the curve is nearly flat in ``d`` once :math:`\lVert q\rVert^2/d` concentrates (from
+    :math:`d \approx 4`; at :math:`d = 1` it is :math:`\chi^2_1`-distributed, scaled and unscaled
+    coincide, and the means differ from the later level); for large ``S`` the entropy tends to
     :math:`\log S - 1/2` (a second-order expansion of :math:`\log\sum_j e^{s_j}`). Without
     scaling the score variance is ``d`` and the rows approach one-hot vectors. Oracle: the
     :math:`\log S - 1/2` limit and the monotone trend, tested with fixed seeds.
@@ -367,7 +356,7 @@ def saturation_curve(d_k_values, *, n_keys: int = 64, n_queries: int = 256, seed
     d_values = _check_d_k_values(d_k_values)
     n_keys = check_positive_int(n_keys, "n_keys")
     n_queries = check_positive_int(n_queries, "n_queries")
-    rng = _check_seed(seed)
+    rng = as_rng(seed)
     out = np.empty((4, d_values.size))
     for idx, d in enumerate(d_values):
         scores = _random_scores(rng, int(d), n_queries, n_keys)  # (L, S)
@@ -378,7 +367,7 @@ def saturation_curve(d_k_values, *, n_keys: int = 64, n_queries: int = 256, seed
     return SaturationCurve(d_values, *out)
 
 
-def softmax_jacobian_norm(scores, axis: int = -1) -> np.ndarray:
+def softmax_jacobian_norm(scores: ArrayLike, axis: int = -1) -> FloatArray:
     r"""Frobenius norm of the softmax Jacobian of each row, computed without cancellation.
 
     .. math::
@@ -415,7 +404,7 @@ def softmax_jacobian_norm(scores, axis: int = -1) -> np.ndarray:
     scores = as_array(scores, "scores", allow_int=True)
     if scores.ndim == 0:
         raise ValueError("scores must have at least 1 dimension, got a scalar")
-    axis = check_axis(axis, scores.ndim)
+    axis = _check_row_axis(scores, axis, "scores")
     p = np.moveaxis(softmax(scores, axis=axis), axis, -1)  # (..., S)
     S = p.shape[-1]
     top = np.argmax(p, axis=-1)[..., None]  # (..., 1)
@@ -430,7 +419,7 @@ def softmax_jacobian_norm(scores, axis: int = -1) -> np.ndarray:
     return np.sqrt(np.sum(p2 * (one_minus**2 + sq_others), axis=-1))
 
 
-def softmax_gradient_norm(scores, axis: int = -1) -> float:
+def softmax_gradient_norm(scores: ArrayLike, axis: int = -1) -> float:
     r"""Mean over rows of the Frobenius norm of the softmax Jacobian.
 
     .. math::
@@ -456,11 +445,16 @@ def softmax_gradient_norm(scores, axis: int = -1) -> float:
     ``k`` once more. Oracle: the mean of :func:`softmax_jacobian_norm`, itself tested against
     ``torch.autograd``.
     """
-    return float(np.mean(softmax_jacobian_norm(scores, axis=axis)))
+    norms = softmax_jacobian_norm(scores, axis=axis)
+    if norms.size == 0:
+        raise ValueError(f"scores holds no rows (shape {np.shape(scores)}): the mean over rows is undefined")
+    return float(np.mean(norms))
 
 
-def gradient_magnitude_curve(d_k_values, *, n_keys: int = 64, n_queries: int = 256, seed=0
-                             ) -> GradientCurve:
+def gradient_magnitude_curve(
+    d_k_values: ArrayLike, *, n_keys: int = 64, n_queries: int = 256,
+    seed: int | np.random.Generator = 0
+) -> GradientCurve:
     r"""Mean softmax-Jacobian norm of random score rows, with and without :math:`1/\sqrt D`.
 
     For each ``d``: ``Q (L, d)``, ``K (S, d)`` standard normal,
@@ -502,7 +496,7 @@ def gradient_magnitude_curve(d_k_values, *, n_keys: int = 64, n_queries: int = 2
     d_values = _check_d_k_values(d_k_values)
     n_keys = check_positive_int(n_keys, "n_keys")
     n_queries = check_positive_int(n_queries, "n_queries")
-    rng = _check_seed(seed)
+    rng = as_rng(seed)
     out = np.empty((4, d_values.size))
     for idx, d in enumerate(d_values):
         scores = _random_scores(rng, int(d), n_queries, n_keys)  # (L, S)

@@ -11,11 +11,11 @@ single vector, a batch of rows, and the ``(B, H, L, S)`` score tensor of attenti
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ._validate import as_array, check_axis
+from ._validate import FloatArray, as_array, check_axis, check_bool, check_bool_mask, check_real, work_dtype
 
 __all__ = [
     "softmax",
@@ -28,36 +28,28 @@ __all__ = [
 
 
 def _check_temperature(temperature) -> float:
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
-        raise TypeError(f"temperature must be a real number, got {type(temperature).__name__}")
-    temperature = float(temperature)
-    if not (temperature > 0.0 and np.isfinite(temperature)):
-        raise ValueError(f"temperature must be positive and finite, got {temperature}")
-    return temperature
-
-
-def _work_dtype(x: np.ndarray):
-    """Half precision is accumulated in float32 and returned as float16."""
-    return np.float32 if x.dtype == np.float16 else x.dtype
+    return check_real(temperature, "temperature", positive=True)
 
 
 def _shifted(x: np.ndarray, axis: int, temperature: float) -> np.ndarray:
     """``(x - max(x)) / tau`` along ``axis``: every entry is <= 0, the largest is exactly 0."""
-    xw = x.astype(_work_dtype(x), copy=False)
+    xw = x.astype(work_dtype(x), copy=False)
     if np.isnan(xw).any():
-        raise ValueError("softmax input contains NaN")
+        raise ValueError("x contains NaN")
     if np.isposinf(xw).any():
-        raise ValueError("softmax input contains +inf; only -inf (a masked entry) is allowed")
+        raise ValueError("x contains +inf; only -inf (a masked entry) is allowed")
+    if xw.size == 0:  # nothing to normalise: the result is empty too, as torch.softmax
+        return xw / temperature
     m = np.max(xw, axis=axis, keepdims=True)
     if np.isneginf(m).any():
         raise ValueError(
-            "softmax input has a row that is entirely -inf; use masked_softmax for fully masked rows"
+            "x has a row that is entirely -inf; use masked_softmax for fully masked rows"
         )
     # Subtract before dividing: (x - m) / tau cannot overflow, even for tau -> 0.
     return (xw - m) / temperature
 
 
-def softmax(x, axis: int = -1, *, temperature: float = 1.0) -> np.ndarray:
+def softmax(x: ArrayLike, axis: int = -1, *, temperature: float = 1.0) -> FloatArray:
     r"""Numerically stable softmax along ``axis``.
 
     .. math::
@@ -97,7 +89,9 @@ def softmax(x, axis: int = -1, *, temperature: float = 1.0) -> np.ndarray:
     return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype, copy=False)
 
 
-def log_softmax(x, axis: int = -1, *, temperature: float = 1.0) -> np.ndarray:
+def log_softmax(
+    x: ArrayLike, axis: int = -1, *, temperature: float = 1.0
+) -> FloatArray:
     r"""Log of the softmax, computed without taking the log of a small number.
 
     .. math::
@@ -113,10 +107,12 @@ def log_softmax(x, axis: int = -1, *, temperature: float = 1.0) -> np.ndarray:
     axis = check_axis(axis, x.ndim)
     temperature = _check_temperature(temperature)
     z = _shifted(x, axis, temperature)
+    if z.size == 0:
+        return z.astype(x.dtype)
     return (z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))).astype(x.dtype, copy=False)
 
 
-def logsumexp(x, axis: int = -1, *, keepdims: bool = False) -> np.ndarray:
+def logsumexp(x: ArrayLike, axis: int = -1, *, keepdims: bool = False) -> FloatArray:
     r"""Stable :math:`\log \sum_j e^{x_j}` along ``axis``.
 
     .. math:: \operatorname{lse}(x) = m + \log \sum_j e^{x_j - m}, \qquad m = \max_j x_j.
@@ -128,10 +124,11 @@ def logsumexp(x, axis: int = -1, *, keepdims: bool = False) -> np.ndarray:
     if x.ndim == 0:
         raise ValueError("x must have at least 1 dimension, got a scalar")
     axis = check_axis(axis, x.ndim)
+    keepdims = check_bool(keepdims, "keepdims")
     if np.isnan(x).any():
-        raise ValueError("logsumexp input contains NaN")
-    xw = x.astype(_work_dtype(x), copy=False)
-    m = np.max(xw, axis=axis, keepdims=True)
+        raise ValueError("x contains NaN")
+    xw = x.astype(work_dtype(x), copy=False)
+    m = np.max(xw, axis=axis, keepdims=True, initial=-np.inf)  # an empty row's maximum: -inf
     m_safe = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore"):
         out = m_safe + np.log(np.sum(np.exp(xw - m_safe), axis=axis, keepdims=True))
@@ -140,7 +137,9 @@ def logsumexp(x, axis: int = -1, *, keepdims: bool = False) -> np.ndarray:
     return out.astype(x.dtype, copy=False)
 
 
-def masked_softmax(x, mask=None, axis: int = -1) -> np.ndarray:
+def masked_softmax(
+    x: ArrayLike, mask: ArrayLike | None = None, axis: int = -1
+) -> FloatArray:
     r"""Softmax over the entries where ``mask`` is True; a row with none gives all zeros.
 
     Parameters
@@ -166,25 +165,24 @@ def masked_softmax(x, mask=None, axis: int = -1) -> np.ndarray:
     axis = check_axis(axis, x.ndim)
     if np.isnan(x).any():
         raise ValueError("x contains NaN")
-    xw = x.astype(_work_dtype(x), copy=False)
+    xw = x.astype(work_dtype(x), copy=False)
     if mask is not None:
-        mask = np.asarray(mask)
-        if mask.dtype != np.bool_:
-            raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+        mask = check_bool_mask(mask, "mask")
         try:
-            xw = np.where(mask, xw, -np.inf)
+            ok = np.broadcast_shapes(mask.shape, x.shape) == x.shape
         except ValueError:
-            raise ValueError(
-                f"mask of shape {mask.shape} does not broadcast to x of shape {x.shape}"
-            ) from None
-    m = np.max(xw, axis=axis, keepdims=True)
+            ok = False
+        if not ok:  # a mask may select entries of x, never add axes to it
+            raise ValueError(f"mask of shape {mask.shape} does not broadcast to x of shape {x.shape}")
+        xw = np.where(mask, xw, -np.inf)
+    m = np.max(xw, axis=axis, keepdims=True, initial=-np.inf)
     m = np.where(np.isneginf(m), 0.0, m)
     e = np.exp(xw - m)
     total = np.sum(e, axis=axis, keepdims=True)
     return (e / np.where(total == 0.0, 1.0, total)).astype(x.dtype, copy=False)
 
 
-def softmax_jacobian(z, *, temperature: float = 1.0) -> np.ndarray:
+def softmax_jacobian(z: ArrayLike, *, temperature: float = 1.0) -> FloatArray:
     r"""Jacobian of the softmax of the last axis: :math:`J = (\operatorname{diag}(p) - pp^\top)/\tau`.
 
     .. math::
@@ -216,7 +214,9 @@ def softmax_jacobian(z, *, temperature: float = 1.0) -> np.ndarray:
     return (diag - p[..., :, None] * p[..., None, :]) / _check_temperature(temperature)
 
 
-def softmax_vjp(p, grad_p, axis: int = -1, *, temperature: float = 1.0) -> np.ndarray:
+def softmax_vjp(
+    p: ArrayLike, grad_p: ArrayLike, axis: int = -1, *, temperature: float = 1.0
+) -> FloatArray:
     r"""Vector-Jacobian product :math:`g^\top J` without forming :math:`J`.
 
     .. math::

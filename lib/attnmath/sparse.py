@@ -14,12 +14,10 @@ random connections.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from ._validate import check_positive_int, check_qkv, check_scale
-from .attention import repeat_kv
+from ._validate import check_positive_int, check_seed
+from .core import prepare
 
 __all__ = [
     "local_mask",
@@ -217,9 +215,7 @@ def random_mask(L: int, S: int | None = None, *, n_random: int, seed: int) -> np
     L = check_positive_int(L, "L")
     S = L if S is None else check_positive_int(S, "S")
     n_random = check_positive_int(n_random, "n_random", allow_zero=True)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an integer, got {type(seed).__name__}")
-    rng = np.random.default_rng(int(seed))
+    rng = np.random.default_rng(check_seed(seed))
     r = min(n_random, S)
     chosen = np.argsort(rng.random((L, S)), axis=1)[:, :r]  # (L, r), a random r-subset per row
     mask = np.zeros((L, S), dtype=bool)
@@ -282,10 +278,13 @@ def sliding_window_attention(q, k, v, *, window: int, scale=None) -> np.ndarray:
     Returns
     -------
     ndarray, shape (B, H, L, D_v)
+        In the inputs' dtype.
 
     Notes
     -----
-    Scores are kept in a band ``(B, H, L, w)`` whose column ``o`` holds the score of key
+    Validation, non-finite inputs (``ValueError``), grouped heads and the working dtype
+    (float16 computed in float32) follow :mod:`attnmath.core`, as for every exact variant;
+    ``L = 0`` gives an empty output. Scores are kept in a band ``(B, H, L, w)`` whose column ``o`` holds the score of key
     ``i - o``; the loop runs over the :math:`w` offsets, each an :math:`O(L D)` row-wise dot
     product, and offsets before the start of the sequence are :math:`-\infty`. Memory is
     :math:`O(L w)`, time :math:`O(L w (D + D_v))`. No row is ever fully masked (a query always
@@ -293,23 +292,23 @@ def sliding_window_attention(q, k, v, *, window: int, scale=None) -> np.ndarray:
     :func:`attnmath.masking.sliding_window_mask` and torch's
     ``scaled_dot_product_attention`` with the same mask.
     """
-    q, k, v = check_qkv(q, k, v)
     window = check_positive_int(window, "window")
-    L, S = q.shape[-2], k.shape[-2]
+    prob = prepare(q, k, v, scale=scale)
+    L, S = prob.L, prob.S
     if L != S:
         raise ValueError(f"sliding_window_attention needs L == S (self-attention), got L={L}, S={S}")
-    s = check_scale(scale, q.shape[-1])
-    H = q.shape[-3] if q.ndim >= 3 else None
-    k, v = repeat_kv(k, H), repeat_kv(v, H)  # (B, H, L, D), (B, H, L, D_v)
+    q5, k5, v5 = prob.q5, prob.k5, prob.v5  # (B, H_kv, g, L, D), (B, H_kv, 1, L, D), (.., D_v)
+    out = np.zeros(q5.shape[:-1] + (v5.shape[-1],), dtype=prob.dtype)  # (B, H_kv, g, L, D_v)
     W = min(window, L)
-    band = np.full(q.shape[:-1] + (W,), -np.inf)  # (B, H, L, W)
+    if W == 0:  # L = 0: nothing to attend
+        return prob.finish(out)
+    band = np.full(q5.shape[:-1] + (W,), -np.inf, dtype=prob.dtype)  # (B, H_kv, g, L, W)
     for o in range(W):
         # Query i against key i - o, for i = o .. L-1.
-        band[..., o:, o] = s * np.einsum("...ld,...ld->...l", q[..., o:, :], k[..., :L - o, :])  # (B, H, L-o)
-    band = band - band.max(axis=-1, keepdims=True)  # column 0 (offset 0) is always finite
-    p = np.exp(band)  # (B, H, L, W)
-    p = p / p.sum(axis=-1, keepdims=True)
-    out = np.zeros(q.shape[:-1] + (v.shape[-1],))  # (B, H, L, D_v)
+        band[..., o:, o] = prob.scale * np.sum(q5[..., o:, :] * k5[..., :L - o, :], axis=-1)
+    band -= band.max(axis=-1, keepdims=True)  # column 0 (offset 0) is always finite
+    p = np.exp(band)  # (B, H_kv, g, L, W)
+    p /= p.sum(axis=-1, keepdims=True)
     for o in range(W):
-        out[..., o:, :] += p[..., o:, o, None] * v[..., :L - o, :]  # (B, H, L-o, D_v)
-    return out
+        out[..., o:, :] += p[..., o:, o, None] * v5[..., :L - o, :]  # (B, H_kv, g, L-o, D_v)
+    return prob.finish(out)  # (B, H, L, D_v)

@@ -6,11 +6,16 @@ them, and the nbgrader hidden tests use them to compare a student's answer with 
 
 from __future__ import annotations
 
-from typing import Callable
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
-from ._validate import check_positive_int
+from ._validate import as_array, check_float_dtype, check_positive_int, check_real, check_seed
 
 __all__ = [
     "assert_close",
@@ -18,6 +23,9 @@ __all__ = [
     "check_gradient",
     "random_qkv",
     "to_torch",
+    "sdpa_oracle",
+    "TritonProcess",
+    "triton_child_env",
     "uses_reference",
 ]
 
@@ -29,6 +37,10 @@ def assert_close(actual, expected, *, rtol: float = 1e-10, atol: float = 1e-12, 
     broadcasting), and NaN only matches NaN. The message names the value, the worst index, both
     entries there and the largest absolute and relative errors.
     """
+    rtol = check_real(rtol, "rtol", nonnegative=True)
+    atol = check_real(atol, "atol", nonnegative=True)
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
     actual = _to_numpy(actual)
     expected = _to_numpy(expected)
     if actual.shape != expected.shape:
@@ -63,7 +75,10 @@ def numerical_gradient(f: Callable[[np.ndarray], float], x, *, eps: float = 1e-6
     The error is :math:`O(\varepsilon^2)` from truncation plus :math:`O(\epsilon_{mach}/\varepsilon)`
     from rounding; ``eps=1e-6`` in float64 gives about eight correct digits. ``x`` is not modified.
     """
-    x = np.array(x, dtype=np.float64, copy=True)
+    if not callable(f):
+        raise TypeError(f"f must be a callable (x -> float), got {type(f).__name__}")
+    eps = check_real(eps, "eps", positive=True)
+    x = np.array(as_array(x, "x", allow_int=True), dtype=np.float64, copy=True)
     grad = np.empty_like(x)
     flat, gflat = x.reshape(-1), grad.reshape(-1)
     for i in range(flat.size):
@@ -99,11 +114,13 @@ def random_qkv(B: int = 2, H: int = 2, L: int = 5, S: int | None = None, D: int 
     v : ndarray, shape (B, H_kv, S, D_v)
         ``S`` defaults to ``L``, ``D_v`` to ``D``, ``H_kv`` to ``H``.
     """
-    B, H, L, D = (check_positive_int(v, n) for v, n in ((B, "B"), (H, "H"), (L, "L"), (D, "D")))
-    S = L if S is None else check_positive_int(S, "S")
+    B, H, D = (check_positive_int(v, n) for v, n in ((B, "B"), (H, "H"), (D, "D")))
+    L = check_positive_int(L, "L", allow_zero=True)
+    S = L if S is None else check_positive_int(S, "S", allow_zero=True)  # empty lengths are fine
     D_v = D if D_v is None else check_positive_int(D_v, "D_v")
-    H_kv = H if H_kv is None else check_positive_int(H_kv, "H_kv")
-    rng = np.random.default_rng(seed)
+    H_kv = H if H_kv is None else check_positive_int(H_kv, "H_kv")  # any H_kv: bad inputs too
+    check_float_dtype(dtype)
+    rng = np.random.default_rng(check_seed(seed))
     q = rng.standard_normal((B, H, L, D)).astype(dtype)
     k = rng.standard_normal((B, H_kv, S, D)).astype(dtype)
     v = rng.standard_normal((B, H_kv, S, D_v)).astype(dtype)
@@ -121,6 +138,213 @@ def to_torch(*arrays, requires_grad: bool = False):
             t.requires_grad_(True)
         out.append(t)
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def sdpa_oracle(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = False,
+                causal_alignment: str = "top_left", window: int | None = None, dout=None,
+                dtype=np.float64):
+    r"""The one torch oracle of attention: ``torch.nn.functional.scaled_dot_product_attention``.
+
+    .. math:: O = \operatorname{softmax}\!\left(s\, Q K^\top + \text{bias} + M\right) V
+
+    Parameters
+    ----------
+    q, k, v : array_like
+        ``(..., H, L, D)``, ``(..., H_kv, S, D)``, ``(..., H_kv, S, D_v)`` or plain ``(L, D)``
+        matrices; grouped heads by ``enable_gqa`` (``repeat_interleave``).
+    mask : array of bool, optional
+        ``True`` = may attend, broadcasting to ``(..., H, L, S)``.
+    bias : array, optional
+        Additive bias (``-inf`` = masked).
+    scale : float, optional
+        ``1/sqrt(D)`` by default.
+    causal, causal_alignment : bool, str
+        The causal mask: ``"top_left"`` (torch's ``is_causal``, key ``j <= i``) or
+        ``"bottom_right"`` (``j <= i + S - L``). Both are passed to torch as a boolean mask.
+    window : int, optional
+        Also hide keys ``j <= i + offset - window`` (a sliding window of ``window`` keys ending
+        at the query's diagonal; needs ``causal``).
+    dout : array_like, optional
+        If given, also return the gradients ``(dq, dk, dv)`` by ``torch.autograd``.
+    dtype : NumPy dtype
+        The dtype torch computes in (float64 by default: the inputs are converted exactly).
+
+    Returns
+    -------
+    out : ndarray, shape (..., H, L, D_v), or ``(out, (dq, dk, dv))`` with ``dout``
+        In ``dtype``. A fully masked row and ``S = 0`` give zeros, and zero gradients.
+
+    Notes
+    -----
+    Every test of an exact attention variant compares with this one function. A causal mask
+    alone is passed as torch's own (``is_causal`` for top-left, ``causal_lower_right`` for
+    bottom-right); other masks, biases and windows as one float ``attn_mask``. A fully masked
+    row is detected here and its output and gradients set to zero explicitly, so the oracle
+    does not depend on how a torch version treats such rows.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    arrays = [np.asarray(x).astype(dtype) for x in (q, k, v)]
+    plain = arrays[0].ndim == 2
+    if plain:
+        arrays = [x[None] for x in arrays]
+    tq, tk, tv = (torch.from_numpy(np.ascontiguousarray(x)).requires_grad_(dout is not None)
+                  for x in arrays)
+    L, S = tq.shape[-2], tk.shape[-2]
+    score_shape = tuple(tq.shape[:-1]) + (S,)
+    allowed = torch.ones(score_shape, dtype=torch.bool)
+    if mask is not None:
+        m = np.asarray(mask)
+        allowed = allowed & torch.from_numpy(np.ascontiguousarray(m[None] if plain and m.ndim > 2 else m))
+    offset = S - L if causal_alignment == "bottom_right" else 0
+    i = torch.arange(L)[:, None] + offset
+    j = torch.arange(S)[None, :]
+    if causal:
+        allowed = allowed & (j <= i)
+    if window is not None:
+        allowed = allowed & (j > i - window)
+    float_mask = torch.zeros(score_shape, dtype=tq.dtype).masked_fill(~allowed, -torch.inf)
+    if bias is not None:
+        b = np.asarray(bias).astype(dtype)
+        float_mask = float_mask + torch.from_numpy(np.ascontiguousarray(b))
+    dead = torch.isneginf(float_mask).all(dim=-1, keepdim=True)  # (..., L, 1) fully masked rows
+    float_mask = float_mask.masked_fill(dead, 0.0)  # keep torch away from all -inf rows
+    gqa = tq.dim() >= 3 and tq.shape[-3] != tk.shape[-3]
+    attn_mask: Any = float_mask  # a tensor, or torch's causal_lower_right bias
+    is_causal = False
+    if causal and mask is None and bias is None and window is None and not bool(dead.any()):
+        # A causal mask alone: torch's own causal masks, not the one built here.
+        if causal_alignment == "top_left":
+            attn_mask, is_causal = None, True
+        elif tq.dim() == 4 and tk.dim() == 4:
+            from torch.nn.attention.bias import causal_lower_right
+
+            attn_mask = causal_lower_right(L, S)
+    out = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=attn_mask, is_causal=is_causal,
+                                         scale=scale, enable_gqa=gqa)
+    out = out.masked_fill(dead, 0.0)
+    result = out.detach().numpy()
+    result = result[0] if plain else result
+    if dout is None:
+        return result
+    g = torch.from_numpy(np.ascontiguousarray(np.asarray(dout).astype(dtype)))
+    out.backward(g[None] if plain else g)
+    grads = tuple(_grad_of(x)[0] if plain else _grad_of(x) for x in (tq, tk, tv))
+    return result, grads
+
+
+def _grad_of(x) -> np.ndarray:
+    assert x.grad is not None, "no gradient reached the input"
+    return x.grad.numpy()
+
+
+_TRITON_CHILD = r"""
+import pickle, sys, types
+requests, replies = sys.stdin.buffer, sys.stdout.buffer
+sys.stdout = sys.stderr  # nothing printed may reach the reply channel
+import torch
+import attnmath.flash_triton as ft
+
+
+def _plain(value):
+    # A TritonFlashCache travels as a plain tuple: the parent never imports attnmath.flash_triton.
+    if isinstance(value, ft.TritonFlashCache):
+        return tuple(value)
+    if type(value) is tuple:
+        return tuple(_plain(x) for x in value)
+    return value
+
+
+def flash_attention_triton_backward(dout, cache, **kwargs):
+    if type(cache) is tuple:
+        cache = ft.TritonFlashCache(*cache)
+    return ft.flash_attention_triton_backward(dout, cache, **kwargs)
+
+
+calls = {name: getattr(ft, name) for name in ft.__all__ if callable(getattr(ft, name))}
+calls.update(flash_attention_triton_backward=flash_attention_triton_backward,
+             interpreted=lambda: ft.INTERPRETED)
+helpers = {"ft": ft, "torch": torch}
+exec(sys.argv[1], helpers)
+calls.update({name: f for name, f in helpers.items()
+              if isinstance(f, types.FunctionType) and f.__globals__ is helpers})
+while True:
+    try:
+        name, args, kwargs = pickle.load(requests)
+    except EOFError:
+        break
+    try:
+        reply = pickle.dumps((True, _plain(calls[name](*args, **kwargs))))
+    except Exception as exc:
+        try:
+            reply = pickle.dumps((False, exc))
+        except Exception:
+            reply = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+    replies.write(reply)
+    replies.flush()
+"""
+
+
+def triton_child_env(interpret: bool) -> dict:
+    """This process's environment for a child, ``TRITON_INTERPRET=1`` only if ``interpret``.
+
+    ``PYTHONPATH`` starts with the folder holding :mod:`attnmath`, so the child imports this
+    checkout's library.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    lib = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([lib, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+class TritonProcess:
+    """:mod:`attnmath.flash_triton` in a child process: ``proc.NAME(*args, **kwargs)`` runs there.
+
+    ``TRITON_INTERPRET=1`` must be set before ``triton`` is first imported, and in a pytest
+    process torch may already have imported it; a child is the one place where the variable can
+    be set reliably, without reaching the parent or other tests. The child serves the public
+    functions of the module; ``helpers`` is Python source run in the child whose functions
+    (``ft`` is the module, ``torch`` is torch) are served too. Arguments and results travel by
+    pickle; a :class:`~attnmath.flash_triton.TritonFlashCache` travels as a plain tuple (and is
+    rebuilt for ``flash_attention_triton_backward``), so the parent never imports the module.
+    An exception raised in the child is raised again here with its type and message.
+    """
+
+    def __init__(self, interpret: bool, helpers: str = ""):
+        self._proc = subprocess.Popen([sys.executable, "-c", _TRITON_CHILD, helpers],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      env=triton_child_env(interpret))
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
+
+    def _call(self, name, *args, **kwargs):
+        pickle.dump((name, args, kwargs), self._stdin)
+        self._stdin.flush()
+        try:
+            ok, value = pickle.load(self._stdout)
+        except EOFError:
+            raise RuntimeError(f"the kernel process exited (code {self._proc.wait()}); "
+                               "its stderr is in the captured output") from None
+        if not ok:
+            raise value
+        return value
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self._call(name, *args, **kwargs)
+
+    def close(self):
+        """End the child (its stdin closes; it exits after its current request)."""
+        self._stdin.close()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            self._proc.kill()
+            self._proc.wait()
 
 
 def _to_numpy(x) -> np.ndarray:

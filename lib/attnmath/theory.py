@@ -11,7 +11,8 @@ r"""Attention seen from outside: kernel smoothing, in-context regression, symmet
   (rows of the output are permuted, not left unchanged) and *invariant* under a joint
   permutation of the keys and values alone; a causal mask breaks both.
 * **Rank.** :math:`\operatorname{rank}(PV) \le \min(L, S, D_v)`; concatenating ``H`` heads and
-  applying :math:`W_O` reaches :math:`\min(L, H\min(S, D_v), C)`.
+  applying :math:`W_O` reaches :math:`\min(L, C, H\min(S, D_v), 1 + H(S-1))`: each head's
+  column space holds the all-ones vector.
 
 Shape legend: ``B`` batch, ``H`` heads, ``L`` query length, ``S`` key/value length, ``D`` head
 dim, ``D_v`` value dim, ``C`` model width; ``N`` context examples and ``d`` input dim for the
@@ -20,12 +21,13 @@ regression of the in-context section (tokens have width ``d + 1``).
 
 from __future__ import annotations
 
-import numbers
+import math
 from typing import Callable, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from ._validate import as_array, check_positive_int
+from ._validate import FloatArray, as_array, check_positive_int, check_real, work_dtype
 from .attention import scaled_dot_product_attention
 from .softmax import masked_softmax
 
@@ -58,18 +60,9 @@ __all__ = [
 # Attention as a kernel smoother
 # ----------------------------------------------------------------------------------------------
 
-def _check_real(value, name: str, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    if positive and value <= 0.0:
-        raise ValueError(f"{name} must be > 0, got {value}")
-    return value
-
-
-def _check_points(x_query, x_keys, names=("x_query", "x_keys")):
+def _check_points(
+    x_query: ArrayLike, x_keys: ArrayLike, names: tuple[str, str] = ("x_query", "x_keys")
+) -> tuple[FloatArray, FloatArray]:
     x_query = as_array(x_query, names[0], allow_int=True)
     x_keys = as_array(x_keys, names[1], allow_int=True)
     for name, x in zip(names, (x_query, x_keys)):
@@ -82,10 +75,31 @@ def _check_points(x_query, x_keys, names=("x_query", "x_keys")):
             f"{names[0]} and {names[1]} must share the last dim D: got shapes {x_query.shape} "
             f"and {x_keys.shape}"
         )
+    for name, x in zip(names, (x_query, x_keys)):
+        if not np.isfinite(x).all():
+            raise ValueError(f"{name} contains NaN or infinity")
+    try:
+        np.broadcast_shapes(x_query.shape[:-2], x_keys.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the batch axes of {names[0]} {x_query.shape} and {names[1]} {x_keys.shape} do not broadcast"
+        ) from None
     return x_query, x_keys
 
 
-def dot_product_log_kernel(x_query, x_keys, *, scale: float | None = None) -> np.ndarray:
+def _check_values(values: ArrayLike, x_keys: FloatArray, name: str, key_name: str) -> FloatArray:
+    values = as_array(values, name, allow_int=True)
+    if values.ndim != x_keys.ndim or values.shape[:-1] != x_keys.shape[:-1]:
+        raise ValueError(
+            f"{name} must have shape (..., S, D_v) matching {key_name} {x_keys.shape} on every axis "
+            f"but the last, got {values.shape}"
+        )
+    return values
+
+
+def dot_product_log_kernel(
+    x_query: ArrayLike, x_keys: ArrayLike, *, scale: float | None = None
+) -> FloatArray:
     r"""Log of the exponential dot-product kernel, :math:`\log\kappa(q, k) = s\, q\cdot k`.
 
     .. math:: \kappa(q_i, k_j) = \exp(s\, q_i\cdot k_j), \qquad s = 1/\sqrt D \text{ by default}.
@@ -108,11 +122,13 @@ def dot_product_log_kernel(x_query, x_keys, *, scale: float | None = None) -> np
     """
     x_query, x_keys = _check_points(x_query, x_keys)
     D = x_query.shape[-1]
-    scale = 1.0 / np.sqrt(D) if scale is None else _check_real(scale, "scale")
+    scale = 1.0 / math.sqrt(D) if scale is None else check_real(scale, "scale")
     return scale * (x_query @ np.swapaxes(x_keys, -1, -2))  # (..., L, S)
 
 
-def gaussian_log_kernel(x_query, x_keys, *, bandwidth: float) -> np.ndarray:
+def gaussian_log_kernel(
+    x_query: ArrayLike, x_keys: ArrayLike, *, bandwidth: float
+) -> FloatArray:
     r"""Log of the Gaussian kernel, :math:`-\lVert x - x'\rVert^2 / (2h^2)`.
 
     .. math:: \kappa_h(x, x') = \exp\!\Bigl(-\frac{\lVert x - x'\rVert^2}{2h^2}\Bigr).
@@ -132,16 +148,25 @@ def gaussian_log_kernel(x_query, x_keys, *, bandwidth: float) -> np.ndarray:
     -----
     The squared distances are formed from differences (memory :math:`O(LSD)`), not from
     :math:`\lVert x\rVert^2 + \lVert x'\rVert^2 - 2x\cdot x'`, which cancels for close points.
-    Oracle: a loop over pairs with ``numpy.linalg.norm`` in the tests.
+    Dividing by :math:`2h` and then by :math:`h` (never by :math:`h^2`, which underflows to 0
+    for :math:`h < 10^{-154}`) keeps a distance of zero at log-kernel 0. Oracle: a loop over
+    pairs with ``numpy.linalg.norm`` in the tests.
     """
     x_query, x_keys = _check_points(x_query, x_keys)
-    h = _check_real(bandwidth, "bandwidth", positive=True)
+    h = check_real(bandwidth, "bandwidth", positive=True)
+    with np.errstate(over="ignore"):  # a kernel value below the float range is 0: log -inf
+        return -_squared_distances(x_query, x_keys) / (2.0 * h) / h  # (..., L, S)
+
+
+def _squared_distances(x_query: np.ndarray, x_keys: np.ndarray) -> np.ndarray:
     diff = x_query[..., :, None, :] - x_keys[..., None, :, :]  # (..., L, S, D)
-    return -np.sum(diff * diff, axis=-1) / (2.0 * h * h)  # (..., L, S)
+    return np.sum(diff * diff, axis=-1)  # (..., L, S)
 
 
-def nadaraya_watson(x_query, x_keys, values, *,
-                    log_kernel: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+def nadaraya_watson(
+    x_query: ArrayLike, x_keys: ArrayLike, values: ArrayLike, *,
+    log_kernel: Callable[[np.ndarray, np.ndarray], np.ndarray]
+) -> FloatArray:
     r"""Nadaraya-Watson estimator: a kernel-weighted average of the values.
 
     .. math::
@@ -174,25 +199,32 @@ def nadaraya_watson(x_query, x_keys, values, *,
     evaluated where it does not overflow.
     """
     x_query, x_keys = _check_points(x_query, x_keys)
-    values = as_array(values, "values", allow_int=True)
-    if values.ndim != x_keys.ndim or values.shape[:-1] != x_keys.shape[:-1]:
-        raise ValueError(
-            f"values must have shape (..., S, D_v) matching x_keys {x_keys.shape} on every axis "
-            f"but the last, got {values.shape}"
-        )
+    values = _check_values(values, x_keys, "values", "x_keys")
+    return _smooth(x_query, x_keys, values, log_kernel)
+
+
+def _smooth(
+    x_query: FloatArray, x_keys: FloatArray, values: FloatArray,
+    log_kernel: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> FloatArray:
+    """The Nadaraya-Watson ratio of checked inputs, in their working dtype (float32 for half)."""
     if not callable(log_kernel):
         raise TypeError(f"log_kernel must be callable, got {type(log_kernel).__name__}")
-    logk = np.asarray(log_kernel(x_query, x_keys), dtype=np.float64)  # (..., L, S)
+    dtype = np.result_type(x_query, x_keys, values)
+    work = work_dtype(dtype)
+    logk = np.asarray(log_kernel(x_query, x_keys)).astype(work, copy=False)  # (..., L, S)
     want = np.broadcast_shapes(x_query.shape[:-2], x_keys.shape[:-2]) + (x_query.shape[-2], x_keys.shape[-2])
     if logk.shape != want:
         raise ValueError(f"log_kernel must return shape {want} (..., L, S), got {logk.shape}")
     if np.isnan(logk).any() or np.isposinf(logk).any():
         raise ValueError("log_kernel returned NaN or +inf")
     weights = masked_softmax(logk, axis=-1)  # (..., L, S)
-    return weights @ values  # (..., L, D_v)
+    return (weights @ values.astype(work, copy=False)).astype(dtype, copy=False)  # (..., L, D_v)
 
 
-def kernel_smoother(q, k, v, *, scale: float | None = None) -> np.ndarray:
+def kernel_smoother(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, *, scale: float | None = None
+) -> FloatArray:
     r"""Softmax attention written as a Nadaraya-Watson estimator with an exponential kernel.
 
     .. math::
@@ -218,17 +250,21 @@ def kernel_smoother(q, k, v, *, scale: float | None = None) -> np.ndarray:
     The kernel :math:`e^{q\cdot k/\sqrt D}` is positive but neither symmetric in general (queries
     and keys come from different projections) nor a function of :math:`q - k` alone: it is a
     smoother with a learned, input-dependent kernel, not a density estimator (the weights sum
-    to one per query, they do not integrate to one over space). Oracles:
+    to one per query, they do not integrate to one over space). The result has the inputs'
+    dtype (half precision is computed in float32). Oracles:
     :func:`attnmath.attention.scaled_dot_product_attention` and
     ``torch.nn.functional.scaled_dot_product_attention``.
     """
     q, k = _check_points(q, k, names=("q", "k"))
+    v = _check_values(v, k, "v", "k")
     D = q.shape[-1]
-    scale = 1.0 / np.sqrt(D) if scale is None else _check_real(scale, "scale")
-    return nadaraya_watson(q, k, v, log_kernel=lambda a, b: dot_product_log_kernel(a, b, scale=scale))
+    scale = 1.0 / math.sqrt(D) if scale is None else check_real(scale, "scale")
+    return _smooth(q, k, v, lambda a, b: dot_product_log_kernel(a, b, scale=scale))
 
 
-def gaussian_kernel_smoother(x_query, x_keys, y, bandwidth: float) -> np.ndarray:
+def gaussian_kernel_smoother(
+    x_query: ArrayLike, x_keys: ArrayLike, y: ArrayLike, bandwidth: float
+) -> FloatArray:
     r"""Nadaraya-Watson regression with a Gaussian kernel of bandwidth :math:`h`.
 
     .. math::
@@ -263,11 +299,24 @@ def gaussian_kernel_smoother(x_query, x_keys, y, bandwidth: float) -> np.ndarray
     and :math:`h = D^{1/4}` gives exactly softmax attention with the usual
     :math:`1/\sqrt D`. Oracles: that identity against
     :func:`attnmath.attention.scaled_dot_product_attention` (with ``bias``) and the literal
-    ratio of sums.
+    ratio of sums. As :math:`h \to 0` the estimate tends to the value of the nearest key (the
+    average over tied nearest keys): each query's smallest distance is subtracted before
+    dividing by :math:`h`, so a tiny bandwidth never underflows every weight to zero.
     """
-    return nadaraya_watson(
-        x_query, x_keys, y, log_kernel=lambda a, b: gaussian_log_kernel(a, b, bandwidth=bandwidth)
-    )
+    x_query, x_keys = _check_points(x_query, x_keys)
+    y = _check_values(y, x_keys, "y", "x_keys")
+    h = check_real(bandwidth, "bandwidth", positive=True)
+
+    def shifted_log_kernel(a, b):
+        # The ratio ignores a per-query constant: subtract each row's smallest distance before
+        # dividing by h, so the nearest key keeps log-kernel 0 however small h is.
+        sq = _squared_distances(a, b)  # (..., L, S)
+        m = sq.min(axis=-1, keepdims=True, initial=np.inf)  # inf only for a row without keys
+        sq = sq - np.where(np.isinf(m), 0.0, m)
+        with np.errstate(over="ignore"):
+            return -(sq / (2.0 * h)) / h  # (..., L, S)
+
+    return _smooth(x_query, x_keys, y, shifted_log_kernel)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -288,7 +337,9 @@ class LinearAttentionWeights(NamedTuple):
     p: np.ndarray
 
 
-def _check_regression(X, y, x_query):
+def _check_regression(
+    X: ArrayLike, y: ArrayLike, x_query: ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     X = as_array(X, "X", ndim=2, allow_int=True)
     N, d = X.shape
     y = as_array(y, "y", ndim=1, allow_int=True)
@@ -301,10 +352,12 @@ def _check_regression(X, y, x_query):
 
 
 def _check_lr(lr) -> float:
-    return _check_real(lr, "lr", positive=True)
+    return check_real(lr, "lr", positive=True)
 
 
-def gd_one_step_prediction(X, y, x_query, lr: float) -> np.ndarray | float:
+def gd_one_step_prediction(
+    X: ArrayLike, y: ArrayLike, x_query: ArrayLike, lr: float
+) -> FloatArray | float:
     r"""Prediction after one gradient-descent step from :math:`w = 0` on the mean squared loss.
 
     .. math::
@@ -340,7 +393,9 @@ def gd_one_step_prediction(X, y, x_query, lr: float) -> np.ndarray | float:
     return float(out) if np.ndim(out) == 0 else out
 
 
-def gd_prediction(X, y, x_query, *, lr: float, n_steps: int) -> np.ndarray | float:
+def gd_prediction(
+    X: ArrayLike, y: ArrayLike, x_query: ArrayLike, *, lr: float, n_steps: int
+) -> FloatArray | float:
     r"""Prediction after ``n_steps`` gradient-descent steps from :math:`w = 0`.
 
     .. math::
@@ -380,7 +435,9 @@ def gd_prediction(X, y, x_query, *, lr: float, n_steps: int) -> np.ndarray | flo
     return float(out) if np.ndim(out) == 0 else out
 
 
-def least_squares_prediction(X, y, x_query) -> np.ndarray | float:
+def least_squares_prediction(
+    X: ArrayLike, y: ArrayLike, x_query: ArrayLike
+) -> FloatArray | float:
     r"""Prediction of the (minimum-norm) least-squares fit, :math:`x_q\cdot X^{+}y`.
 
     .. math:: \hat w = \arg\min_w \lVert Xw - y\rVert^2 = (X^\top X)^{-1}X^\top y
@@ -405,12 +462,16 @@ def least_squares_prediction(X, y, x_query) -> np.ndarray | float:
     orthogonality of the residual, :math:`X^\top(X\hat w - y) = 0`.
     """
     X, y, x_query = _check_regression(X, y, x_query)
-    w, *_ = np.linalg.lstsq(X, y, rcond=None)  # (d,)
-    out = x_query @ w
+    dtype = np.result_type(X, y, x_query)
+    work = work_dtype(dtype)  # numpy.linalg has no float16
+    w, *_ = np.linalg.lstsq(X.astype(work), y.astype(work), rcond=None)  # (d,)
+    out = (x_query.astype(work) @ w).astype(dtype)
     return float(out) if np.ndim(out) == 0 else out
 
 
-def gd_linear_attention_weights(d: int, n_context: int, *, lr: float) -> LinearAttentionWeights:
+def gd_linear_attention_weights(
+    d: int, n_context: int, *, lr: float
+) -> LinearAttentionWeights:
     r"""Weights of a linear self-attention layer that performs one gradient-descent step.
 
     On tokens :math:`z = [x; y] \in \mathbb R^{d+1}`:
@@ -454,7 +515,7 @@ def gd_linear_attention_weights(d: int, n_context: int, *, lr: float) -> LinearA
     return LinearAttentionWeights(w_q=w_qk.copy(), w_k=w_qk.copy(), w_v=w_v, p=lr / N * np.eye(d + 1))
 
 
-def in_context_tokens(X, y, x_query) -> np.ndarray:
+def in_context_tokens(X: ArrayLike, y: ArrayLike, x_query: ArrayLike) -> FloatArray:
     r"""Token sequence :math:`[(x_1, y_1), \dots, (x_N, y_N), (x_q, 0)]` of width ``d + 1``.
 
     Parameters
@@ -476,11 +537,11 @@ def in_context_tokens(X, y, x_query) -> np.ndarray:
     X, y, x_query = _check_regression(X, y, x_query)
     xq = np.atleast_2d(x_query)  # (M, d)
     context = np.concatenate([X, y[:, None]], axis=1)  # (N, d + 1)
-    queries = np.concatenate([xq, np.zeros((xq.shape[0], 1))], axis=1)  # (M, d + 1)
+    queries = np.concatenate([xq, np.zeros((xq.shape[0], 1), dtype=xq.dtype)], axis=1)  # (M, d + 1)
     return np.concatenate([context, queries], axis=0)  # (N + M, d + 1)
 
 
-def linear_self_attention(z, weights: LinearAttentionWeights) -> np.ndarray:
+def linear_self_attention(z: ArrayLike, weights: LinearAttentionWeights) -> FloatArray:
     r"""One residual linear self-attention layer (no softmax, no mask, no normalisation).
 
     .. math::
@@ -513,7 +574,9 @@ def linear_self_attention(z, weights: LinearAttentionWeights) -> np.ndarray:
     for name, w in zip(weights._fields, weights):
         w = as_array(w, f"weights.{name}", ndim=2, allow_int=True)
         if w.shape != (C, C):
-            raise ValueError(f"weights.{name} must have shape (C, C) = ({C}, {C}), got {w.shape}")
+            raise ValueError(
+                f"weights.{name} must have shape (C, C) = ({C}, {C}) for z of width C={C}, got {w.shape}"
+            )
         mats.append(w)
     w_q, w_k, w_v, p = mats
     queries = z @ w_q.T  # (T, C)
@@ -523,7 +586,9 @@ def linear_self_attention(z, weights: LinearAttentionWeights) -> np.ndarray:
     return z + (scores @ vals) @ p.T  # (T, C)
 
 
-def linear_self_attention_gd_step(X, y, x_query, *, lr: float) -> np.ndarray | float:
+def linear_self_attention_gd_step(
+    X: ArrayLike, y: ArrayLike, x_query: ArrayLike, *, lr: float
+) -> FloatArray | float:
     r"""In-context prediction of a linear self-attention layer built to do one GD step.
 
     Builds the tokens :math:`[(x_i, y_i)_{i\le N}, (x_q, 0)]`, applies
@@ -574,7 +639,9 @@ def _check_perm(perm, n: int, name: str = "perm") -> np.ndarray:
     return perm_arr
 
 
-def _self_attention_inputs(q, k, v):
+def _self_attention_inputs(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     q, k = _check_points(q, k, names=("q", "k"))
     L, S = q.shape[-2], k.shape[-2]
     if L != S:
@@ -585,11 +652,14 @@ def _self_attention_inputs(q, k, v):
     return q, k, as_array(v, "v", allow_int=True)
 
 
-def _attend(q, k, v, mask):
+def _attend(q: FloatArray, k: FloatArray, v: FloatArray, mask: ArrayLike | None) -> FloatArray:
     return scaled_dot_product_attention(q, k, v, mask=mask)[0]  # (..., L, D_v)
 
 
-def permutation_equivariance_gap(q, k, v, perm, *, mask=None) -> float:
+def permutation_equivariance_gap(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, perm: ArrayLike, *,
+    mask: ArrayLike | None = None
+) -> float:
     r"""Largest violation of the equivariance :math:`\operatorname{Attn}(\Pi X) = \Pi\operatorname{Attn}(X)`.
 
     .. math::
@@ -627,7 +697,10 @@ def permutation_equivariance_gap(q, k, v, perm, *, mask=None) -> float:
     return float(np.max(np.abs(out_perm - out[..., perm, :])))
 
 
-def permutation_invariance_gap(q, k, v, perm, *, mask=None) -> float:
+def permutation_invariance_gap(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, perm: ArrayLike, *,
+    mask: ArrayLike | None = None
+) -> float:
     r"""Largest violation of the *invariance* :math:`\operatorname{Attn}(\Pi X) = \operatorname{Attn}(X)`.
 
     .. math::
@@ -658,7 +731,10 @@ def permutation_invariance_gap(q, k, v, perm, *, mask=None) -> float:
     return float(np.max(np.abs(out_perm - out)))
 
 
-def key_value_permutation_gap(q, k, v, perm, *, mask=None) -> float:
+def key_value_permutation_gap(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, perm: ArrayLike, *,
+    mask: ArrayLike | None = None
+) -> float:
     r"""Largest violation of :math:`\operatorname{Attn}(Q, \Pi K, \Pi V) = \operatorname{Attn}(Q, K, V)`.
 
     Reordering the key-value pairs (and not the queries) leaves every output unchanged: each
@@ -696,7 +772,10 @@ def key_value_permutation_gap(q, k, v, perm, *, mask=None) -> float:
     return float(np.max(np.abs(out_perm - out)))
 
 
-def is_permutation_equivariant(q, k, v, perm, *, mask=None, rtol: float = 1e-10) -> bool:
+def is_permutation_equivariant(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, perm: ArrayLike, *,
+    mask: ArrayLike | None = None, rtol: float | None = None
+) -> bool:
     r"""Whether :math:`\operatorname{Attn}(\Pi Q,\Pi K,\Pi V) = \Pi\operatorname{Attn}(Q,K,V)` to rounding.
 
     .. math:: \operatorname{gap} \le \mathrm{rtol}\cdot\max\bigl(1, \max|V|\bigr).
@@ -705,8 +784,10 @@ def is_permutation_equivariant(q, k, v, perm, *, mask=None, rtol: float = 1e-10)
     ----------
     q, k, v, perm, mask
         As in :func:`permutation_equivariance_gap`.
-    rtol : float
-        Tolerance relative to the size of the values (outputs are averages of values).
+    rtol : float, optional
+        Tolerance relative to the size of the values (outputs are averages of values). Default
+        :math:`\epsilon^{3/4}` of the inputs' dtype (float64: ``1.8e-12``, float32: ``6.5e-6``,
+        float16: ``3.1e-3``), far above rounding and far below a real violation.
 
     Returns
     -------
@@ -716,8 +797,13 @@ def is_permutation_equivariant(q, k, v, perm, *, mask=None, rtol: float = 1e-10)
     -----
     Oracle: :func:`permutation_equivariance_gap`.
     """
-    rtol = _check_real(rtol, "rtol", positive=True)
+    if rtol is not None:
+        rtol = check_real(rtol, "rtol", positive=True)
     gap = permutation_equivariance_gap(q, k, v, perm, mask=mask)
+    dtype = np.result_type(as_array(q, "q", allow_int=True), as_array(k, "k", allow_int=True),
+                           as_array(v, "v", allow_int=True))
+    if rtol is None:
+        rtol = float(np.finfo(dtype).eps) ** 0.75
     v = np.asarray(v, dtype=np.float64)
     return gap <= rtol * max(1.0, float(np.max(np.abs(v))) if v.size else 1.0)
 
@@ -726,13 +812,13 @@ def is_permutation_equivariant(q, k, v, perm, *, mask=None, rtol: float = 1e-10)
 # Rank
 # ----------------------------------------------------------------------------------------------
 
-def _check_tol(tol):
+def _check_tol(tol: object) -> float | None:
     if tol is None:
         return None
-    return _check_real(tol, "tol", positive=True)
+    return check_real(tol, "tol", positive=True)
 
 
-def _check_probs_values(probs, v):
+def _check_probs_values(probs: ArrayLike, v: ArrayLike) -> tuple[FloatArray, FloatArray]:
     probs = as_array(probs, "probs", allow_int=True)
     v = as_array(v, "v", allow_int=True)
     if probs.ndim < 2 or v.ndim < 2:
@@ -746,7 +832,9 @@ def _check_probs_values(probs, v):
     return probs, v
 
 
-def attention_output_rank(probs, v, *, tol: float | None = None):
+def attention_output_rank(
+    probs: ArrayLike, v: ArrayLike, *, tol: float | None = None
+) -> int | NDArray[np.int64]:
     r"""Numerical rank of the attention output :math:`PV` (per leading index).
 
     .. math::
@@ -777,7 +865,8 @@ def attention_output_rank(probs, v, *, tol: float | None = None):
     ``numpy.linalg.matrix_rank`` of the product and of the factors.
     """
     probs, v = _check_probs_values(probs, v)
-    ranks = np.linalg.matrix_rank(probs @ v, tol=_check_tol(tol))  # (...)
+    product = probs @ v  # (..., L, D_v)
+    ranks = np.linalg.matrix_rank(product.astype(work_dtype(product)), tol=_check_tol(tol))  # (...)
     return int(ranks) if np.ndim(ranks) == 0 else ranks
 
 
@@ -804,7 +893,9 @@ def attention_rank_bound(L: int, S: int, D_v: int) -> int:
     return min(check_positive_int(L, "L"), check_positive_int(S, "S"), check_positive_int(D_v, "D_v"))
 
 
-def multi_head_output_rank(probs, v, w_o, *, tol: float | None = None):
+def multi_head_output_rank(
+    probs: ArrayLike, v: ArrayLike, w_o: ArrayLike, *, tol: float | None = None
+) -> int | NDArray[np.int64]:
     r"""Numerical rank of :math:`\operatorname{Concat}(P_1V_1, \dots, P_HV_H)\,W_O`.
 
     .. math::
@@ -827,10 +918,12 @@ def multi_head_output_rank(probs, v, w_o, *, tol: float | None = None):
 
     Notes
     -----
-    Each head alone is capped at :math:`D_v`; the concatenation is not. Compared with *one*
-    head of the full width :math:`D_v = C`, however, several heads do not raise the cap
-    (:math:`\min(L, S, C)` either way): what heads add is several attention patterns, not
-    rank. Oracle: ``numpy.linalg.matrix_rank`` of the product written out in the tests.
+    Each head alone is capped at :math:`D_v`; the concatenation is not. Every head's column space
+    contains the all-ones vector, so the rank is at most :math:`\min(L, C, 1 + H(S-1))` for
+    :math:`C = HD_v` (:func:`multi_head_rank_bound`). One head of the full width :math:`C` is
+    capped at :math:`\min(L, S, C)`: the same when :math:`S \ge C`, lower when there are
+    fewer keys than the model width. Oracle: ``numpy.linalg.matrix_rank`` of the product
+    written out in the tests.
     """
     probs, v = _check_probs_values(probs, v)
     if probs.ndim < 3 or probs.shape[:-2] != v.shape[:-2]:
@@ -845,15 +938,16 @@ def multi_head_output_rank(probs, v, w_o, *, tol: float | None = None):
         raise ValueError(f"w_o must have shape (H * D_v, C) = ({H * D_v}, C), got {w_o.shape}")
     heads = probs @ v  # (..., H, L, D_v)
     concat = np.moveaxis(heads, -3, -2).reshape(*batch, L, H * D_v)  # (..., L, H * D_v)
-    ranks = np.linalg.matrix_rank(concat @ w_o, tol=_check_tol(tol))  # (...)
+    product = concat @ w_o  # (..., L, C)
+    ranks = np.linalg.matrix_rank(product.astype(work_dtype(product)), tol=_check_tol(tol))  # (...)
     return int(ranks) if np.ndim(ranks) == 0 else ranks
 
 
 def multi_head_rank_bound(L: int, S: int, H: int, D_v: int, C: int) -> int:
-    r"""Upper bound :math:`\min(L, H\min(S, D_v), C)` on the rank of a multi-head output.
+    r"""Upper bound :math:`\min(L, C, H\min(S, D_v), 1 + H(S-1))` on the rank of a multi-head output.
 
     .. math:: \operatorname{rank}\bigl(\operatorname{Concat}_h(P_hV_h)W_O\bigr)
-              \le \min\Bigl(L,\ \sum_h \min(S, D_v),\ C\Bigr).
+              \le \min\Bigl(L,\ C,\ \sum_h \min(S, D_v),\ 1 + H(S - 1)\Bigr).
 
     Parameters
     ----------
@@ -865,8 +959,14 @@ def multi_head_rank_bound(L: int, S: int, H: int, D_v: int, C: int) -> int:
 
     Notes
     -----
-    Attained by generic inputs. Oracle: :func:`multi_head_output_rank` on random inputs.
+    The last term holds because every :math:`P_h` is row-stochastic: its column space (of
+    dimension at most :math:`S`) contains the all-ones vector :math:`P_h\mathbf{1} = \mathbf{1}`,
+    so the column spaces of the :math:`H` heads share it and span at most :math:`1 + H(S-1)`
+    dimensions. With :math:`C = HD_v` the bound is :math:`\min(L, C, 1 + H(S-1))`, against
+    :math:`\min(L, S, C)` for one head of width :math:`C`: the two agree when :math:`S \ge C`
+    and :math:`H` heads reach more when :math:`1 < S < C` and :math:`L > S`. Attained by generic
+    inputs and weights. Oracle: :func:`multi_head_output_rank` on random inputs.
     """
     L, S, H = (check_positive_int(x, n) for x, n in ((L, "L"), (S, "S"), (H, "H")))
     D_v, C = check_positive_int(D_v, "D_v"), check_positive_int(C, "C")
-    return min(L, H * min(S, D_v), C)
+    return min(L, C, H * min(S, D_v), 1 + H * (S - 1))

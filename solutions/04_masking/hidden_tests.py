@@ -11,6 +11,9 @@ from attngrade.spec import Case, Part, allclose_check
 from attnmath.attention import scaled_dot_product_attention
 
 
+MASK_CONTRACT = "Exact: a boolean array (`True` = may attend) equal to the expected mask entry by entry."
+
+
 def mask_check(case, out):
     """A boolean mask (True = may attend) of the expected shape, equal entry by entry."""
     assert out is not None, "returned None"
@@ -117,8 +120,9 @@ def attention_cases(rng):
 
 
 PARTS = [
-    Part("test_causal_mask", function="causal_mask", cases=causal_cases, check=mask_check),
-    Part("test_padding_mask", function="padding_mask", cases=padding_cases, check=mask_check),
-    Part("test_combined_mask", function="combined_mask", cases=combined_cases, check=mask_check),
+    Part("test_causal_mask", function="causal_mask", cases=causal_cases, check=mask_check, precision=MASK_CONTRACT),
+    Part("test_padding_mask", function="padding_mask", cases=padding_cases, check=mask_check, precision=MASK_CONTRACT),
+    Part("test_combined_mask", function="combined_mask", cases=combined_cases, check=mask_check,
+         precision=MASK_CONTRACT),
     Part("test_masked_attention", function="masked_attention", cases=attention_cases),
 ]

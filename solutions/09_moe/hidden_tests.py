@@ -129,6 +129,7 @@ def loss_cases(rng):
 PARTS = [
     Part("test_top_k_gating", function="top_k_gating", cases=top_k_cases, check=_routing_check),
     Part("test_renormalized_gates", function="renormalized_gates", cases=renormalized_cases, check=_routing_check),
-    Part("test_capacity_keep", function="capacity_keep", cases=capacity_cases, check=_exact_check),
+    Part("test_capacity_keep", function="capacity_keep", cases=capacity_cases, check=_exact_check,
+         precision="Exact: booleans (or 0/1 integers) equal to the expected ones entry by entry."),
     Part("test_load_balancing_loss", function="load_balancing_loss", cases=loss_cases),
 ]

@@ -134,5 +134,6 @@ PARTS = [
     Part("test_linear_self_attention", function="linear_self_attention", cases=lsa_cases),
     Part("test_icl_prediction", function="icl_prediction", cases=icl_cases),
     Part("test_equivariance_gap", function="equivariance_gap", cases=gap_cases, check=allclose_check),
-    Part("test_multi_head_rank", function="multi_head_rank", cases=rank_cases, check=_rank_check),
+    Part("test_multi_head_rank", function="multi_head_rank", cases=rank_cases, check=_rank_check,
+         precision="Exact: the rank as an integer."),
 ]

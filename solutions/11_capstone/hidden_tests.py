@@ -6,8 +6,9 @@ pipeline agree on every submission. Expected values come from ``attnmath`` in fl
 
 import numpy as np
 
-import attnmath.multihead as ref
+import attnmath.encoder as ref
 from attngrade.spec import Case, Part
+from attnmath.multihead import MultiHeadParams
 from attnmath.softmax import log_softmax
 
 ATTN_KEYS = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
@@ -35,7 +36,7 @@ def _visible_params(rng, C, F):
 
 def _block(x, p, H, mask=None):
     params = ref.EncoderBlockParams(
-        ref.MultiHeadParams(*(p[k] for k in ATTN_KEYS)), p["w_1"], p["b_1"], p["w_2"], p["b_2"],
+        MultiHeadParams(*(p[k] for k in ATTN_KEYS)), p["w_1"], p["b_1"], p["w_2"], p["b_2"],
         p["ln1_gamma"], p["ln1_beta"], p["ln2_gamma"], p["ln2_beta"])
     return ref.encoder_block_forward(x, params, H, mask=mask)
 

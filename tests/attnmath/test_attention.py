@@ -14,7 +14,6 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch.nn.attention.bias import causal_lower_right
 
 from attnmath.attention import (
     AttentionCache,
@@ -30,7 +29,7 @@ from attnmath.attention import (
     scaled_dot_product_attention,
 )
 from attnmath.masking import causal_mask, padding_mask
-from attnmath.testing import assert_close, check_gradient, random_qkv, to_torch
+from attnmath.testing import assert_close, check_gradient, random_qkv, sdpa_oracle, to_torch
 
 SETTINGS = settings(max_examples=30, deadline=None)
 TOL = dict(rtol=1e-10, atol=1e-12)
@@ -63,22 +62,14 @@ def _make_case(lead=(2,), H=3, H_kv=None, L=5, S=None, D=4, D_v=None, mask=None,
 
 
 def _torch_attention(q, k, v, *, mask=None, bias=None, scale=None, is_causal=False, dout=None,
-                     attn_mask=None):
-    """torch's fused attention in float64; with ``dout`` also the autograd gradients."""
-    qt, kt, vt = to_torch(q, k, v, requires_grad=True)
-    if attn_mask is None:
-        if bias is not None:
-            attn_mask = torch.from_numpy(np.asarray(bias, dtype=np.float64))
-        if mask is not None:
-            m = torch.from_numpy(np.asarray(mask))
-            attn_mask = m if attn_mask is None else torch.where(m, attn_mask, -torch.inf)
-    gqa = q.ndim >= 3 and k.shape[-3] != q.shape[-3]
-    out = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=attn_mask, is_causal=is_causal,
-                                         scale=scale, enable_gqa=gqa)
+                     causal_alignment="top_left"):
+    """The oracle :func:`attnmath.testing.sdpa_oracle` (torch, float64): ``(out, grads or None)``."""
+    result = sdpa_oracle(q, k, v, mask=mask, bias=bias, scale=scale, causal=is_causal,
+                         causal_alignment=causal_alignment, dout=dout)
     if dout is None:
-        return out.detach().numpy(), None
-    out.backward(torch.from_numpy(dout))
-    return out.detach().numpy(), AttentionGrads(qt.grad.numpy(), kt.grad.numpy(), vt.grad.numpy())
+        return result, None
+    out, grads = result
+    return out, AttentionGrads(*grads)
 
 
 def _assert_grads(ours: AttentionGrads, ref: AttentionGrads, **tol):
@@ -121,8 +112,21 @@ CASE_PARAMS = [pytest.param(case, id=name) for name, case in CASES.items()]
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.claim("000 Scaled Dot-Product Attention", "Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V with Q (n x d_k), K (m x d_k), V (m x d_v) and an n x d_v output", "verified")
-@pytest.mark.claim("001 Core Formula", "Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V: an n x d_v matrix of weighted values", "verified")
+@pytest.mark.claim(
+    "000 Scaled Dot-Product Attention",
+    "Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V with Q (n x d_k), K (m x d_k), V (m x d_v) "
+    "and an n x d_v output",
+    "verified",
+    domain="16 shape cases against torch: B, H, L, S with L != S, D != D_v, grouped and multi-query "
+           "heads, every mask and bias broadcast shape, custom scales, fully masked rows, a plain "
+           "(L, D) matrix; float64")
+@pytest.mark.claim(
+    "001 Core Formula",
+    "Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V: an n x d_v matrix of weighted values",
+    "verified",
+    domain="16 shape cases against torch: B, H, L, S with L != S, D != D_v, grouped and multi-query "
+           "heads, every mask and bias broadcast shape, custom scales, fully masked rows, a plain "
+           "(L, D) matrix; float64")
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_forward_matches_torch_scaled_dot_product_attention(case):
     inputs = _make_case(**case)
@@ -134,8 +138,20 @@ def test_forward_matches_torch_scaled_dot_product_attention(case):
     assert_close(out, expected, name="out", **TOL)
 
 
-@pytest.mark.claim("000 Gradient Analysis", "dL/dV = A^T dL/dOutput and dL/dA = dL/dOutput V^T", "verified")
-@pytest.mark.claim("002 §3.2", "dL/dQ = (1/sqrt(d_k)) dL/dS K and dL/dK = (1/sqrt(d_k)) (dL/dS)^T Q", "verified")
+@pytest.mark.claim(
+    "000 Gradient Analysis",
+    "dL/dV = A^T dL/dOutput and dL/dA = dL/dOutput V^T",
+    "verified",
+    domain="the same 16 shape cases against torch.autograd: L != S, D != D_v, grouped heads, masks, "
+           "biases, fully masked rows; float64",
+    chapter="03_gradients")
+@pytest.mark.claim(
+    "002 §3.2",
+    "dL/dQ = (1/sqrt(d_k)) dL/dS K and dL/dK = (1/sqrt(d_k)) (dL/dS)^T Q",
+    "verified",
+    domain="the same 16 shape cases against torch.autograd: L != S, D != D_v, grouped heads, masks, "
+           "biases, fully masked rows; float64",
+    chapter="03_gradients")
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_backward_matches_torch_autograd(case):
     inputs = _make_case(**case, seed=1)
@@ -168,7 +184,8 @@ def test_bottom_right_causal_mask_matches_torch_causal_lower_right(L, S):
     out, cache = scaled_dot_product_attention(q, k, v, mask=mask)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch warns of empty rows when L > S
-        expected, _ = _torch_attention(q, k, v, attn_mask=causal_lower_right(L, S))
+        # a causal mask alone: the oracle passes torch.nn.attention.bias.causal_lower_right
+        expected, _ = _torch_attention(q, k, v, is_causal=True, causal_alignment="bottom_right")
     assert_close(out, expected, name="out", **TOL)
     # the same mask written explicitly as torch's tril(S - L), with gradients
     explicit = torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L).numpy()
@@ -205,7 +222,13 @@ def test_fully_masked_row_is_zero():
     assert not grads.dk.any() and not grads.dv.any()
 
 
-@pytest.mark.claim("004 Gradient Flow Through Attention", "dL/dS = A * (dL/dA - (dL/dA * A).sum(dim=-1, keepdim=True)) through the row-wise softmax", "verified")
+@pytest.mark.claim(
+    "004 Gradient Flow Through Attention",
+    "dL/dS = A * (dL/dA - (dL/dA * A).sum(dim=-1, keepdim=True)) through the row-wise softmax",
+    "verified",
+    domain="one case with everything at once: L = 3 != S = 4, grouped heads (H = 4, H_kv = 2), a "
+           "mask, a bias and fully masked rows, central differences in float64",
+    chapter="03_gradients")
 def test_gradient_matches_central_differences_with_a_mask_and_grouped_heads():
     inputs = _make_case(lead=(1,), H=4, H_kv=2, L=3, S=4, D=3, D_v=2, mask=(1, 4, 3, 4),
                         bias=(4, 1, 4), empty_rows=True, seed=11)
@@ -444,8 +467,20 @@ def attention_inputs(draw, with_mask=True):
     return q, k, v, mask
 
 
-@pytest.mark.claim("002 §2.2", "alpha_ij >= 0 and sum_j alpha_ij = 1 for every query i", "verified")
-@pytest.mark.claim("000 Step 3: Normalization", "Each row of the attention weight matrix A sums to 1", "verified")
+@pytest.mark.claim(
+    "002 §2.2",
+    "alpha_ij >= 0 and sum_j alpha_ij = 1 for every query i",
+    "verified",
+    domain="B, H_kv in 1..2, H in H_kv..2H_kv, L in 1..5, S in 1..6, D in 1..4, D_v in 1..3, soft "
+           "to nearly one-hot scores, random masks including fully masked rows (zero rows then), "
+           "hypothesis")
+@pytest.mark.claim(
+    "000 Step 3: Normalization",
+    "Each row of the attention weight matrix A sums to 1",
+    "verified",
+    domain="B, H_kv in 1..2, H in H_kv..2H_kv, L in 1..5, S in 1..6, D in 1..4, D_v in 1..3, soft "
+           "to nearly one-hot scores, random masks including fully masked rows (zero rows then), "
+           "hypothesis")
 @SETTINGS
 @given(attention_inputs())
 def test_attention_weights_are_a_distribution_or_zero_on_each_row(inputs):
@@ -662,7 +697,13 @@ def test_scale_accepts_any_real_number_including_numpy_integers():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.claim("001 Key Insight", "Attention is 'database lookup with soft matching': the query matches against the keys to retrieve weighted values", "verified")
+@pytest.mark.claim(
+    "001 Key Insight",
+    "Attention is 'database lookup with soft matching': the query matches against the keys to "
+    "retrieve weighted values",
+    "verified",
+    domain="queries resembling given keys (L = 2, S = 6), the scale growing until the weights are "
+           "one-hot; an illustration of the analogy, not a theorem")
 def test_a_large_scale_turns_attention_into_a_hard_lookup_of_the_best_key():
     rng = np.random.default_rng(0)
     k, v = rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
@@ -678,7 +719,12 @@ def test_a_large_scale_turns_attention_into_a_hard_lookup_of_the_best_key():
     assert_close(hard, v[best], name="the value of the best-matching key")
 
 
-@pytest.mark.claim("002 §2.2", "High q_i . k_j -> high alpha_ij: position i attends to position j", "verified")
+@pytest.mark.claim(
+    "002 §2.2",
+    "High q_i . k_j -> high alpha_ij: position i attends to position j",
+    "verified",
+    domain="every pair of keys in every row: B, H, L, S, D, D_v as in the distribution test (L != S "
+           "included), grouped heads, hypothesis")
 @SETTINGS
 @given(attention_inputs(with_mask=False))
 def test_a_larger_score_gets_a_larger_weight_in_its_row(inputs):
@@ -691,15 +737,33 @@ def test_a_larger_score_gets_a_larger_weight_in_its_row(inputs):
     assert (heavier | underflow)[larger].all()
 
 
-@pytest.mark.claim("000 Self-Attention vs Cross-Attention", "Self-attention: Q = K = V = X", "corrected",
-                   correction="Q = X W_Q, K = X W_K, V = X W_V are three learned projections of X; with Q = K = X the scores "
-                              "X X^T are symmetric and, for generic inputs, each token attends mostly to itself.")
-@pytest.mark.claim("004 Self-Attention vs Cross-Attention", "Self-attention: Q = K = V = X, attn[i,j] = similarity(X[i], X[j])", "corrected",
-                   correction="Q, K and V are different linear projections of X (Q = X W_Q etc.); without them the score "
-                              "matrix is symmetric and self-dominated.")
-@pytest.mark.claim("000 Self-Attention vs Cross-Attention", "Cross-attention: Q = X_1, K = V = X_2", "corrected",
-                   correction="Q = X_1 W_Q, K = X_2 W_K, V = X_2 W_V: keys and values are different projections of X_2, "
-                              "so D_v may differ from D and the output need not be a mixture of keys.")
+@pytest.mark.claim(
+    "000 Self-Attention vs Cross-Attention",
+    "Self-attention: Q = K = V = X",
+    "clarified",
+    correction="Right as the arguments of MultiHead(Q, K, V) in Vaswani et al., which projects "
+               "them: the queries, keys and values are X W_Q, X W_K, X W_V. Taken literally (no "
+               "projections) the scores X X^T are symmetric and, for generic inputs, each token "
+               "attends mostly to itself.",
+    domain="a counterexample to the literal reading: 4 sequences of L = 8 tokens of width 64, float64",
+    box="corr-self-attention-qkv")
+@pytest.mark.claim(
+    "004 Self-Attention vs Cross-Attention",
+    "Self-attention: Q = K = V = X, attn[i,j] = similarity(X[i], X[j])",
+    "corrected",
+    correction="Q, K and V are different linear projections of X (Q = X W_Q etc.); without them the "
+               "score matrix is symmetric and self-dominated.",
+    domain="a counterexample to the literal reading: 4 sequences of L = 8 tokens of width 64, float64",
+    box="corr-self-attention-qkv")
+@pytest.mark.claim(
+    "000 Self-Attention vs Cross-Attention",
+    "Cross-attention: Q = X_1, K = V = X_2",
+    "clarified",
+    correction="Right as the arguments of MultiHead(Q, K, V), which projects them: Q = X_1 W_Q, K = "
+               "X_2 W_K, V = X_2 W_V, so keys and values are different maps of X_2, D_v may differ "
+               "from D, and the output need not be a mixture of keys.",
+    domain="a counterexample to the literal reading: 4 sequences of L = 8 tokens of width 64, float64",
+    box="corr-self-attention-qkv")
 def test_self_attention_without_projections_has_symmetric_self_dominated_scores():
     rng = np.random.default_rng(9)
     L, C, D = 8, 64, 16
@@ -727,9 +791,16 @@ def test_self_attention_without_projections_has_symmetric_self_dominated_scores(
     assert_close(out, expected, name="cross-attention with projections", **TOL)
 
 
-@pytest.mark.claim("004 Gradient Flow Through Attention", "dA_ik/dS_ij = A_ik(1 - A_ik) if i = j, -A_ik A_ij if i != j", "corrected",
-                   correction="The condition compares the column indices: dA_ik/dS_ij = A_ik (delta_kj - A_ij), and "
-                              "dA_ik/dS_lj = 0 for l != i because each row is normalised separately.")
+@pytest.mark.claim(
+    "004 Gradient Flow Through Attention",
+    "dA_ik/dS_ij = A_ik(1 - A_ik) if i = j, -A_ik A_ij if i != j",
+    "corrected",
+    correction="The condition compares the column indices: dA_ik/dS_ij = A_ik (delta_kj - A_ij), "
+               "and dA_ik/dS_lj = 0 for l != i because each row is normalised separately.",
+    domain="a counterexample for the literal condition and the full row-wise Jacobian of a (3, 4) "
+           "score matrix against torch.autograd",
+    chapter="03_gradients",
+    box="corr-jacobian-indices")
 def test_rowwise_softmax_derivative_compares_the_column_indices():
     z = np.random.default_rng(0).standard_normal((3, 4))
     a = torch.softmax(to_torch(z), dim=-1).numpy()
@@ -743,7 +814,12 @@ def test_rowwise_softmax_derivative_compares_the_column_indices():
     assert jac[0, 1, 0, 1] > 0 > -a[0, 1] ** 2
 
 
-@pytest.mark.claim("004 Gradient Flow Through Attention", "dL/dX = dL/dQ dQ/dX + dL/dK dK/dX + dL/dV dV/dX (Y depends on X through Q, K and V)", "verified")
+@pytest.mark.claim(
+    "004 Gradient Flow Through Attention",
+    "dL/dX = dL/dQ dQ/dX + dL/dK dK/dX + dL/dV dV/dX (Y depends on X through Q, K and V)",
+    "verified",
+    domain="B = 2, L = 6, C = 8, D = 4 != D_v = 3 with a causal mask, against torch.autograd",
+    chapter="03_gradients")
 def test_self_attention_input_gradient_is_the_sum_of_three_paths():
     rng = np.random.default_rng(5)
     L, C, D, D_v = 6, 8, 4, 3
@@ -796,8 +872,22 @@ def _attention_input_jacobian_norms(sharpness, *, T=32, C=8, D=16, seed=0):
     return np.sqrt(sq)
 
 
-@pytest.mark.claim("000 Optimization", "Attention provides direct paths between all positions: shortest path length O(1) compared to O(n) for RNNs", "verified")
-@pytest.mark.claim("001 Attention vs Traditional Mechanisms", "RNN/LSTM struggle with long-range dependencies (vanishing gradients); attention has direct connections", "verified")
+@pytest.mark.claim(
+    "000 Optimization",
+    "Attention provides direct paths between all positions: shortest path length O(1) compared to "
+    "O(n) for RNNs",
+    "verified",
+    domain="tanh RNN (gain 0.9, hidden 16) against one self-attention layer, T = 32, median of 8 "
+           "random draws, every distance",
+    chapter="03_gradients")
+@pytest.mark.claim(
+    "001 Attention vs Traditional Mechanisms",
+    "RNN/LSTM struggle with long-range dependencies (vanishing gradients); attention has direct "
+    "connections",
+    "verified",
+    domain="tanh RNN (gain 0.9, hidden 16) against one self-attention layer, T = 32, median of 8 "
+           "random draws, every distance",
+    chapter="03_gradients")
 def test_rnn_gradient_decays_with_distance_and_attention_gradient_does_not():
     T = 32
     rnn = np.median([_rnn_input_jacobian_norms(0.9, T=T, seed=s) for s in range(8)], axis=0)  # (T,)
@@ -826,9 +916,17 @@ def test_rnn_gradient_decays_with_distance_and_attention_gradient_does_not():
     assert_close(norms, _rnn_input_jacobian_norms(0.9, T=T, seed=0), rtol=1e-10, atol=1e-300, name="RNN")
 
 
-@pytest.mark.claim("004 Why Attention Has Good Gradients", "RNN: dL/dh_0 = dL/dh_T x dh_T/dh_{T-1} x ... x dh_1/dh_0, a product of T terms -> vanishing", "corrected",
-                   correction="A product of T Jacobians vanishes geometrically when they are contractive (e.g. ||W||_2 < 1 "
-                              "with tanh) and can grow geometrically when they expand: vanishing or exploding gradients.")
+@pytest.mark.claim(
+    "004 Why Attention Has Good Gradients",
+    "RNN: dL/dh_0 = dL/dh_T x dh_T/dh_{T-1} x ... x dh_1/dh_0, a product of T terms -> vanishing",
+    "corrected",
+    correction="A product of T Jacobians can vanish or explode: it vanishes geometrically when the "
+               "factors are contractive (e.g. ||W||_2 < 1 with tanh), grows when they expand "
+               "enough, and can still vanish when most factors expand (gain 1: ||W||_2 about 1.8): "
+               "the decay is a property of the product, not of each factor.",
+    domain="tanh RNN, hidden size 16, T = 32, gains 0.5 and 4, the median of 8 random draws",
+    chapter="03_gradients",
+    box="corr-rnn-explode")
 def test_rnn_input_gradient_can_explode_as_well_as_vanish():
     T = 32
     small = np.median([_rnn_input_jacobian_norms(0.5, T=T, seed=s) for s in range(8)], axis=0)
@@ -837,13 +935,68 @@ def test_rnn_input_gradient_can_explode_as_well_as_vanish():
     assert large[0] > 30.0 * large[T - 2]  # exploding
 
 
-@pytest.mark.claim("004 Why Attention Has Good Gradients", "Attention: dL/dX_i directly from dL/dY_i. No long chain -> stable gradients", "corrected",
-                   correction="dL/dX_i collects gradient from every output Y_j (X_i makes key i and value i); the path length is "
-                              "O(1), but every path to y_T carries the weight P_Tt, so gradients still vanish through a "
-                              "saturated softmax.")
-@pytest.mark.claim("004 Summary", "Gradient Flow: Direct paths -> No vanishing gradients", "corrected",
-                   correction="Direct paths remove the decay with distance, not vanishing gradients: through a saturated "
-                              "(nearly one-hot) softmax the gradient to every non-attended input vanishes.")
+
+def _rnn_step_jacobians(gain, *, T=32, C=8, H=16, seed=0):
+    """The factors dh_t/dh_{t-1} = diag(1 - h_t^2) W of the product, and W: ((T, H, H), (H, H))."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((T, C))
+    w = gain * rng.standard_normal((H, H)) / np.sqrt(H)
+    u = rng.standard_normal((H, C)) / np.sqrt(C)
+    h, steps = np.zeros(H), []
+    for t in range(T):
+        h = np.tanh(w @ h + u @ x[t])
+        steps.append((1.0 - h**2)[:, None] * w)  # (H, H)
+    return np.array(steps), w
+
+
+@pytest.mark.claim(
+    "004 Why Attention Has Good Gradients",
+    "RNN: dL/dh_0 = dL/dh_T x dh_T/dh_{T-1} x ... x dh_1/dh_0, a product of T terms -> vanishing",
+    "corrected",
+    correction="A product of T Jacobians can vanish or explode: it vanishes geometrically when the "
+               "factors are contractive (e.g. ||W||_2 < 1 with tanh), grows when they expand "
+               "enough, and can still vanish when most factors expand (gain 1: ||W||_2 about 1.8): "
+               "the decay is a property of the product, not of each factor.",
+    domain="tanh RNN with gain 1, hidden size 16, T = 32, 8 draws per example, hypothesis over the "
+           "seeds",
+    chapter="03_gradients",
+    box="corr-rnn-explode")
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_rnn_product_vanishes_with_gain_one_although_most_factors_expand(seed):
+    # Chapter 03: with gain 1 most factors have spectral norm > 1, yet 32 of them multiply to a
+    # tiny matrix: the decay is a property of the product, not of each factor.
+    draws = [_rnn_step_jacobians(1.0, seed=seed + i) for i in range(8)]
+    w_norms = [np.linalg.norm(w, 2) for _, w in draws]
+    step_norms = np.concatenate([np.linalg.norm(steps, 2, axis=(1, 2)) for steps, _ in draws])
+    products = [np.linalg.norm(np.linalg.multi_dot(list(steps[::-1])), 2) for steps, _ in draws]
+    assert np.median(w_norms) > 1.5
+    assert np.mean(step_norms > 1.0) > 0.8
+    assert np.median(products) < 1e-3 < np.prod(np.median(step_norms) ** len(draws[0][0]))
+
+
+@pytest.mark.claim(
+    "004 Why Attention Has Good Gradients",
+    "Attention: dL/dX_i directly from dL/dY_i. No long chain -> stable gradients",
+    "corrected",
+    correction="dL/dX_i collects gradient from every output Y_j (X_i makes key i and value i); the "
+               "path length is O(1), but every path to y_T carries the weight P_Tt, so gradients "
+               "still vanish through a saturated softmax.",
+    domain="one self-attention layer, L = 8, C = 8, D = 16: the gradient of one output row reaches "
+           "every input, and vanishes when the queries are scaled up (saturated rows)",
+    chapter="03_gradients",
+    box="corr-short-paths")
+@pytest.mark.claim(
+    "004 Summary",
+    "Gradient Flow: Direct paths -> No vanishing gradients",
+    "corrected",
+    correction="Direct paths remove the decay with distance, not vanishing gradients: through a "
+               "saturated (nearly one-hot) softmax the gradient to every non-attended input "
+               "vanishes.",
+    domain="one self-attention layer, L = 8, C = 8, D = 16: the gradient of one output row reaches "
+           "every input, and vanishes when the queries are scaled up (saturated rows)",
+    chapter="03_gradients",
+    box="corr-short-paths")
 def test_attention_gradient_reaches_every_input_but_vanishes_through_a_saturated_softmax():
     rng = np.random.default_rng(8)
     L, C, D = 8, 8, 16
@@ -875,7 +1028,13 @@ def test_attention_gradient_reaches_every_input_but_vanishes_through_a_saturated
     assert fractions[1] > 0.1 and fractions[2] > 0.6
 
 
-@pytest.mark.claim("004 Attention Dropout", "attn = dropout(attn, p=0.1) zeroes out 10% of the attention connections", "verified")
+@pytest.mark.claim(
+    "004 Attention Dropout",
+    "attn = dropout(attn, p=0.1) zeroes out 10% of the attention connections",
+    "verified",
+    domain="torch's dropout with p = 0.1 on 400 x 50 attention weights: the zeroed fraction within "
+           "5 standard errors, the survivors scaled by 1/(1 - p)",
+    chapter="03_gradients")
 def test_torch_dropout_on_attention_weights_zeroes_a_fraction_p_and_rescales_the_rest():
     torch.manual_seed(0)
     attn = torch.softmax(torch.randn(400, 50, dtype=torch.float64), dim=-1)

@@ -7,29 +7,27 @@ import tracemalloc
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnmath.attention import attention_backward, scaled_dot_product_attention
+from attnmath.core import AttentionGrads
 from attnmath.flash import (
     FlashCache,
-    FlashGrads,
     attention_matrix_bytes,
     flash_attention_backward,
     flash_attention_forward,
 )
 from attnmath.masking import causal_mask, combine_masks
-from attnmath.testing import assert_close, check_gradient, random_qkv, to_torch
+from attnmath.testing import assert_close, check_gradient, random_qkv, sdpa_oracle, to_torch
 
 SETTINGS = settings(max_examples=30, deadline=None)
 
 
 def _torch_forward_backward(q, k, v, dout, **kwargs):
-    qt, kt, vt = to_torch(q, k, v, requires_grad=True)
-    out = F.scaled_dot_product_attention(qt, kt, vt, **kwargs)
-    out.backward(torch.from_numpy(dout))
-    return out, qt.grad, kt.grad, vt.grad
+    """The oracle :func:`attnmath.testing.sdpa_oracle`: ``out, dq, dk, dv``."""
+    out, grads = sdpa_oracle(q, k, v, dout=dout, **kwargs)
+    return (out, *grads)
 
 
 def _peak_bytes(fn):
@@ -55,7 +53,7 @@ def test_flash_matches_torch_sdpa_forward_and_backward_with_grouped_heads(causal
     dout = np.random.default_rng(0).standard_normal((2, 4, L, 3))
     out, cache = flash_attention_forward(q, k, v, block_q=3, block_k=4, causal=causal)
     grads = flash_attention_backward(dout, cache)
-    expected, dq, dk, dv = _torch_forward_backward(q, k, v, dout, is_causal=causal, enable_gqa=True)
+    expected, dq, dk, dv = _torch_forward_backward(q, k, v, dout, causal=causal)
     assert_close(out, expected, name="out")
     assert_close(grads.dq, dq, name="dq")
     assert_close(grads.dk, dk, name="dk")
@@ -69,10 +67,9 @@ def test_flash_matches_torch_sdpa_with_boolean_mask_and_fully_masked_rows():
     dout = np.random.default_rng(3).standard_normal((2, 2, 6, 4))
     out, cache = flash_attention_forward(q, k, v, block_q=4, block_k=2, mask=mask, scale=0.7)
     grads = flash_attention_backward(dout, cache)
-    expected, dq, dk, dv = _torch_forward_backward(q, k, v, dout, attn_mask=torch.from_numpy(mask),
-                                                   scale=0.7)
+    expected, dq, dk, dv = _torch_forward_backward(q, k, v, dout, mask=mask, scale=0.7)
     assert_close(out, expected, name="out")
-    for name, a, e in zip(FlashGrads._fields, grads, (dq, dk, dv)):
+    for name, a, e in zip(AttentionGrads._fields, grads, (dq, dk, dv)):
         assert_close(a, e, name=name)
     assert_close(out[1, :, 3], np.zeros((2, 4)), name="fully masked row")
     assert np.isneginf(cache.lse[1, :, 3]).all()
@@ -86,10 +83,10 @@ def test_bottom_right_causal_matches_torch_with_the_shifted_triangle():
     out, cache = flash_attention_forward(q, k, v, block_q=3, block_k=2, causal=True,
                                          causal_alignment="bottom_right")
     grads = flash_attention_backward(dout, cache)
-    tri = torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)  # last query sees every key
-    expected, dq, dk, dv = _torch_forward_backward(q, k, v, dout, attn_mask=tri)
+    tri = torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L).numpy()  # last query sees all
+    expected, dq, dk, dv = _torch_forward_backward(q, k, v, dout, mask=tri)
     assert_close(out, expected, name="out")
-    for name, a, e in zip(FlashGrads._fields, grads, (dq, dk, dv)):
+    for name, a, e in zip(AttentionGrads._fields, grads, (dq, dk, dv)):
         assert_close(a, e, name=name)
 
 
@@ -126,9 +123,13 @@ def flash_problems(draw):
     return dims, block_q, block_k, causal, alignment, mask_kind, seed
 
 
-@pytest.mark.claim("004 Efficient Attention Computation",
-                   "Flash attention: same math as standard attention, only the execution differs (kernel fusion)",
-                   "verified")
+@pytest.mark.claim(
+    "004 Efficient Attention Computation",
+    "Flash attention: same math as standard attention, only the execution differs (kernel fusion)",
+    "verified",
+    domain="B, H_kv in 1..2, grouped heads, L, S in 1..9 (L != S included), D in 1..4, D_v in 1..3, "
+           "every tile size including 1, non-divisors and tiles larger than the sequence, causal "
+           "with both alignments, random and padding masks with fully masked rows, hypothesis")
 @SETTINGS
 @given(problem=flash_problems())
 def test_flash_equals_plain_attention_forward_and_backward_for_any_tiling(problem):
@@ -146,7 +147,7 @@ def test_flash_equals_plain_attention_forward_and_backward_for_any_tiling(proble
     assert_close(out, expected, name="out")
     dout = rng.standard_normal(out.shape)
     grads = flash_attention_backward(dout, cache)
-    for name, a, e in zip(FlashGrads._fields, grads, attention_backward(dout, plain_cache)):
+    for name, a, e in zip(AttentionGrads._fields, grads, attention_backward(dout, plain_cache)):
         assert_close(a, e, name=name)
 
 
@@ -155,7 +156,7 @@ def test_flash_accepts_plain_matrices():
     q, k, v = rng.standard_normal((5, 3)), rng.standard_normal((7, 3)), rng.standard_normal((7, 2))
     out, cache = flash_attention_forward(q, k, v, block_q=2, block_k=3, causal=True)
     assert out.shape == (5, 2) and cache.lse.shape == (5,)
-    assert_close(out, F.scaled_dot_product_attention(*to_torch(q, k, v), is_causal=True), name="out")
+    assert_close(out, sdpa_oracle(q, k, v, causal=True), name="out")
     grads = flash_attention_backward(np.ones((5, 2)), cache)
     assert grads.dq.shape == (5, 3) and grads.dk.shape == (7, 3) and grads.dv.shape == (7, 2)
 
@@ -191,18 +192,26 @@ def test_rowsum_of_dout_times_out_equals_rowsum_of_p_times_dp():
     assert_close(np.sum(dout * out, axis=-1), np.sum(plain.probs * dprobs, axis=-1), name="D_i")
 
 
-def test_causal_forward_skips_key_tiles_above_the_diagonal():
-    # Top-left with L < S: keys L..S-1 are seen by nobody. NaN there would leak as 0 * NaN if
-    # those tiles were computed and masked instead of skipped.
+def test_causal_forward_skips_key_tiles_above_the_diagonal(monkeypatch):
+    # Top-left with L < S: keys L..S-1 are seen by nobody; no score tile may read them, in the
+    # forward or in the backward (every score tile is made by Problem.scores).
+    from attnmath import core
+
     q, k, v = random_qkv(B=1, H=1, L=4, S=12, D=3, seed=13)
-    k[..., 4:, :] = np.nan
-    v[..., 4:, :] = np.nan
+    tiles = []
+    scores = core.Problem.scores
+
+    def recording(self, q_rows, rows, cols):
+        tiles.append(cols.indices(self.S)[:2])
+        return scores(self, q_rows, rows, cols)
+
+    monkeypatch.setattr(core.Problem, "scores", recording)
     out, cache = flash_attention_forward(q, k, v, block_q=2, block_k=4, causal=True)
+    grads = flash_attention_backward(np.ones_like(out), cache)
+    assert tiles and all(j0 < 4 for j0, _ in tiles), tiles
     expected, _ = scaled_dot_product_attention(q, k[..., :4, :], v[..., :4, :],
                                                mask=causal_mask(4))
     assert_close(out, expected, name="out")
-    grads = flash_attention_backward(np.ones_like(out), cache)
-    assert np.isfinite(grads.dq).all()
     assert_close(grads.dk[..., 4:, :], np.zeros((1, 1, 8, 3)), name="dk of unseen keys")
 
 
@@ -227,14 +236,31 @@ def test_float32_input_stays_float32():
 # --------------------------------------------------------------------------- memory
 
 
-@pytest.mark.claim("002 §6.1", "Flash attention computes attention block by block, never materialising the full n x n matrix", "verified")
-@pytest.mark.claim("002 §6.1", "Flash attention: same time O(n^2 d), but memory O(n)", "corrected",
-                   correction="The inputs and output already take O(nd); flash attention needs O(n) memory besides "
-                              "them (lse, one number per row and head, plus a tile independent of n): O(nd) in total, "
-                              "against O(n^2 + nd) for plain attention.")
-@pytest.mark.claim("003 §5.2", "Flash attention: memory O(n^2) -> O(n)", "corrected",
-                   correction="The O(n^2) attention matrix is removed, but the total stays O(nd) for Q, K, V and O; "
-                              "the extra memory is O(n) (lse).")
+@pytest.mark.claim(
+    "002 §6.1",
+    "Flash attention computes attention block by block, never materialising the full n x n matrix",
+    "verified",
+    domain="L = S = 2048, D = 16, tiles of 64: the peak traced memory against one (L, S) float64 "
+           "array, and the cache's extra arrays")
+@pytest.mark.claim(
+    "002 §6.1",
+    "Flash attention: same time O(n^2 d), but memory O(n)",
+    "corrected",
+    correction="The inputs and output already take O(nd); flash attention needs O(n) memory besides "
+               "them (lse, one number per row and head, plus a tile independent of n): O(nd) in "
+               "total, against O(n^2 + nd) for plain attention.",
+    domain="L = S = 2048, D = 16, tiles of 64: the peak traced memory against one (L, S) float64 "
+           "array, and the cache's extra arrays",
+    box="corr-flash-memory")
+@pytest.mark.claim(
+    "003 §5.2",
+    "Flash attention: memory O(n^2) -> O(n)",
+    "corrected",
+    correction="The O(n^2) attention matrix is removed, but the total stays O(nd) for Q, K, V and "
+               "O; the extra memory is O(n) (lse).",
+    domain="L = S = 2048, D = 16, tiles of 64: the peak traced memory against one (L, S) float64 "
+           "array, and the cache's extra arrays",
+    box="corr-flash-memory")
 def test_forward_never_allocates_an_l_by_s_array():
     L = S = 2048
     D = 16
@@ -247,11 +273,22 @@ def test_forward_never_allocates_an_l_by_s_array():
     assert sum(a.nbytes for a in extra) == L * 8
 
 
-@pytest.mark.claim("004 Attention as Matrix Operations", "Memory: gradients through attention O(n^2)", "corrected",
-                   correction="Only for the backward that stores the weights; the recomputing backward forms P and dS "
-                              "one tile at a time from lse and D_i = rowsum(dO * O), so it needs O(n) memory besides the "
-                              "O(nd) inputs, outputs and gradients. Its time stays O(n^2 d).")
-@pytest.mark.claim("003 §5.2", "Flash attention recomputes the attention weights during backpropagation instead of storing them", "verified")
+@pytest.mark.claim(
+    "004 Attention as Matrix Operations",
+    "Memory: gradients through attention O(n^2)",
+    "corrected",
+    correction="Only for the backward that stores the weights; the recomputing backward forms P and "
+               "dS one tile at a time from lse and D_i = rowsum(dO * O), so it needs O(n) memory "
+               "besides the O(nd) inputs, outputs and gradients. Its time stays O(n^2 d).",
+    domain="L = S = 2048, D = 16, causal, tiles of 128: the backward's peak traced memory against "
+           "one (L, S) float64 array",
+    box="corr-backward-memory")
+@pytest.mark.claim(
+    "003 §5.2",
+    "Flash attention recomputes the attention weights during backpropagation instead of storing them",
+    "verified",
+    domain="L = S = 2048, D = 16, causal, tiles of 128: the backward's peak traced memory against "
+           "one (L, S) float64 array")
 def test_backward_never_allocates_an_l_by_s_array():
     L = S = 2048
     q, k, v = random_qkv(B=1, H=1, L=L, S=S, D=16, seed=17)
@@ -261,7 +298,12 @@ def test_backward_never_allocates_an_l_by_s_array():
     assert peak < L * S * 8 / 16, f"peak {peak} B is not far below {L * S * 8} B"
 
 
-@pytest.mark.claim("001 Computational Complexity", "Memory: O(n^2) for the attention matrix; flash attention is a solution", "verified")
+@pytest.mark.claim(
+    "001 Computational Complexity",
+    "Memory: O(n^2) for the attention matrix; flash attention is a solution",
+    "verified",
+    domain="n = 512 and 1024, D = 8: peak traced memory of flash (linear) and plain attention "
+           "(quadratic)")
 def test_flash_forward_memory_grows_linearly_while_plain_grows_quadratically():
     def peaks(n):
         q, k, v = random_qkv(B=1, H=1, L=n, D=8, seed=n)
@@ -275,10 +317,16 @@ def test_flash_forward_memory_grows_linearly_while_plain_grows_quadratically():
     assert plain_2 > 3.5 * plain_1, f"plain peak {plain_1} -> {plain_2} B when n doubles"
 
 
-@pytest.mark.claim("002 §5.3", "n = 4096 in FP16: attention matrix 4096^2 x 2 = 33.5 MB per head; with 32 heads ~1 GB",
-                   "verified")
-@pytest.mark.claim("004 Attention as Matrix Operations",
-                   "n = 2048: 4M floats x 4 bytes = 16MB per attention head; 12 heads: 192MB", "verified")
+@pytest.mark.claim(
+    "002 §5.3",
+    "n = 4096 in FP16: attention matrix 4096^2 x 2 = 33.5 MB per head; with 32 heads ~1 GB",
+    "verified",
+    domain="the sources' own numbers: n = 2048 and 4096, 1, 12 and 32 heads, float32 and float16")
+@pytest.mark.claim(
+    "004 Attention as Matrix Operations",
+    "n = 2048: 4M floats x 4 bytes = 16MB per attention head; 12 heads: 192MB",
+    "verified",
+    domain="the sources' own numbers: n = 2048 and 4096, 1, 12 and 32 heads, float32 and float16")
 @pytest.mark.parametrize(
     "L, H, bytes_per_elem, expected_bytes, decimal_mb, binary_mib",
     [
@@ -300,9 +348,21 @@ def test_attention_matrix_bytes_checks_the_memory_arithmetic(L, H, bytes_per_ele
     assert n_bytes / 2**20 == pytest.approx(binary_mib, abs=1e-9)
 
 
-@pytest.mark.claim("002 §5.2", "Storing the attention matrix A takes O(n^2) memory, the main bottleneck; total O(n^2 + nd)", "verified")
-@pytest.mark.claim("003 §5.1", "Space complexity O(n^2) (attention weight matrix)", "verified")
-@pytest.mark.claim("000 Complexity Analysis", "Space: the attention matrix A takes O(n m)", "verified")
+@pytest.mark.claim(
+    "002 §5.2",
+    "Storing the attention matrix A takes O(n^2) memory, the main bottleneck; total O(n^2 + nd)",
+    "verified",
+    domain="B = 2, H = 3, L = 5 != S = 7: the bytes of the stored weights")
+@pytest.mark.claim(
+    "003 §5.1",
+    "Space complexity O(n^2) (attention weight matrix)",
+    "verified",
+    domain="B = 2, H = 3, L = 5 != S = 7: the bytes of the stored weights")
+@pytest.mark.claim(
+    "000 Complexity Analysis",
+    "Space: the attention matrix A takes O(n m)",
+    "verified",
+    domain="B = 2, H = 3, L = 5 != S = 7: the bytes of the stored weights")
 def test_attention_matrix_bytes_matches_the_probs_plain_attention_keeps():
     q, k, v = random_qkv(B=2, H=3, L=5, S=7, D=4, seed=18)
     _, cache = scaled_dot_product_attention(q, k, v)

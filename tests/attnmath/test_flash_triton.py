@@ -25,8 +25,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import os
-import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -38,8 +36,9 @@ pytest.importorskip("triton")
 
 import torch.nn.functional as F
 
-from attnmath.flash import FlashGrads, flash_attention_backward, flash_attention_forward
-from attnmath.testing import assert_close
+from attnmath.core import AttentionGrads
+from attnmath.flash import flash_attention_backward, flash_attention_forward
+from attnmath.testing import TritonProcess, assert_close, triton_child_env
 
 NATIVE = torch.cuda.is_available()
 DEVICE = "cuda" if NATIVE else "cpu"
@@ -48,23 +47,16 @@ LIB = Path(__file__).resolve().parents[2] / "lib"
 # Machine epsilon of each input dtype: tolerances below are small multiples of it.
 EPS = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float32: 2.0**-23}
 
-# The child: reads (name, args, kwargs) pickles on stdin, answers (ok, value) pickles on stdout.
-_CHILD_SOURCE = r"""
-import pickle, sys
-requests, replies = sys.stdin.buffer, sys.stdout.buffer
-sys.stdout = sys.stderr  # nothing printed may reach the reply channel
-import torch
-import attnmath.flash_triton as ft
-
-
+# Served by the child besides the module's public functions (attnmath.testing.TritonProcess).
+_HELPERS = r"""
 def fwd_bwd(q, k, v, dout, causal=False, scale=None, block_q=None, block_k=None):
     # out and the gradients through the autograd function; lse from the functional forward.
     q, k, v = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
     out = ft.flash_attention(q, k, v, causal, scale, block_q=block_q, block_k=block_k)
     out.backward(dout)
-    _, lse = ft.flash_attention_triton(q.detach(), k.detach(), v.detach(), causal=causal,
-                                       scale=scale, block_q=block_q, block_k=block_k)
-    return out.detach(), lse, q.grad, k.grad, v.grad
+    _, cache = ft.flash_attention_triton(q.detach(), k.detach(), v.detach(), causal=causal,
+                                         scale=scale, block_q=block_q, block_k=block_k)
+    return out.detach(), cache.lse, q.grad, k.grad, v.grad
 
 
 def saved_shapes(q, k, v, causal=False):
@@ -75,76 +67,22 @@ def saved_shapes(q, k, v, causal=False):
 
 def forward_history(q, k, v):
     # The functional forward on inputs that require grad: outputs and their autograd history.
-    out, lse = ft.flash_attention_triton(q.detach().clone().requires_grad_(True), k, v)
-    return out, lse, out.grad_fn is None and lse.grad_fn is None
+    out, cache = ft.flash_attention_triton(q.detach().clone().requires_grad_(True), k, v)
+    return out, cache.lse, out.grad_fn is None and cache.lse.grad_fn is None
 
 
-calls = {name: getattr(ft, name) for name in ft.__all__ if callable(getattr(ft, name))}
-calls.update(fwd_bwd=fwd_bwd, saved_shapes=saved_shapes, forward_history=forward_history,
-             interpreted=lambda: ft.INTERPRETED,
-             kernel_config=lambda *args, **kwargs: ft.kernel_config(*args, **kwargs)._asdict())
-while True:
-    try:
-        name, args, kwargs = pickle.load(requests)
-    except EOFError:
-        break
-    try:
-        reply = pickle.dumps((True, calls[name](*args, **kwargs)))
-    except Exception as exc:
-        try:
-            reply = pickle.dumps((False, exc))
-        except Exception:
-            reply = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-    replies.write(reply)
-    replies.flush()
+def kernel_config(*args, **kwargs):
+    return ft.kernel_config(*args, **kwargs)._asdict()
 """
 
 
 def _child_env(interpret: bool) -> dict:
-    """This process's environment for a child, ``TRITON_INTERPRET=1`` only if ``interpret``."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    if interpret:
-        env["TRITON_INTERPRET"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join([str(LIB), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
-
-
-class KernelProcess:
-    """``attnmath.flash_triton`` in a child process: ``kernels.NAME(*args, **kwargs)`` runs there."""
-
-    def __init__(self, interpret: bool):
-        self._proc = subprocess.Popen([sys.executable, "-c", _CHILD_SOURCE], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, env=_child_env(interpret))
-
-    def _call(self, name, *args, **kwargs):
-        pickle.dump((name, args, kwargs), self._proc.stdin)
-        self._proc.stdin.flush()
-        try:
-            ok, value = pickle.load(self._proc.stdout)
-        except EOFError:
-            raise RuntimeError(f"the kernel process exited (code {self._proc.wait()}); "
-                               "its stderr is in the captured output") from None
-        if not ok:
-            raise value
-        return value
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return lambda *args, **kwargs: self._call(name, *args, **kwargs)
-
-    def close(self):
-        self._proc.stdin.close()
-        try:
-            self._proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            self._proc.kill()
-            self._proc.wait()
+    return triton_child_env(interpret)
 
 
 @pytest.fixture(scope="module")
 def kernels():
-    proc = KernelProcess(interpret=not NATIVE)
+    proc = TritonProcess(interpret=not NATIVE, helpers=_HELPERS)
     try:
         assert proc.interpreted() is (not NATIVE)
         yield proc
@@ -210,7 +148,7 @@ def test_float32_kernels_match_the_numpy_flash_reference(kernels, causal, L, D, 
     tol = {"rtol": 1e-5, "atol": 2e-5}  # float32 products and sums of <= 71 terms
     assert_close(out, ref_out, name="out", **tol)
     assert_close(lse, cache.lse, name="lse", **tol)
-    for name, actual, expected in zip(FlashGrads._fields, (dq, dk, dv), ref):
+    for name, actual, expected in zip(AttentionGrads._fields, (dq, dk, dv), ref):
         assert_close(actual, expected, name=name, **tol)
 
 
@@ -227,7 +165,7 @@ def test_grouped_heads_and_unequal_lengths_match_the_numpy_reference(kernels, ca
     assert_close(out, ref_out, name="out", **tol)
     assert_close(lse, cache.lse, name="lse", **tol)
     assert dk.shape == k.shape and dv.shape == v.shape
-    for name, actual, expected in zip(FlashGrads._fields, (dq, dk, dv), ref):
+    for name, actual, expected in zip(AttentionGrads._fields, (dq, dk, dv), ref):
         assert_close(actual, expected, name=name, **tol)
 
 
@@ -370,7 +308,7 @@ def test_bad_input_gets_a_clear_error(kernels):
         kernels.flash_attention_triton(q3, k3, v3)
     with pytest.raises(ValueError, match="batch size"):
         kernels.flash_attention_triton(q, torch.cat([k, k]), torch.cat([v, v]))
-    with pytest.raises(TypeError, match="causal must be a bool"):
+    with pytest.raises(TypeError, match="causal must be True or False"):
         kernels.flash_attention_triton(q, k, v, causal=1)
     with pytest.raises(ValueError, match="scale must be finite"):
         kernels.flash_attention_triton(q, k, v, scale=float("inf"))
@@ -378,11 +316,24 @@ def test_bad_input_gets_a_clear_error(kernels):
         kernels.flash_attention_triton(q, k, v, block_q=24)
     with pytest.raises(ValueError, match="block_k must be a power of two"):
         kernels.flash_attention_triton(q, k, v, block_k=8)
-    out, lse = kernels.flash_attention_triton(q, k, v)
+    out, cache = kernels.flash_attention_triton(q, k, v)
     with pytest.raises(ValueError, match="dout must have shape"):
-        kernels.flash_attention_triton_backward(dout[..., :32], q, k, v, out, lse)
-    with pytest.raises(TypeError, match="lse must have dtype torch.float32"):
-        kernels.flash_attention_triton_backward(dout, q, k, v, out, lse.double())
+        kernels.flash_attention_triton_backward(dout[..., :32], cache)
+    q_, k_, v_, out_, lse_, scale_, causal_ = cache
+    with pytest.raises(TypeError, match="cache.lse must have dtype torch.float32"):
+        kernels.flash_attention_triton_backward(dout, (q_, k_, v_, out_, lse_.double(), scale_, causal_))
+    with pytest.raises(ValueError, match="cache.out must have shape"):
+        kernels.flash_attention_triton_backward(dout, (q_, k_, v_, out_[..., :8, :], lse_, scale_, causal_))
+    with pytest.raises(TypeError, match="cache.causal must be True or False"):
+        kernels.flash_attention_triton_backward(dout, (q_, k_, v_, out_, lse_, scale_, 1))
+    # Another method's cache (the NumPy flash forward's) is named as such.
+    _, numpy_cache = flash_attention_forward(*(_numpy(x) for x in (q, k, v)))
+    with pytest.raises(TypeError, match="TritonFlashCache returned by flash_attention_triton, got FlashCache"):
+        kernels.flash_attention_triton_backward(dout, numpy_cache)
+    with pytest.raises(ValueError, match="q contains NaN"):
+        kernels.flash_attention_triton(q * float("nan"), k, v)
+    with pytest.raises(ValueError, match="dout contains an infinity"):
+        kernels.flash_attention_triton_backward(dout * float("inf"), cache)
 
 
 def test_compiled_kernels_reject_cpu_tensors_in_a_fresh_process():

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +16,7 @@ from attnmath.kv_cache import (
 )
 from attnmath.linear import attention_flops
 from attnmath.masking import causal_mask
-from attnmath.testing import assert_close, random_qkv, to_torch
+from attnmath.testing import assert_close, random_qkv, sdpa_oracle
 
 SETTINGS = settings(max_examples=30, deadline=None)
 
@@ -36,11 +35,17 @@ def _decode_all(q, k, v, S_max, *, scale=None):
 
 
 def _torch_causal(q, k, v, *, scale=None):
-    tq, tk, tv = to_torch(q, k, v)
-    return F.scaled_dot_product_attention(tq, tk, tv, is_causal=True, enable_gqa=True, scale=scale)
+    return sdpa_oracle(q, k, v, causal=True, scale=scale)
 
 
-@pytest.mark.claim("003 §5.4", "KV cache: K_new = [K_cached; k_{t+1}], V_new = [V_cached; v_{t+1}] instead of recomputing the sequence", "verified")
+@pytest.mark.claim(
+    "003 §5.4",
+    "KV cache: K_new = [K_cached; k_{t+1}], V_new = [V_cached; v_{t+1}] instead of recomputing the "
+    "sequence",
+    "verified",
+    domain="B in 1..2, (H, H_kv) in {(1,1), (2,2), (4,2), (4,1), (3,1)}, L in 1..10, D in 1..5, D_v "
+           "in 1..4, 0..3 spare cache slots, hypothesis",
+    chapter="07_efficiency")
 @SETTINGS
 @given(st.integers(1, 2), heads, st.integers(1, 10), st.integers(1, 5), st.integers(1, 4),
        st.integers(0, 3), st.integers(0, 10_000))
@@ -179,8 +184,18 @@ def test_kv_cache_bytes_equals_the_buffers_nbytes(dtype):
     assert kv_cache_bytes(2, 3, 17, 8, 5, itemsize=itemsize) == cache.k.nbytes + cache.v.nbytes
 
 
-@pytest.mark.claim("003 §5.4", "KV cache memory: O(t . d . layers)", "verified")
-@pytest.mark.claim("002 §9", "Grouped-query attention gives a smaller KV cache during inference", "verified")
+@pytest.mark.claim(
+    "003 §5.4",
+    "KV cache memory: O(t . d . layers)",
+    "verified",
+    domain="t in 1..4096, D in 1..8, (H, H_kv) in {(8,8), (8,2), (8,1)}, 1..64 layers, hypothesis",
+    chapter="07_efficiency")
+@pytest.mark.claim(
+    "002 §9",
+    "Grouped-query attention gives a smaller KV cache during inference",
+    "verified",
+    domain="t in 1..4096, D in 1..8, (H, H_kv) in {(8,8), (8,2), (8,1)}, 1..64 layers, hypothesis",
+    chapter="05_multihead")
 @SETTINGS
 @given(st.integers(1, 4096), st.integers(1, 8), st.sampled_from([(8, 8), (8, 2), (8, 1)]), st.integers(1, 64))
 def test_kv_cache_bytes_is_linear_in_tokens_width_and_layers(t, layers, hh, D):
@@ -194,7 +209,12 @@ def test_kv_cache_bytes_is_linear_in_tokens_width_and_layers(t, layers, hh, D):
     assert kv_cache_bytes(1, H_kv, t, D, n_layers=layers, itemsize=2) * (H // H_kv) == mha
 
 
-@pytest.mark.claim("003 §5.4", "KV cache: O(td) per decoding step (t the current length)", "verified")
+@pytest.mark.claim(
+    "003 §5.4",
+    "KV cache: O(td) per decoding step (t the current length)",
+    "verified",
+    domain="t = 100, 200, 400 at D = 64: the FLOPs of one query against t cached keys double with t",
+    chapter="07_efficiency")
 def test_a_decoding_step_costs_linear_time_in_the_cached_length():
     D = 64
     costs = [attention_flops(1, t, D, D) for t in (100, 200, 400)]

@@ -21,6 +21,7 @@ from attnmath.masking import (
     broadcast_mask,
     causal_mask,
     combine_masks,
+    left_padding_mask,
     mask_to_bias,
     padding_mask,
     sliding_window_mask,
@@ -69,7 +70,11 @@ def test_bottom_right_causal_mask_equals_torch_tril_shifted_by_s_minus_l(L, S):
     np.testing.assert_array_equal(mask, _torch_causal(L, S, "bottom_right"))
 
 
-@pytest.mark.claim("000 Masking", "Causal mask: M_causal[i,j] = 1 if j <= i, 0 if j > i; a lower-triangular attention matrix", "verified")
+@pytest.mark.claim(
+    "000 Masking",
+    "Causal mask: M_causal[i,j] = 1 if j <= i, 0 if j > i; a lower-triangular attention matrix",
+    "verified",
+    domain="L in 1..12, hypothesis, against np.tril")
 @SETTINGS
 @given(L=lengths)
 def test_both_alignments_agree_when_lengths_are_equal(L):
@@ -147,7 +152,12 @@ def test_padding_mask_rejects_bad_input():
         padding_mask([0], 0)
 
 
-@pytest.mark.claim("000 Masking", "Padding mask: M_pad[i,j] = 0 for padding keys prevents attention to padding tokens", "verified")
+@pytest.mark.claim(
+    "000 Masking",
+    "Padding mask: M_pad[i,j] = 0 for padding keys prevents attention to padding tokens",
+    "verified",
+    domain="B = 2, H = 2, L = 5, lengths 3 and 5: arbitrary padded keys and values change no valid "
+           "output")
 def test_padded_keys_do_not_change_the_output_of_the_valid_positions():
     B, H, L, D = 2, 2, 5, 4
     q, k, v = random_qkv(B=B, H=H, L=L, D=D, seed=3)
@@ -165,7 +175,11 @@ def test_padded_keys_do_not_change_the_output_of_the_valid_positions():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.claim("000 Masking", "Combined mask: M_combined = M_pad ⊙ M_causal, where ⊙ is element-wise AND", "verified")
+@pytest.mark.claim(
+    "000 Masking",
+    "Combined mask: M_combined = M_pad ⊙ M_causal, where ⊙ is element-wise AND",
+    "verified",
+    domain="B = 3, L = 6, lengths 6, 4, 1: every entry of the combined mask")
 def test_combined_padding_and_causal_mask_is_the_elementwise_and():
     B, L = 3, 6
     pad = padding_mask([6, 4, 1], L)  # (B, 1, 1, S)
@@ -327,8 +341,15 @@ def test_masking_through_a_bias_equals_masking_through_a_mask():
     assert not out_mask[1, :, 0].any()
 
 
-@pytest.mark.claim("000 Masking", "Apply the padding mask before softmax as S_masked = S + (1 - M_pad) · (-∞)", "corrected",
-                   correction="0 · (-inf) is NaN in IEEE arithmetic, so the formula turns every allowed score into NaN; the mask must select: where(M, S, -inf), or add a bias built as where(M, 0, -inf).")
+@pytest.mark.claim(
+    "000 Masking",
+    "Apply the padding mask before softmax as S_masked = S + (1 - M_pad) · (-∞)",
+    "corrected",
+    correction="0 · (-inf) is NaN in IEEE arithmetic, so the formula turns every allowed score into "
+               "NaN; the mask must select: where(M, S, -inf), or add a bias built as where(M, 0, "
+               "-inf).",
+    domain="a counterexample: a (3, 4) score matrix with 3 valid keys",
+    box="corr-mask-nan")
 def test_the_multiplicative_minus_inf_formula_turns_allowed_scores_into_nan():
     # Seed 000 writes S_masked = S + (1 - M_pad) * (-inf). For an allowed entry (M = 1) this is
     # S + 0 * (-inf), and 0 * (-inf) is NaN in IEEE arithmetic: the formula poisons every score.
@@ -354,8 +375,15 @@ def _seed_003_attention(q, k, v, mask):
     return weights @ v, weights
 
 
-@pytest.mark.claim("003 §2.1", "Mask the scores with np.where(mask == 0, -1e9, scores) before the softmax", "corrected",
-                   correction="-1e9 is not -inf: a fully masked row becomes uniform (its output is the mean of all values, padding included). Mask with -inf and return zeros for a row with no allowed key, as torch's scaled_dot_product_attention does.")
+@pytest.mark.claim(
+    "003 §2.1",
+    "Mask the scores with np.where(mask == 0, -1e9, scores) before the softmax",
+    "corrected",
+    correction="-1e9 is not -inf: a fully masked row becomes uniform (its output is the mean of all "
+               "values, padding included). Mask with -inf and return zeros for a row with no "
+               "allowed key, as torch's scaled_dot_product_attention does.",
+    domain="a counterexample: L = 3, S = 5 with one fully masked row",
+    box="corr-minus-1e9")
 def test_the_minus_1e9_sentinel_leaks_uniform_weight_on_a_fully_masked_row_while_ours_gives_zeros():
     rng = np.random.default_rng(4)
     L, S, D = 3, 5, 4
@@ -374,8 +402,15 @@ def test_the_minus_1e9_sentinel_leaks_uniform_weight_on_a_fully_masked_row_while
     assert_close(ours[keep], seed_out[keep], name="rows with an allowed key")
 
 
-@pytest.mark.claim("003 §2.1", "A large negative constant (-1e9) can stand in for -inf in masked scores", "corrected",
-                   correction="In float16 (largest finite 65504) -1e9 rounds to -inf, and a fully masked row then gives -inf - (-inf) = NaN in the max-subtracted softmax; use -inf with an explicit zero-row rule.")
+@pytest.mark.claim(
+    "003 §2.1",
+    "A large negative constant (-1e9) can stand in for -inf in masked scores",
+    "corrected",
+    correction="In float16 (largest finite 65504) -1e9 rounds to -inf, and a fully masked row then "
+               "gives -inf - (-inf) = NaN in the max-subtracted softmax; use -inf with an explicit "
+               "zero-row rule.",
+    domain="float16, a fully masked row",
+    box="corr-minus-1e9")
 def test_the_minus_1e9_sentinel_overflows_to_minus_inf_in_float16():
     with np.errstate(over="ignore"):
         assert np.isneginf(np.float16(-1e9))
@@ -395,7 +430,24 @@ def test_the_minus_1e9_sentinel_overflows_to_minus_inf_in_float16():
     assert not probs.any()
 
 
-@pytest.mark.claim("003 §6.2", "GPT uses the causal mask Mask_ij = 1 if j <= i, 0 if j > i (lower triangular, np.tril)", "verified")
+def test_float16_finfo_min_plus_a_score_overflows_exactly_from_minus_16():
+    # Chapter 04: the finfo.min sentinel absorbs small negative scores and overflows from -16 on.
+    lowest = np.finfo(np.float16).min
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    scores = every[np.isfinite(every) & (every <= 0)]  # every non-positive float16 score
+    with np.errstate(over="ignore"):
+        shifted = lowest + scores  # float16 arithmetic
+    assert shifted.dtype == np.float16
+    assert (shifted[scores > -16] == lowest).all()
+    assert np.isneginf(shifted[scores <= -16]).all()
+    assert np.isneginf(lowest + lowest)
+
+
+@pytest.mark.claim(
+    "003 §6.2",
+    "GPT uses the causal mask Mask_ij = 1 if j <= i, 0 if j > i (lower triangular, np.tril)",
+    "verified",
+    domain="B = 2, H = 2, L = 5, D = 4, against torch's is_causal")
 def test_bert_all_true_mask_masks_nothing_and_gpt_mask_is_causal():
     # Seed 003: BERT uses Mask_ij = 1 for all i, j (padding aside nothing is masked), GPT the
     # lower triangle.
@@ -418,8 +470,15 @@ def test_bert_all_true_mask_masks_nothing_and_gpt_mask_is_causal():
     assert not np.allclose(out_gpt2[..., 3:, :], out_gpt[..., 3:, :])
 
 
-@pytest.mark.claim("003 §6.1", "BERT's attention mask is Mask_ij = 1 for all i, j (bidirectional)", "corrected",
-                   correction="All ones only for a sequence without padding. In a padded batch BERT's attention mask is the key-padding mask [j < length_b], bidirectional among the real tokens; the all-ones mask lets the padding change their outputs.")
+@pytest.mark.claim(
+    "003 §6.1",
+    "BERT's attention mask is Mask_ij = 1 for all i, j (bidirectional)",
+    "corrected",
+    correction="All ones only for a sequence without padding. In a padded batch BERT's attention "
+               "mask is the key-padding mask [j < length_b], bidirectional among the real tokens; "
+               "the all-ones mask lets the padding change their outputs.",
+    domain="a counterexample: two sequences of lengths 5 and 3 padded to 5",
+    box="corr-bert-mask")
 def test_an_all_ones_mask_on_a_padded_batch_lets_the_padding_change_the_real_tokens():
     lengths, S = [5, 3], 5
     q, k, v = random_qkv(B=2, H=2, L=S, D=4, seed=7)
@@ -436,8 +495,16 @@ def test_an_all_ones_mask_on_a_padded_batch_lets_the_padding_change_the_real_tok
     assert_close(out2[1, :, :3], out[1, :, :3], name="real tokens under the padding mask")
 
 
-@pytest.mark.claim("002 §8", "Causal attention sets S_ij = -inf for j > i; after softmax, future positions have zero weight", "verified")
-@pytest.mark.claim("001 Masked (Causal) Attention", "Set future positions to -inf before softmax to prevent attending to subsequent positions", "verified")
+@pytest.mark.claim(
+    "002 §8",
+    "Causal attention sets S_ij = -inf for j > i; after softmax, future positions have zero weight",
+    "verified",
+    domain="B = 2, H = 3, L = 7, D = 5, against torch's is_causal")
+@pytest.mark.claim(
+    "001 Masked (Causal) Attention",
+    "Set future positions to -inf before softmax to prevent attending to subsequent positions",
+    "verified",
+    domain="B = 2, H = 3, L = 7, D = 5, against torch's is_causal")
 def test_future_positions_get_exactly_zero_weight_under_the_causal_mask():
     q, k, v = random_qkv(B=2, H=3, L=7, D=5, seed=9)
     out, cache = scaled_dot_product_attention(q, k, v, mask=causal_mask(7))
@@ -460,7 +527,11 @@ def test_the_band_formula_is_not_a_window_of_w_previous_positions():
     assert (window.sum(axis=1)[w:] == w).all()
 
 
-@pytest.mark.claim("002 §10", "Sliding-window attention costs O(nw)", "verified")
+@pytest.mark.claim(
+    "002 §10",
+    "Sliding-window attention costs O(nw)",
+    "verified",
+    domain="n in 1..40, w in 1..12, hypothesis: the exact count n m - m(m - 1)/2 with m = min(w, n)")
 @SETTINGS
 @given(n=st.integers(1, 40), w=st.integers(1, 12))
 def test_a_window_mask_allows_at_most_n_times_w_pairs(n, w):
@@ -493,3 +564,47 @@ def test_fully_masked_rows_are_zero_as_in_torch_in_every_precision(dtype, tol):
     assert not out[0].any() and not out[1, :, 2].any()
     expected = F.scaled_dot_product_attention(*to_torch(q, k, v), attn_mask=torch.from_numpy(mask))
     assert_close(out, expected, rtol=tol, atol=tol, name=f"{np.dtype(dtype).name} output")
+
+
+@SETTINGS
+@given(lengths=st.lists(st.integers(0, 7), min_size=1, max_size=5))
+def test_left_padding_mask_is_the_padding_mask_flipped_along_the_keys(lengths):
+    S = 7
+    left = left_padding_mask(np.array(lengths), S)  # (B, 1, 1, S)
+    np.testing.assert_array_equal(left, padding_mask(np.array(lengths), S)[..., ::-1])
+    np.testing.assert_array_equal(left.sum(axis=-1)[:, 0, 0], lengths)
+    assert left.shape == (len(lengths), 1, 1, S)
+
+
+def test_left_padded_causal_attention_matches_the_unpadded_sequence():
+    # A left-padded batch with a causal mask: the real tokens attend exactly as they would alone.
+    rng = np.random.default_rng(4)
+    lengths, S, D = np.array([5, 2, 0]), 5, 3
+    q, k, v = (rng.standard_normal((3, 1, S, D)) for _ in range(3))
+    mask = combine_masks(left_padding_mask(lengths, S), causal_mask(S))
+    out, _ = scaled_dot_product_attention(q, k, v, mask=mask)
+    for b, n in enumerate(lengths):
+        if n:
+            alone, _ = scaled_dot_product_attention(q[b, :, S - n:], k[b, :, S - n:], v[b, :, S - n:],
+                                                    mask=causal_mask(n))
+            assert_close(out[b, :, S - n:], alone)
+        assert not out[b, :, :S - n].any()  # padding queries see no key: zero rows
+
+
+def test_left_padding_mask_rejects_bad_lengths():
+    with pytest.raises(ValueError, match=r"lengths must lie in \[0, S=4\]"):
+        left_padding_mask(np.array([1, 5]), 4)
+    with pytest.raises(TypeError, match="lengths must have an integer dtype"):
+        left_padding_mask(np.array([1.0]), 4)
+
+
+@pytest.mark.parametrize("dtype", [int, bool, np.int8, np.uint16, "text"])
+def test_mask_to_bias_refuses_a_dtype_that_cannot_hold_minus_infinity(dtype):
+    with pytest.raises(TypeError, match="dtype must be a floating"):
+        mask_to_bias(np.array([True, False]), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_mask_to_bias_holds_zero_and_minus_infinity_in_the_requested_dtype(dtype):
+    bias = mask_to_bias(np.array([True, False]), dtype=dtype)
+    assert bias.dtype == dtype and bias[0] == 0 and np.isneginf(bias[1])

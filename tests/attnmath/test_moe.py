@@ -74,7 +74,11 @@ def _torch_moe(x, w_g, w1, w2, k, *, renormalized, kept=None):
 # ----------------------------------------------------------------------------- gating and routing
 
 
-@pytest.mark.claim("003 §6.4", "The gating network computes probabilities with a softmax, G(x) = softmax(x^T W_g)", "verified")
+@pytest.mark.claim(
+    "003 §6.4",
+    "The gating network computes probabilities with a softmax, G(x) = softmax(x^T W_g)",
+    "verified",
+    domain="one random router (N tokens, E experts), against torch.softmax")
 def test_softmax_gating_matches_torch():
     x, w_g, _, _ = _params(seed=1)
     tx, tg = to_torch(x, w_g)
@@ -202,7 +206,7 @@ def test_a_generous_capacity_drops_nothing():
 
 def test_apply_capacity_rejects_a_nonpositive_factor():
     routing = top_k_route(np.full((2, 2), 0.5), 1)
-    with pytest.raises(ValueError, match="capacity_factor must be positive"):
+    with pytest.raises(ValueError, match="capacity_factor must be > 0"):
         apply_capacity(routing, 0.0)
 
 
@@ -266,7 +270,12 @@ def test_load_balancing_loss_rejects_out_of_range_experts():
 # ----------------------------------------------------------------------------- the layer: oracle
 
 
-@pytest.mark.claim("003 §6.4", "Top-K routing: Output = sum over i in TopK(G(x)) of G(x)_i E_i(x)", "verified")
+@pytest.mark.claim(
+    "003 §6.4",
+    "Top-K routing: Output = sum over i in TopK(G(x)) of G(x)_i E_i(x)",
+    "verified",
+    domain="N = 7, C = 4, E = 5, F = 3, k in {1, 2, 5}, plain and renormalised gates, against "
+           "torch.autograd")
 @pytest.mark.parametrize("variant", ["plain", "renormalized"])
 @pytest.mark.parametrize("k", [1, 2, 5])
 def test_moe_layer_and_its_gradients_match_torch_autograd(variant, k):
@@ -336,7 +345,12 @@ def test_experts_that_receive_no_token_get_exactly_zero_gradient():
         assert (np.abs(grads.dw1[used]).sum(axis=(1, 2)) > 0).all()
 
 
-@pytest.mark.claim("003 §6.4", "Mixture of experts activates only a subset of multiple expert networks", "verified")
+@pytest.mark.claim(
+    "003 §6.4",
+    "Mixture of experts activates only a subset of multiple expert networks",
+    "verified",
+    domain="N = 4 tokens, E = 8 experts, k = 2: NaN weights in the unused experts leave the output "
+           "finite")
 def test_experts_outside_the_top_k_are_never_evaluated():
     x, w_g, w1, w2 = _params(N=4, C=3, E=8, F=5, seed=2)
     for forward in FORWARDS.values():
@@ -381,12 +395,19 @@ def test_top1_renormalized_router_gets_no_gradient_from_the_output():
 
 
 @pytest.mark.claim(
-    "003 §6.4", "The challenge of MoE is the differentiability of the discrete selection, handled with a Straight-Through Estimator",
+    "003 §6.4",
+    "The challenge of MoE is the differentiability of the discrete selection, handled with a "
+    "Straight-Through Estimator",
     "corrected",
-    correction="Standard top-k MoE (Shazeer et al. 2017, GShard, Switch, Mixtral) uses no straight-through estimator: "
-               "the selection is piecewise constant and is not differentiated; the router learns through the gates that "
-               "multiply the chosen experts' outputs (the exact gradient wherever the selection does not tie) and through "
-               "the load-balancing loss. A straight-through estimate differs from that gradient.")
+    correction="Standard top-k MoE (Shazeer et al. 2017, GShard, Switch, Mixtral) uses no "
+               "straight-through estimator: the selection is piecewise constant and is not "
+               "differentiated; the router learns through the gates that multiply the chosen "
+               "experts' outputs (the exact gradient wherever the selection does not tie) and "
+               "through the load-balancing loss. A straight-through estimate differs from that "
+               "gradient.",
+    domain="a counterexample away from routing ties: N = 6, C = 4, E = 5, k = 2, against central "
+           "differences",
+    box="corr-straight-through")
 def test_straight_through_estimate_is_not_the_gradient_of_top_k_moe():
     x, w_g, w1, w2 = _params(N=6, C=4, E=5, F=3, seed=43)
     k = 2
@@ -437,3 +458,25 @@ def test_moe_backward_rejects_a_wrong_dout_shape():
     _, cache = moe_forward(*_params(N=3, C=4, E=5, F=2), 2)
     with pytest.raises(ValueError, match=r"dout must have the output's shape \(3, 4\)"):
         moe_backward(np.ones((3, 5)), cache)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("forward", [moe_forward, moe_forward_renormalized])
+def test_moe_layer_returns_the_input_dtype_computed_in_at_least_float32(dtype, forward):
+    rng = np.random.default_rng(9)
+    N, C, E, F = 6, 4, 3, 5
+    x, w_g = rng.standard_normal((N, C)), rng.standard_normal((C, E))
+    w1, w2 = rng.standard_normal((E, C, F)) / 2, rng.standard_normal((E, F, C)) / 2
+    args = [a.astype(dtype) for a in (x, w_g, w1, w2)]
+    out, cache = forward(*args, 2)
+    assert out.dtype == dtype
+    grads = moe_backward(np.ones_like(out), cache)
+    assert {g.dtype for g in grads} == {np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)}
+    exact, _ = forward(*(a.astype(np.float64) for a in args), 2)
+    # float16: the result of a float32 computation rounded once to half precision
+    assert_close(out.astype(np.float64), exact, atol=0, rtol=float(np.finfo(dtype).eps) * 8 + 1e-6)
+
+
+def test_renormalised_routing_refuses_a_row_without_probability_mass():
+    with pytest.raises(ValueError, match="probs has a row whose top-k probabilities sum to 0"):
+        top_k_route_renormalized(np.array([[0.0, 0.0, 0.0], [0.2, 0.3, 0.5]]), 2)

@@ -8,28 +8,18 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch.utils.flop_counter import FlopCounterMode
 
-from attnmath.kv_cache import kv_cache_bytes
 from attnmath.multihead import (
-    EncoderBlockParams,
     MultiHeadParams,
-    encoder_block_forward,
-    feed_forward,
     grouped_query_attention,
-    init_encoder_block_params,
     init_multihead_params,
-    layer_norm,
     merge_heads,
     multi_query_attention,
     multihead_attention,
     multihead_attention_backward,
-    multihead_flops,
-    multihead_param_count,
     output_projection_as_sum,
     params_from_in_proj,
     params_to_in_proj,
-    pre_norm_encoder_block_forward,
     self_attention,
     self_attention_backward,
     split_heads,
@@ -82,30 +72,6 @@ def _torch_gqa(x_q, x_kv, params, H, H_kv, mask=None):
     v = F.linear(x_kv, w_v.T, b_v).view(B, S, H_kv, -1).transpose(1, 2)  # (B, H_kv, S, D_v)
     heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)  # (B, H, L, D_v)
     return F.linear(heads.transpose(1, 2).reshape(B, L, -1), w_o.T, b_o)  # (B, L, C)
-
-
-class _TorchGQA(torch.nn.Module):
-    """A grouped-query attention module built from nn.Linear layers (the parameter-count oracle)."""
-
-    def __init__(self, C, H, H_kv, bias):
-        super().__init__()
-        D = C // H
-        self.H, self.H_kv, self.D = H, H_kv, D
-        self.q = torch.nn.Linear(C, H * D, bias=bias, dtype=torch.float64)
-        self.k = torch.nn.Linear(C, H_kv * D, bias=bias, dtype=torch.float64)
-        self.v = torch.nn.Linear(C, H_kv * D, bias=bias, dtype=torch.float64)
-        self.o = torch.nn.Linear(H * D, C, bias=bias, dtype=torch.float64)
-
-    def forward(self, x):
-        B, L, C = x.shape
-        q = self.q(x).view(B, L, self.H, self.D).transpose(1, 2)  # (B, H, L, D)
-        k = self.k(x).view(B, L, self.H_kv, self.D).transpose(1, 2)  # (B, H_kv, L, D)
-        v = self.v(x).view(B, L, self.H_kv, self.D).transpose(1, 2)  # (B, H_kv, L, D)
-        g = self.H // self.H_kv
-        kr, vr = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)  # (B, H, L, D)
-        probs = torch.softmax(q @ kr.transpose(-1, -2) / self.D ** 0.5, dim=-1)  # (B, H, L, L)
-        out = self.o((probs @ vr).transpose(1, 2).reshape(B, L, C))  # (B, L, C)
-        return out, k, v
 
 
 # ------------------------------------------------------------------------------------------
@@ -186,8 +152,18 @@ def test_params_to_in_proj_rejects_a_non_params_object():
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.claim("000 Multi-Head Attention", "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O where head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)", "verified")
-@pytest.mark.claim("003 §3.1", "Multi-head attention runs h heads of width d_k = d_v = d_model / h in parallel and projects their concatenation with W^O in R^(h d_v x d_model)", "verified")
+@pytest.mark.claim(
+    "000 Multi-Head Attention",
+    "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O where head_i = Attention(Q W_i^Q, K "
+    "W_i^K, V W_i^V)",
+    "verified",
+    domain="B = 2, L = 5, C = 12, H = 3, with and without biases, against torch.nn.MultiheadAttention")
+@pytest.mark.claim(
+    "003 §3.1",
+    "Multi-head attention runs h heads of width d_k = d_v = d_model / h in parallel and projects "
+    "their concatenation with W^O in R^(h d_v x d_model)",
+    "verified",
+    domain="B = 2, L = 5, C = 12, H = 3, with and without biases, against torch.nn.MultiheadAttention")
 @pytest.mark.parametrize("bias", [True, False])
 def test_self_attention_matches_torch_multihead_attention(bias):
     B, L, C, H = 2, 5, 12, 3
@@ -200,8 +176,18 @@ def test_self_attention_matches_torch_multihead_attention(bias):
     assert_close(cache.attention.probs, weights, name="attention weights")
 
 
-@pytest.mark.claim("002 §7", "CrossAttention(X_dec, X_enc) = Attention(X_dec W^Q, X_enc W^K, X_enc W^V): queries from the decoder, keys and values from the encoder", "verified")
-@pytest.mark.claim("000 Self-Attention vs Cross-Attention", "Cross-attention: Q from one source, K and V from another (the decoder attending to the encoder output)", "verified")
+@pytest.mark.claim(
+    "002 §7",
+    "CrossAttention(X_dec, X_enc) = Attention(X_dec W^Q, X_enc W^K, X_enc W^V): queries from the "
+    "decoder, keys and values from the encoder",
+    "verified",
+    domain="B = 2, L = 3 != S = 7, C = 8, H = 2, against torch.nn.MultiheadAttention")
+@pytest.mark.claim(
+    "000 Self-Attention vs Cross-Attention",
+    "Cross-attention: Q from one source, K and V from another (the decoder attending to the encoder "
+    "output)",
+    "verified",
+    domain="B = 2, L = 3 != S = 7, C = 8, H = 2, against torch.nn.MultiheadAttention")
 def test_cross_attention_with_different_lengths_matches_torch():
     B, L, S, C, H = 2, 3, 7, 8, 2
     p = init_multihead_params(C, H, seed=4)
@@ -330,7 +316,11 @@ def test_multi_query_attention_is_grouped_query_attention_with_one_kv_head():
     assert_close(out_mqa, _torch_gqa(xt, xt, list(map(lambda a: torch.from_numpy(a), p)), H, 1), name="mqa")
 
 
-@pytest.mark.claim("002 §9", "Grouped-query attention shares the K, V projections across groups of query heads", "verified")
+@pytest.mark.claim(
+    "002 §9",
+    "Grouped-query attention shares the K, V projections across groups of query heads",
+    "verified",
+    domain="group size G in 1..3, H_kv in 1..3, hypothesis")
 @SETTINGS
 @given(G=st.integers(1, 3), H_kv=st.integers(1, 3), seed=st.integers(0, 10_000))
 def test_grouped_query_attention_equals_multi_head_with_repeated_kv_weights(G, H_kv, seed):
@@ -374,7 +364,12 @@ def test_multi_query_attention_rejects_multi_head_weights():
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.claim("003 Problem 2", "Gradient check: the analytic gradients of a NumPy multi-head attention layer agree with numerical differentiation", "verified")
+@pytest.mark.claim(
+    "003 Problem 2",
+    "Gradient check: the analytic gradients of a NumPy multi-head attention layer agree with "
+    "numerical differentiation",
+    "verified",
+    domain="B = 2, L = 3 != S = 4, (H, H_kv) = (2, 2) and (4, 2), a random mask with a fully masked row")
 @pytest.mark.parametrize("H, H_kv", [(2, 2), (4, 2)])
 def test_multihead_backward_matches_central_differences(H, H_kv):
     B, L, S, D = 2, 3, 4, 2
@@ -416,7 +411,11 @@ def test_backward_rejects_wrong_dout_shape():
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.claim("002 §4.2", "Intuition 2: MultiHead = sum_i head_i W_i^O, an ensemble of heads", "verified")
+@pytest.mark.claim(
+    "002 §4.2",
+    "Intuition 2: MultiHead = sum_i head_i W_i^O, an ensemble of heads",
+    "verified",
+    domain="B in 1..3, H in 1..4, L in 1..4, D_v in 1..4, C in 1..6, hypothesis")
 @SETTINGS
 @given(B=st.integers(1, 3), H=st.integers(1, 4), L=st.integers(1, 4), D_v=st.integers(1, 4),
        C=st.integers(1, 6), seed=st.integers(0, 10_000))
@@ -430,12 +429,25 @@ def test_output_projection_as_sum_rejects_mismatched_w_o():
         output_projection_as_sum(_x(1, 2, 3, 3), _x(5, 4))
 
 
-@pytest.mark.claim("002 §4.2", "Intuition 1: head 1 projects to a subspace capturing syntactic relationships, head 2 semantic relationships", "corrected",
-                   correction="An interpretation, not a theorem: nothing in the architecture gives a head a role (permuting the heads' weight "
-                              "blocks leaves the layer unchanged). Any specialisation is learned, has to be measured, and is often partial.")
-@pytest.mark.claim("003 §3.2", "Each head operates in a different subspace: a syntactic head, a semantic head, a positional head", "corrected",
-                   correction="An interpretation, not a theorem: the heads are interchangeable by construction (permuting them leaves the layer "
-                              "unchanged); which relation a trained head tracks, if any, is an empirical question.")
+@pytest.mark.claim(
+    "002 §4.2",
+    "Intuition 1: head 1 projects to a subspace capturing syntactic relationships, head 2 semantic "
+    "relationships",
+    "corrected",
+    correction="An interpretation, not a theorem: nothing in the architecture gives a head a role "
+               "(permuting the heads' weight blocks leaves the layer unchanged). Any specialisation "
+               "is learned, has to be measured, and is often partial.",
+    domain="H in {1, 2, 3, 6}, every random permutation of the heads, hypothesis",
+    box="corr-head-roles")
+@pytest.mark.claim(
+    "003 §3.2",
+    "Each head operates in a different subspace: a syntactic head, a semantic head, a positional head",
+    "corrected",
+    correction="An interpretation, not a theorem: the heads are interchangeable by construction "
+               "(permuting them leaves the layer unchanged); which relation a trained head tracks, "
+               "if any, is an empirical question.",
+    domain="H in {1, 2, 3, 6}, every random permutation of the heads, hypothesis",
+    box="corr-head-roles")
 @SETTINGS
 @given(H=st.sampled_from([1, 2, 3, 6]), seed=st.integers(0, 10_000))
 def test_permuting_heads_leaves_the_output_unchanged(H, seed):
@@ -449,8 +461,12 @@ def test_permuting_heads_leaves_the_output_unchanged(H, seed):
     assert_close(self_attention(x, q, H)[0], self_attention(x, p, H)[0])
 
 
-@pytest.mark.claim("003 §3.1", "multi_head_attention with per-head lists of projections W_Q[i], W_K[i], W_V[i] (d_model x d_k), "
-                   "one attention per head, the heads concatenated and multiplied by W_O", "verified")
+@pytest.mark.claim(
+    "003 §3.1",
+    "multi_head_attention with per-head lists of projections W_Q[i], W_K[i], W_V[i] (d_model x "
+    "d_k), one attention per head, the heads concatenated and multiplied by W_O",
+    "verified",
+    domain="B = 2, L = 5, C = 12, H = 3, causal mask")
 def test_per_head_weight_lists_are_the_column_blocks_of_the_fused_projections():
     B, L, C, H = 2, 5, 12, 3
     D = C // H
@@ -471,26 +487,37 @@ def test_per_head_weight_lists_are_the_column_blocks_of_the_fused_projections():
     assert_close(self_attention(x, p, H, mask=mask)[0], looped)
 
 
-@pytest.mark.claim("002 §4.2", "Intuition 3: single attention has limited rank; multi-head can achieve higher effective rank through concatenation",
-                   "corrected",
-                   correction="True against one head of width d/h, whose output has rank at most d/h: the concatenation reaches "
-                              "min(L, h min(S, d/h), d). Not true against one head of the full width d, whose cap min(L, S, d) is "
-                              "the same: what several heads add is several attention patterns, not rank.")
-def test_concatenated_heads_beat_one_narrow_head_but_not_one_full_width_head():
-    from attnmath.theory import attention_output_rank, multi_head_output_rank, multi_head_rank_bound
+@pytest.mark.claim(
+    "002 §4.2",
+    "Intuition 3: single attention has limited rank; multi-head can achieve higher effective rank "
+    "through concatenation",
+    "clarified",
+    correction="True against one head of width C/H (rank at most min(L, S, C/H)). Against one head of "
+               "the full width C the answer depends on S: H heads reach min(L, C, 1 + H(S - 1)) (every "
+               "head's column space holds the all-ones vector), one wide head min(L, S, C); equal when S "
+               ">= C (e.g. self-attention with L = S >= C), more for H heads when S < C and L > S "
+               "(cross-attention with few keys). Generic weights attain both bounds.",
+    domain="cross-attention layers with generic random weights: L, S in 1..12 (L != S included), H in "
+           "1..4, D_v = C/H in 1..3, float64, hypothesis",
+    box="corr-multihead-rank")
+@SETTINGS
+@given(L=st.integers(1, 12), S=st.integers(1, 12), H=st.integers(1, 4), D_v=st.integers(1, 3),
+       seed=st.integers(0, 2**31 - 1))
+def test_h_heads_reach_rank_min_l_c_1_plus_h_s_minus_1_and_one_wide_head_min_l_s_c(L, S, H, D_v, seed):
+    from attnmath.theory import multi_head_rank_bound
 
-    B, L, C, H = 1, 12, 8, 4
-    D = C // H
-    x = _x(B, L, C, seed=38)
-    multi = self_attention(x, init_multihead_params(C, H, bias=False, seed=39), H)[1]
-    single = self_attention(x, init_multihead_params(C, 1, bias=False, seed=40), 1)[1]
-    probs = multi.attention.probs[0]  # (H, L, L)
-    v = split_heads(x @ multi.params.w_v, H)[0]  # (H, L, D): the values of each head
-    per_head = [attention_output_rank(probs[h], v[h]) for h in range(H)]
-    assert per_head == [D] * H
-    w_o = multi.params.w_o
-    assert multi_head_output_rank(probs, v, w_o) == multi_head_rank_bound(L, L, H, D, C) == C > D
-    assert np.linalg.matrix_rank(single.concat[0] @ single.params.w_o) == C  # one full-width head: also C
+    C = H * D_v
+    x_q, x_kv = _x(1, L, C, seed=seed), _x(1, S, C, seed=seed + 1)  # (B, L, C), (B, S, C)
+    multi, cache = multihead_attention(x_q, x_kv, init_multihead_params(C, H, bias=False, seed=seed), H)
+    narrow = cache.concat[0, :, :D_v]  # (L, D_v): the first head alone
+    wide, _ = multihead_attention(x_q, x_kv, init_multihead_params(C, 1, bias=False, seed=seed + 2), 1)
+    rank_multi, rank_narrow, rank_wide = (int(np.linalg.matrix_rank(a)) for a in (multi[0], narrow, wide[0]))
+    assert rank_multi == min(L, C, 1 + H * (S - 1)) == multi_head_rank_bound(L, S, H, D_v, C)
+    assert rank_narrow == min(L, S, D_v)
+    assert rank_wide == min(L, S, C)
+    assert rank_multi >= rank_narrow
+    # H heads beat one wide head exactly when 1 < S < C and L > S: cross-attention with few keys
+    assert (rank_multi > rank_wide) == (1 < S < C and L > S and H > 1)
 
 
 def test_fully_masked_query_row_outputs_the_output_bias():
@@ -519,221 +546,27 @@ def test_multihead_attention_rejects_bad_input():
         multihead_attention(x, x, p, 2, mask=np.ones((2, 3, 4), dtype=bool))
 
 
-# ------------------------------------------------------------------------------------------
-# Counting: parameters, FLOPs, KV cache
-# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("flag", ["no", 0, 1, None])
+def test_init_multihead_params_refuses_a_bias_flag_that_is_not_a_bool(flag):
+    with pytest.raises(TypeError, match="bias must be True or False"):
+        init_multihead_params(8, 2, bias=flag)
+    assert init_multihead_params(8, 2, bias=False).b_q is None
 
 
-def _numel(module):
-    return sum(t.numel() for t in module.parameters())
+def test_init_multihead_params_refuses_a_negative_seed():
+    with pytest.raises(ValueError, match="seed must be >= 0, got -1"):
+        init_multihead_params(8, 2, seed=-1)
 
 
-@pytest.mark.parametrize("C, H", [(16, 1), (16, 4), (24, 3), (64, 8)])
-@pytest.mark.parametrize("bias", [True, False])
-def test_param_count_matches_torch_multihead_attention(C, H, bias):
-    mha = torch.nn.MultiheadAttention(C, H, bias=bias)
-    assert multihead_param_count(C, H, bias=bias) == _numel(mha)
 
-
-@pytest.mark.parametrize("C, H, H_kv", [(16, 4, 2), (16, 4, 1), (24, 6, 3), (32, 8, 8)])
-@pytest.mark.parametrize("bias", [True, False])
-def test_param_count_matches_a_torch_grouped_query_module(C, H, H_kv, bias):
-    assert multihead_param_count(C, H, H_kv=H_kv, bias=bias) == _numel(_TorchGQA(C, H, H_kv, bias))
-
-
-@pytest.mark.claim("003 §3.3", "With d_k = d_v = d_model/h, W_i^Q, W_i^K, W_i^V of all heads hold 3h * d_model * d_model/h = 3 d_model^2 and W^O d_model^2: 4 d_model^2 in total", "verified")
-@SETTINGS
-@given(D=st.integers(1, 16), H=st.sampled_from([1, 2, 4, 8]))
-def test_multi_head_has_4c_squared_weights_whatever_the_number_of_heads(D, H):
-    C = H * D
-    assert multihead_param_count(C, H, bias=False) == 4 * C * C
-    assert multihead_param_count(C, H, bias=False) == multihead_param_count(C, 1, bias=False)
-
-
-@pytest.mark.claim("002 §4.3", "Multi-head (h heads): h * 3(d/h)^2 + d^2 = 3d^2/h + d^2 ≈ 4d^2, the same parameter count as one head", "corrected",
-                   correction="Each head's W_i^Q, W_i^K, W_i^V is d x (d/h), not (d/h) x (d/h): the h heads hold 3 d^2 and the layer exactly "
-                              "4 d^2 weights (plus 4 d biases) for every h. 3 d^2/h + d^2 is not approximately 4 d^2 (it is 1.375 d^2 for h = 8).")
-def test_per_head_query_key_value_maps_are_c_by_d_not_d_by_d():
-    # A claimed count h * 3 (d/h)^2 + d^2 = 3 d^2 / h + d^2 is not what torch holds: each head's
-    # W_i^Q is d x d/h, so the H heads hold 3 d^2 in total and the block 4 d^2.
-    C, H = 512, 8
-    torch_count = _numel(torch.nn.MultiheadAttention(C, H, bias=False))
-    assert torch_count == 4 * C * C
-    assert torch_count != 3 * C * C // H + C * C
-    assert multihead_param_count(C, H, bias=False) == torch_count
-
-
-@pytest.mark.claim("003 §3.3", "Single-head attention has 3 d_model^2 parameters, multi-head 4 d_model^2: a similar parameter count", "corrected",
-                   correction="The comparison counts W^O for the multi-head layer only. With the same output projection both have exactly "
-                              "4 d_model^2 weights, without it both have 3 d_model^2: the count does not depend on h.")
-def test_single_head_with_output_projection_also_has_4c_squared_weights():
-    # Single-head attention "3 d^2" omits W_O; with the same output projection it is 4 d^2.
-    C = 64
-    single = _numel(torch.nn.MultiheadAttention(C, 1, bias=False))
-    multi = _numel(torch.nn.MultiheadAttention(C, 8, bias=False))
-    assert single == multi == 4 * C * C
-    assert single - _numel(torch.nn.Linear(C, C, bias=False)) == 3 * C * C
-
-
-def _counted(fn):
-    with FlopCounterMode(display=False) as counter:
-        fn()
-    return counter.get_total_flops()
-
-
-@pytest.mark.parametrize("L, S", [(5, 5), (3, 7)])
-@pytest.mark.parametrize("H", [1, 2, 4])
-def test_flops_match_the_flop_counter_on_torch_multihead_attention(L, S, H):
-    B, C = 2, 8
-    mha = torch.nn.MultiheadAttention(C, H, batch_first=True, dtype=torch.float64)
-    x_q, x_kv = torch.randn(B, L, C, dtype=torch.float64), torch.randn(B, S, C, dtype=torch.float64)
-    # need_weights=True makes torch compute the attention as two batched matmuls, which the
-    # counter sees (the fused CPU attention kernel is not counted).
-    counted = _counted(lambda: mha(x_q, x_kv, x_kv, need_weights=True))
-    assert multihead_flops(B, L, S, C, H).total == counted
-
-
-@pytest.mark.parametrize("H, H_kv", [(4, 2), (4, 1), (8, 2)])
-def test_flops_match_the_flop_counter_on_a_torch_grouped_query_module(H, H_kv):
-    B, L, C = 2, 6, 16
-    module = _TorchGQA(C, H, H_kv, bias=True)
-    x = torch.randn(B, L, C, dtype=torch.float64)
-    assert multihead_flops(B, L, L, C, H, H_kv=H_kv).total == _counted(lambda: module(x))
-
-
-@pytest.mark.parametrize("H", [2, 4, 8])
-def test_heads_of_width_c_over_h_cost_the_same_matmul_flops_as_one_full_head(H):
-    B, L, S, C = 2, 6, 9, 16
-    one, many = multihead_flops(B, L, S, C, 1), multihead_flops(B, L, S, C, H)
-    assert one.projections == many.projections
-    assert (one.scores, one.weighted_sum) == (many.scores, many.weighted_sum)
-    x_q, x_kv = torch.randn(B, L, C, dtype=torch.float64), torch.randn(B, S, C, dtype=torch.float64)
-    counts = [
-        _counted(lambda h=h: torch.nn.MultiheadAttention(C, h, batch_first=True, dtype=torch.float64)(
-            x_q, x_kv, x_kv, need_weights=True))
-        for h in (1, H)
-    ]
-    assert counts[0] == counts[1]
-
-
-@pytest.mark.claim("000 Head Dimension", "d_k = d_v = d_model / h ensures the total computational cost is similar to single-head attention with full dimensionality", "corrected",
-                   correction="The matrix-multiplication FLOPs (and the parameters) are exactly equal for every h, but the softmax work and "
-                              "the memory of the attention weights (B h L S entries) grow linearly with h.")
-@pytest.mark.claim("000 Advantages", "Computational efficiency: multi-head attention has a similar cost to single full-dimensional attention", "corrected",
-                   correction="The matrix-multiplication FLOPs are exactly equal for every h, but the softmax work and the memory of the "
-                              "attention weights (B h L S entries) grow linearly with h.")
-def test_attention_weights_memory_grows_with_the_number_of_heads():
-    # Equal matmul FLOPs do not mean equal cost: the softmax runs over H times more entries.
-    B, L, C = 2, 5, 8
-    x = _x(B, L, C)
-    assert multihead_flops(B, L, L, C, 1).total == multihead_flops(B, L, L, C, 4).total
-    sizes = [self_attention(x, init_multihead_params(C, H), H)[1].attention.probs.size for H in (1, 4)]
-    assert sizes == [B * L * L, 4 * B * L * L]
-
-
-def test_grouped_query_saves_only_key_value_projection_flops():
-    full, grouped = multihead_flops(2, 8, 8, 64, 8), multihead_flops(2, 8, 8, 64, 8, H_kv=2)
-    assert grouped.k_proj * 4 == full.k_proj and grouped.v_proj * 4 == full.v_proj
-    assert (grouped.q_proj, grouped.scores, grouped.weighted_sum, grouped.out_proj) == (
-        full.q_proj, full.scores, full.weighted_sum, full.out_proj)
-
-
-def test_kv_cache_bytes_matches_the_key_value_tensors_of_a_torch_module():
-    layers, B, L, C, H, H_kv = 3, 2, 5, 16, 4, 2
-    modules = [_TorchGQA(C, H, H_kv, bias=False).to(torch.float16) for _ in range(layers)]
-    x = torch.randn(B, L, C, dtype=torch.float16)
-    total = 0
-    for m in modules:
-        _, k, v = m(x)
-        total += k.nbytes + v.nbytes
-    assert kv_cache_bytes(B, H_kv, L, C // H, n_layers=layers, itemsize=2) == total
-
-
-@pytest.mark.claim("002 §9", "LLaMA 2 70B uses GQA with 8 KV heads", "verified")
-@pytest.mark.claim("002 §9", "Benefit of grouped-query and multi-query attention: a smaller KV cache during inference", "verified")
-def test_llama2_70b_grouped_query_cache_is_eight_times_smaller():
-    # LLaMA 2 70B: 80 layers, 64 query heads of dim 128, 8 key/value heads.
-    layers, H, H_kv, D, S = 80, 64, 8, 128, 4096
-    gqa = kv_cache_bytes(1, H_kv, S, D, n_layers=layers, itemsize=2)
-    mha = kv_cache_bytes(1, H, S, D, n_layers=layers, itemsize=2)
-    assert mha / gqa == H / H_kv == 8
-    assert gqa == 2 * 80 * 4096 * 8 * 128 * 2  # 1.25 GiB per 4096-token sequence in float16
-    assert kv_cache_bytes(1, 1, S, D, n_layers=layers, itemsize=2) * H == mha  # multi-query: 64 times smaller
-
-
-def test_counting_functions_reject_bad_input():
-    with pytest.raises(ValueError, match=r"C=10.*H=4"):
-        multihead_param_count(10, 4)
-    with pytest.raises(ValueError, match=r"H=8.*H_kv=3"):
-        multihead_flops(1, 2, 2, 16, 8, H_kv=3)
-
-
-# ------------------------------------------------------------------------------------------
-# Encoder block reference
-# ------------------------------------------------------------------------------------------
-
-
-def test_layer_norm_matches_torch():
-    x, g, b = _x(2, 3, 6), 1 + _x(6, seed=1), _x(6, seed=2)
-    expected = F.layer_norm(torch.from_numpy(x), (6,), torch.from_numpy(g), torch.from_numpy(b), eps=1e-5)
-    assert_close(layer_norm(x, g, b), expected)
-
-
-@pytest.mark.parametrize("activation", ["relu", "gelu"])
-def test_feed_forward_matches_torch(activation):
-    x, w1, b1, w2, b2 = _x(2, 3, 4), _x(4, 7, seed=1), _x(7, seed=2), _x(7, 4, seed=3), _x(4, seed=4)
-    t = to_torch(x, w1, b1, w2, b2)
-    act = F.relu if activation == "relu" else F.gelu
-    expected = F.linear(act(F.linear(t[0], t[1].T, t[2])), t[3].T, t[4])
-    assert_close(feed_forward(x, w1, b1, w2, b2, activation=activation), expected)
-
-
-def _params_from_torch_layer(layer) -> EncoderBlockParams:
-    sa = layer.self_attn
-
-    def n(t):
-        return t.detach().numpy()
-
-    attn = params_from_in_proj(n(sa.in_proj_weight), n(sa.in_proj_bias), n(sa.out_proj.weight),
-                               n(sa.out_proj.bias))
-    return EncoderBlockParams(attn, n(layer.linear1.weight).T, n(layer.linear1.bias),
-                              n(layer.linear2.weight).T, n(layer.linear2.bias),
-                              n(layer.norm1.weight), n(layer.norm1.bias),
-                              n(layer.norm2.weight), n(layer.norm2.bias))
-
-
-@pytest.mark.parametrize("norm_first", [False, True])
-@pytest.mark.parametrize("activation", ["relu", "gelu"])
-def test_encoder_block_matches_torch_transformer_encoder_layer(norm_first, activation):
-    B, L, C, H, F_ = 2, 5, 8, 2, 16
-    torch.manual_seed(0)
-    layer = torch.nn.TransformerEncoderLayer(C, H, F_, dropout=0.0, activation=activation, batch_first=True,
-                                             norm_first=norm_first, dtype=torch.float64).eval()
-    with torch.no_grad():
-        for prm in layer.parameters():  # nonzero biases and non-unit norms, so every term matters
-            prm.add_(0.1 * torch.randn_like(prm))
-    params = _params_from_torch_layer(layer)
-    x = _x(B, L, C, seed=35)
-    valid = np.array([[True] * L, [True] * 3 + [False] * (L - 3)])
-    forward = pre_norm_encoder_block_forward if norm_first else encoder_block_forward
-    ours = forward(x, params, H, mask=valid[:, None, None, :], activation=activation)
-    with torch.enable_grad():  # keeps torch on its reference path
-        expected = layer(torch.from_numpy(x).requires_grad_(True),
-                         src_key_padding_mask=torch.from_numpy(torch_key_padding_mask(valid)))
-    assert_close(ours, expected, name="block output")
-
-
-def test_pre_norm_and_post_norm_blocks_differ():
-    p = init_encoder_block_params(8, 2, 16, seed=1)
-    x = _x(2, 3, 8)
-    assert not np.allclose(encoder_block_forward(x, p, 2), pre_norm_encoder_block_forward(x, p, 2))
-
-
-def test_encoder_block_reference_rejects_bad_input():
-    p = init_encoder_block_params(8, 2, 16)
-    with pytest.raises(ValueError, match="activation must be 'relu' or 'gelu'"):
-        encoder_block_forward(_x(1, 3, 8), p, 2, activation="tanh")
-    with pytest.raises(TypeError, match="EncoderBlockParams"):
-        encoder_block_forward(_x(1, 3, 8), p.attn, 2)
-    with pytest.raises(ValueError, match=r"gamma and beta must have shape \(C,\) = \(8,\)"):
-        layer_norm(_x(1, 8), np.ones(4), np.zeros(4))
+@pytest.mark.parametrize("dtype, rtol", [(np.float16, 4 * 2.0 ** -11), (np.float32, 1e-5)])
+def test_multihead_attention_returns_the_input_dtype_computed_in_at_least_float32(dtype, rtol):
+    p = init_multihead_params(8, 2, seed=3)
+    x = _x(2, 5, 8, seed=4)
+    low = MultiHeadParams(*(None if a is None else a.astype(dtype) for a in p))
+    out, _ = self_attention(x.astype(dtype), low, 2)
+    assert out.dtype == dtype
+    # the reference sees the same rounded inputs: only the computation's own error remains
+    same_inputs, _ = self_attention(x.astype(dtype).astype(np.float64),
+                                    MultiHeadParams(*(None if a is None else a.astype(np.float64) for a in low)), 2)
+    assert np.max(np.abs(out - same_inputs)) <= rtol * np.max(np.abs(same_inputs))

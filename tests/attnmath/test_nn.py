@@ -8,14 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnmath.multihead import (
-    MultiHeadParams,
-    encoder_block_forward,
-    init_encoder_block_params,
-    init_multihead_params,
-    multihead_attention,
-    pre_norm_encoder_block_forward,
-)
+from attnmath.encoder import encoder_block_forward, init_encoder_block_params, pre_norm_encoder_block_forward
+from attnmath.multihead import MultiHeadParams, init_multihead_params, multihead_attention
 from attnmath.nn import MultiHeadAttention, TransformerEncoderBlock
 from attnmath.testing import assert_close
 
@@ -304,10 +298,20 @@ def _block_pair(norm_first, activation, seed=0):
     return ours.load_from_torch(theirs).eval(), theirs.eval()
 
 
-@pytest.mark.claim("003 Problem 5", "A Transformer encoder block: multi-head self-attention, layer normalization, a feed-forward "
-                   "network of two linear layers with ReLU, and residual connections", "verified")
-@pytest.mark.claim("000 Attention Patterns", "Encoder self-attention is fully bidirectional: each position attends to all positions "
-                   "and only padding tokens are masked", "verified")
+@pytest.mark.claim(
+    "003 Problem 5",
+    "A Transformer encoder block: multi-head self-attention, layer normalization, a feed-forward "
+    "network of two linear layers with ReLU, and residual connections",
+    "verified",
+    domain="post- and pre-norm, ReLU and GELU, B = 2, L = 5, C = 8 with padding, against "
+           "torch.nn.TransformerEncoderLayer, outputs and gradients")
+@pytest.mark.claim(
+    "000 Attention Patterns",
+    "Encoder self-attention is fully bidirectional: each position attends to all positions and only "
+    "padding tokens are masked",
+    "verified",
+    domain="post- and pre-norm, ReLU and GELU, B = 2, L = 5, C = 8 with padding, against "
+           "torch.nn.TransformerEncoderLayer, outputs and gradients")
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_block_matches_torch_transformer_encoder_layer_with_padding_and_gradients(norm_first, activation):
@@ -402,11 +406,17 @@ def _first_equals_last(n, seed, V=10, L=16):
     return torch.from_numpy(tokens), torch.from_numpy(labels)
 
 
-@pytest.mark.claim("004 Summary", "Learned patterns: different layers learn different attention, local to global (early layers "
-                   "attend to adjacent words along the diagonal, late layers long-range)", "corrected",
-                   correction="An empirical tendency reported for trained BERT and GPT-2, not a property of attention or depth: "
-                              "a single encoder layer (its first and last) trained to compare the first and the last token of "
-                              "16 attends long-range, farther on average than uniform attention.")
+@pytest.mark.claim(
+    "004 Summary",
+    "Learned patterns: different layers learn different attention, local to global (early layers "
+    "attend to adjacent words along the diagonal, late layers long-range)",
+    "corrected",
+    correction="An empirical tendency reported for trained BERT and GPT-2, not a property of "
+               "attention or depth: a single encoder layer (its first and last) trained to compare "
+               "the first and the last token of 16 attends long-range, farther on average than "
+               "uniform attention.",
+    domain="a counterexample: one encoder layer trained (seeded) on 'first token equals last', L = 16",
+    box="corr-layer-patterns")
 def test_a_single_trained_layer_attends_long_range_when_the_task_needs_it():
     torch.manual_seed(0)
     threads = torch.get_num_threads()

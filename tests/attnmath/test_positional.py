@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnmath.attention import scaled_dot_product_attention
-from attnmath.masking import causal_mask
+from attnmath.masking import causal_mask, left_padding_mask
 from attnmath.positional import (
     alibi_bias,
     alibi_bias_symmetric,
@@ -141,7 +141,11 @@ def test_sinusoidal_encoding_matches_the_papers_formula(L, C, base):
     assert_close(sinusoidal_encoding(L, C, base=base), formula_encoding(L, C, base), name="PE")
 
 
-@pytest.mark.claim("003 §4.2", "PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))", "verified")
+@pytest.mark.claim(
+    "003 §4.2",
+    "PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))",
+    "verified",
+    domain="100 positions, d_model = 128, against the source's own code")
 def test_sinusoidal_encoding_matches_the_source_documents_code():
     assert_close(sinusoidal_encoding(100, 128), source_document_encoding(100, 128), rtol=1e-9, atol=1e-12)
 
@@ -164,7 +168,12 @@ def test_source_documents_code_breaks_on_odd_width_and_library_says_why():
         sinusoidal_encoding(4, 7)
 
 
-@pytest.mark.claim("003 §4.3", "PE_{pos+k} = T_k · PE_pos: a shift by k is a linear map of the encoding, the same at every position", "verified")
+@pytest.mark.claim(
+    "003 §4.3",
+    "PE_{pos+k} = T_k · PE_pos: a shift by k is a linear map of the encoding, the same at every "
+    "position",
+    "verified",
+    domain="pos in 0..300, k in -300..300, C in {2, 4, 6, 8, 16, 32}, hypothesis")
 @SETTINGS
 @given(pos=st.integers(0, 300), k=st.integers(-300, 300), C=even_widths)
 def test_relative_rotation_matrix_shifts_the_encoding_at_every_position(pos, k, C):
@@ -191,8 +200,15 @@ def test_relative_rotation_matrix_is_block_diagonal_with_the_derived_blocks():
     assert_close(relative_rotation_matrix(k, C), expected)
 
 
-@pytest.mark.claim("003 §4.3", "T_k is a rotation matrix (for each frequency)", "corrected",
-                   correction="T_k is a rotation by -ωk in the stored (sin, cos) coordinates, blocks [[cos ωk, sin ωk], [-sin ωk, cos ωk]]; the usual rotation matrix [[cos ωk, -sin ωk], [sin ωk, cos ωk]] (the one RoPE uses) maps PE_pos to PE_{pos-k}.")
+@pytest.mark.claim(
+    "003 §4.3",
+    "T_k is a rotation matrix (for each frequency)",
+    "clarified",
+    correction="True: T_k is a rotation, by -ωk, in the stored (sin, cos) coordinates (blocks [[cos "
+               "ωk, sin ωk], [-sin ωk, cos ωk]]). The usual counterclockwise rotation by +ωk (the "
+               "one RoPE uses) maps PE_pos to PE_{pos-k} instead.",
+    domain="C = 8, pos = 20, k = 5: both rotation blocks, against the shifted encodings",
+    box="corr-rotation")
 def test_counterclockwise_rotation_block_shifts_the_encoding_backwards():
     """With the (sin, cos) ordering, the textbook block [[cos, -sin], [sin, cos]] gives PE_{pos-k}."""
     C, pos, k = 8, 20, 5
@@ -216,7 +232,11 @@ def test_relative_rotation_matrices_are_orthogonal_and_compose_by_adding_shifts(
     assert_close(relative_rotation_matrix(0, C), np.eye(C))
 
 
-@pytest.mark.claim("003 Problem 3", "The inner product PE_pos1 · PE_pos2 is a function of the position difference", "verified")
+@pytest.mark.claim(
+    "003 Problem 3",
+    "The inner product PE_pos1 · PE_pos2 is a function of the position difference",
+    "verified",
+    domain="pos, k in 0..400, C in {2, ..., 32}, hypothesis")
 @SETTINGS
 @given(pos=st.integers(0, 400), k=st.integers(0, 400), C=even_widths)
 def test_encoding_dot_product_depends_only_on_the_offset(pos, k, C):
@@ -259,7 +279,7 @@ def test_sinusoidal_functions_reject_bad_input():
         sinusoidal_encoding(0, 8)
     with pytest.raises(ValueError, match="C must be even"):
         sinusoidal_frequencies(9)
-    with pytest.raises(ValueError, match="base must be positive"):
+    with pytest.raises(ValueError, match="base must be > 0"):
         sinusoidal_encoding(4, 8, base=-1.0)
     with pytest.raises(TypeError, match="k must be an integer, got float"):
         relative_rotation_matrix(1.5, 8)
@@ -292,7 +312,11 @@ def test_apply_rope_half_matches_complex_multiplication_on_half_pairs():
                  complex_rope_half(q, positions, base=1000.0), atol=1e-12)
 
 
-@pytest.mark.claim("003 §4.4", "RoPE rotates each 2-D subspace (q_2i, q_2i+1) by the angle m θ_i", "verified")
+@pytest.mark.claim(
+    "003 §4.4",
+    "RoPE rotates each 2-D subspace (q_2i, q_2i+1) by the angle m θ_i",
+    "verified",
+    domain="n = 10 positions, d_model = 64, against the source's own code")
 def test_apply_rope_matches_the_source_documents_code_on_the_interleaved_convention():
     rng = np.random.default_rng(3)
     n, d_model = 10, 64
@@ -304,7 +328,12 @@ def test_apply_rope_matches_the_source_documents_code_on_the_interleaved_convent
     assert not np.allclose(apply_rope_half(q, positions), q_doc)
 
 
-@pytest.mark.claim("003 §4.4", "With RoPE the inner product of query and key depends only on their relative position", "verified")
+@pytest.mark.claim(
+    "003 §4.4",
+    "With RoPE the inner product of query and key depends only on their relative position",
+    "verified",
+    domain="positions m, n in 0..1000, shifts in -500..500, D in {2, ..., 32}, both pairings "
+           "(interleaved and half), hypothesis")
 @SETTINGS
 @given(m=st.integers(0, 1000), n=st.integers(0, 1000), shift=st.integers(-500, 500),
        D=even_widths, seed=st.integers(0, 2**16))
@@ -424,7 +453,7 @@ def test_rope_rejects_bad_input():
     x = np.zeros((2, 4, 8))
     with pytest.raises(TypeError, match="positions must have an integer dtype, got float64"):
         apply_rope(x, np.arange(4.0))
-    with pytest.raises(ValueError, match=r"positions must have 1 dimension\(s\), got shape \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"per-sequence positions must have shape \(B, L\)"):
         apply_rope(x, np.zeros((2, 2), dtype=np.int64))
     with pytest.raises(ValueError, match=r"positions must have length L=4 .*got shape \(3,\)"):
         apply_rope_inverse(x, np.arange(3))
@@ -532,8 +561,15 @@ def test_alibi_bias_depends_only_on_distance_and_is_largest_for_the_nearest_key(
             assert np.all(np.argmax(causal[:, i, visible], axis=-1) == visible.size - 1)
 
 
-@pytest.mark.claim("003 §4.5", "ALiBi scores: softmax(q_i K^T / sqrt(d_k) + m · [0, -1, -2, ..., -(i-1)])", "corrected",
-                   correction="Read as a row over the keys 1..i this favours the oldest key and penalises the recent ones. ALiBi's row is m · [-(i-1), ..., -1, 0]: key j gets -m (i - j), zero for the query's own position.")
+@pytest.mark.claim(
+    "003 §4.5",
+    "ALiBi scores: softmax(q_i K^T / sqrt(d_k) + m · [0, -1, -2, ..., -(i-1)])",
+    "corrected",
+    correction="Read as a row over the keys 1..i this favours the oldest key and penalises the "
+               "recent ones. ALiBi's row is m · [-(i-1), ..., -1, 0]: key j gets -m (i - j), zero "
+               "for the query's own position.",
+    domain="a counterexample: slope 0.5, query 7",
+    box="corr-alibi-sign")
 def test_source_documents_alibi_row_favours_the_oldest_key_instead_of_the_newest():
     """softmax(q_i K^T + m [0, -1, ..., -(i-1)]) read as key j -> -m j penalises recent keys."""
     m, i = 0.5, 7  # query i sees keys 0 .. i
@@ -569,8 +605,15 @@ def test_alibi_rejects_bad_input():
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.claim("003 §4.1", "The attention mechanism is permutation-invariant: changing the input order changes the output in the same way", "corrected",
-                   correction="That behaviour is permutation equivariance, Attn(PX) = P Attn(X); the output is not invariant, its rows move with the tokens.")
+@pytest.mark.claim(
+    "003 §4.1",
+    "The attention mechanism is permutation-invariant: changing the input order changes the output "
+    "in the same way",
+    "corrected",
+    correction="That behaviour is permutation equivariance, Attn(PX) = P Attn(X); the output is not "
+               "invariant, its rows move with the tokens.",
+    domain="L = 6, H = 2, D = 4, every permutation of 6 tokens, hypothesis",
+    box="corr-equivariant-positional")
 @SETTINGS
 @given(seed=st.integers(0, 2**16), perm=st.permutations(list(range(6))))
 def test_attention_without_positions_is_permutation_equivariant_not_invariant(seed, perm):
@@ -613,3 +656,81 @@ def test_rope_and_alibi_scores_depend_on_the_offset_only_and_added_sinusoids_do_
     spread = lambda s: (s.max(axis=0) - s.min(axis=0)).max()  # over start positions
     assert spread(rope) < 1e-11 and spread(alibi) < 1e-12
     assert spread(added) > 1.0
+
+
+# ------------------------------------------------------------------------------------------
+# Per-sequence positions (left padding, packing) and dtypes
+# ------------------------------------------------------------------------------------------
+
+
+def _hf_rope(x, position_ids, base):
+    """Hugging Face LLaMA's convention, written out in torch: cos/sin of shape (B, L, D) from
+    position_ids (B, L), unsqueezed over the heads, and rotate_half pairing."""
+    x, pos = torch.from_numpy(x), torch.from_numpy(position_ids)
+    D = x.shape[-1]
+    inv_freq = 1.0 / (base ** (torch.arange(0, D, 2, dtype=torch.float64) / D))  # (D/2,)
+    freqs = pos[..., None].double() * inv_freq  # (B, L, D/2)
+    emb = torch.cat([freqs, freqs], dim=-1)  # (B, L, D)
+    cos, sin = emb.cos()[:, None], emb.sin()[:, None]  # (B, 1, L, D)
+    x1, x2 = x[..., : D // 2], x[..., D // 2:]
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin  # (B, H, L, D)
+
+
+@SETTINGS
+@given(B=st.integers(1, 3), H=st.integers(1, 3), L=st.integers(1, 6), half_D=st.integers(1, 4),
+       seed=st.integers(0, 10_000))
+def test_rope_half_with_per_sequence_positions_matches_hugging_face_position_ids(B, H, L, half_D, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((B, H, L, 2 * half_D))
+    position_ids = rng.integers(-5, 50, size=(B, L))
+    assert_close(apply_rope_half(x, position_ids, base=500.0), _hf_rope(x, position_ids, 500.0))
+
+
+@SETTINGS
+@given(lengths=st.lists(st.integers(0, 6), min_size=1, max_size=4), seed=st.integers(0, 10_000))
+def test_left_padded_tokens_are_rotated_as_the_unpadded_sequence(lengths, seed):
+    rng = np.random.default_rng(seed)
+    B, L, D = len(lengths), 6, 4
+    x = rng.standard_normal((B, 2, L, D))
+    valid = left_padding_mask(np.array(lengths), L)[:, 0, 0, :]  # (B, L)
+    position_ids = np.where(valid, np.cumsum(valid, axis=-1) - 1, 1)  # Hugging Face's rule
+    for rope in (apply_rope, apply_rope_half):
+        out = rope(x, position_ids)
+        for b, n in enumerate(lengths):
+            alone = rope(x[b, :, L - n:], np.arange(n))  # the sequence without its padding
+            np.testing.assert_array_equal(out[b, :, L - n:], alone)
+
+
+def test_packed_sequences_are_rotated_as_if_each_stood_alone():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 2, 7, 8))
+    position_ids = np.array([[0, 1, 2, 0, 1, 2, 3]])  # two documents packed in one row
+    out = apply_rope(x, position_ids)
+    np.testing.assert_array_equal(out[0, :, :3], apply_rope(x[0, :, :3], np.arange(3)))
+    np.testing.assert_array_equal(out[0, :, 3:], apply_rope(x[0, :, 3:], np.arange(4)))
+    assert_close(apply_rope_inverse(out, position_ids), x)
+    assert_close(apply_rope_half_inverse(apply_rope_half(x, position_ids), position_ids), x)
+
+
+def test_per_sequence_positions_need_the_batch_axis_first():
+    with pytest.raises(ValueError, match=r"per-sequence positions must have shape \(B, L\)"):
+        apply_rope(np.zeros((2, 3, 4)), np.zeros((3, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match=r"per-sequence positions must have shape \(B, L\)"):
+        apply_rope(np.zeros((3, 4)), np.zeros((1, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match=r"positions must have shape \(L,\) or \(B, L\)"):
+        apply_rope(np.zeros((1, 2, 3, 4)), np.zeros((1, 2, 3), dtype=np.int64))
+    assert rope_angles(np.zeros((2, 3), dtype=np.int64), 4).shape == (2, 3, 2)
+
+
+@pytest.mark.parametrize("rope", [apply_rope, apply_rope_half, apply_rope_inverse, apply_rope_half_inverse])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_rope_returns_the_input_dtype_and_rotates_half_precision_in_float32(rope, dtype):
+    x = np.random.default_rng(0).standard_normal((2, 3, 5, 8)).astype(dtype)
+    pos = np.arange(5) * 97
+    out = rope(x, pos)
+    assert out.dtype == dtype
+    exact = rope(x.astype(np.float64), pos)
+    # float16: one rounding of a float32 result (a relative 2^-11); not a float16 computation.
+    bound = {np.float16: 2.0 ** -11, np.float32: 8 * 2.0 ** -24, np.float64: 1e-14}[dtype]
+    assert np.max(np.abs(out.astype(np.float64) - exact)) <= bound * max(1.0, np.max(np.abs(exact)))
+

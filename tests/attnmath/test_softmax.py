@@ -17,7 +17,11 @@ SETTINGS = settings(max_examples=60, deadline=None)
 
 # --- oracle: torch in float64 -------------------------------------------------------------
 
-@pytest.mark.claim("003 §1.1", "softmax(z)_i = exp(z_i) / sum_j exp(z_j), computed stably by subtracting the maximum", "verified")
+@pytest.mark.claim(
+    "003 §1.1",
+    "softmax(z)_i = exp(z_i) / sum_j exp(z_j), computed stably by subtracting the maximum",
+    "verified",
+    domain="1-D to 3-D arrays, every axis, temperatures 0.3, 1 and 4, against torch.softmax")
 @pytest.mark.parametrize("shape,axis", [((5,), 0), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 1, 3), -3)])
 @pytest.mark.parametrize("temperature", [1.0, 0.3, 4.0])
 def test_softmax_matches_torch(shape, axis, temperature):
@@ -35,7 +39,11 @@ def test_log_softmax_and_logsumexp_match_torch(shape, axis):
                  torch.logsumexp(to_torch(x), dim=axis, keepdim=True), rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.claim("003 §1.4", "The softmax Jacobian is J = diag(p) - p p^T", "verified")
+@pytest.mark.claim(
+    "003 §1.4",
+    "The softmax Jacobian is J = diag(p) - p p^T",
+    "verified",
+    domain="n in {1, 2, 7}, temperatures 1 and 0.5, against torch.autograd")
 @pytest.mark.parametrize("n", [1, 2, 7])
 @pytest.mark.parametrize("temperature", [1.0, 0.5])
 def test_jacobian_matches_torch_autograd(n, temperature):
@@ -52,7 +60,12 @@ def test_batched_jacobian_is_the_jacobian_of_each_row():
         assert_close(J[idx], softmax_jacobian(z[idx]), rtol=1e-15, atol=0)
 
 
-@pytest.mark.claim("002 §3.2", "dL/dS = A * (dL/dA - rowsum(A * dL/dA)) through the row-wise softmax", "verified")
+@pytest.mark.claim(
+    "002 §3.2",
+    "dL/dS = A * (dL/dA - rowsum(A * dL/dA)) through the row-wise softmax",
+    "verified",
+    domain="1-D to 3-D arrays, several axes, temperatures 1 and 2.5, against torch.autograd",
+    chapter="03_gradients")
 @pytest.mark.parametrize("shape,axis", [((6,), 0), ((3, 5), -1), ((3, 5), 0), ((2, 3, 4), 1)])
 @pytest.mark.parametrize("temperature", [1.0, 2.5])
 def test_vjp_matches_torch_autograd(shape, axis, temperature):
@@ -103,7 +116,12 @@ def test_numerical_gradient_detects_a_wrong_gradient():
 
 # --- properties (hypothesis) -------------------------------------------------------------
 
-@pytest.mark.claim("003 §1.1", "Softmax outputs a probability distribution: entries >= 0 summing to 1", "verified")
+@pytest.mark.claim(
+    "003 §1.1",
+    "Softmax outputs a probability distribution: entries >= 0 summing to 1",
+    "verified",
+    domain="every array of 1 to 3 dimensions (sides 1..6) with entries in [-50, 50], every axis, "
+           "hypothesis")
 @SETTINGS
 @given(logit_arrays, st.data())
 def test_rows_are_probability_vectors(x, data):
@@ -113,14 +131,23 @@ def test_rows_are_probability_vectors(x, data):
     assert_close(p.sum(axis=axis), np.ones_like(p.sum(axis=axis)), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.claim("003 §1.1", "Translation invariance: softmax(z + c1) = softmax(z)", "verified")
+@pytest.mark.claim(
+    "003 §1.1",
+    "Translation invariance: softmax(z + c1) = softmax(z)",
+    "verified",
+    domain="every array of 1 to 3 dimensions with entries in [-50, 50], shifts in [-1000, 1000], "
+           "hypothesis")
 @SETTINGS
 @given(logit_arrays, st.floats(-1e3, 1e3, allow_nan=False))
 def test_softmax_is_shift_invariant(x, c):
     assert_close(softmax(x + c), softmax(x), rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.claim("003 §1.1", "Order preservation: z_i > z_j implies softmax(z)_i > softmax(z)_j", "verified")
+@pytest.mark.claim(
+    "003 §1.1",
+    "Order preservation: z_i > z_j implies softmax(z)_i > softmax(z)_j",
+    "verified",
+    domain="every vector of length 2..8 with entries in [-50, 50], every pair, hypothesis")
 @SETTINGS
 @given(arrays(np.float64, st.integers(2, 8), elements=finite))
 def test_softmax_preserves_order(z):
@@ -132,7 +159,11 @@ def test_softmax_preserves_order(z):
     assert p[np.argmax(z)] == p.max()
 
 
-@pytest.mark.claim("003 Problem 1", "The rows of the softmax Jacobian sum to zero", "verified")
+@pytest.mark.claim(
+    "003 Problem 1",
+    "The rows of the softmax Jacobian sum to zero",
+    "verified",
+    domain="every vector of length 1..7 with entries in [-50, 50], hypothesis")
 @SETTINGS
 @given(arrays(np.float64, st.integers(1, 7), elements=finite))
 def test_jacobian_rows_sum_to_zero_and_it_is_symmetric_psd(z):
@@ -154,20 +185,34 @@ def test_vjp_equals_jacobian_transpose_times_g(z, data):
 @SETTINGS
 @given(arrays(np.float64, st.integers(2, 8), elements=st.floats(-10, 10, width=64)).filter(
     lambda z: np.sort(z)[-1] - np.sort(z)[-2] > 1e-3))
-@pytest.mark.claim("003 §1.3", "As tau -> 0 softmax(z/tau) tends to the argmax one-hot vector (unique maximum)", "verified")
+@pytest.mark.claim(
+    "003 §1.3",
+    "As tau -> 0 softmax(z/tau) tends to the argmax one-hot vector (unique maximum)",
+    "verified",
+    domain="every vector of length 2..8 in [-10, 10] with a unique maximum (gap > 1e-3), hypothesis")
 def test_zero_temperature_limit_is_the_argmax_one_hot(z):
     one_hot = np.eye(z.size)[np.argmax(z)]
     assert_close(softmax(z, temperature=1e-6), one_hot, rtol=0, atol=1e-12)
 
 
-@pytest.mark.claim("003 §1.3", "As tau -> 0 the temperature softmax becomes a one-hot distribution (hard max)", "corrected",
-                   correction="One-hot only when the maximum is unique; k tied maxima each get weight 1/k in the limit.")
+@pytest.mark.claim(
+    "003 §1.3",
+    "As tau -> 0 the temperature softmax becomes a one-hot distribution (hard max)",
+    "corrected",
+    correction="One-hot only when the maximum is unique; k tied maxima each get weight 1/k in the "
+               "limit.",
+    domain="a counterexample with two tied maxima",
+    box="corr-temperature-ties")
 def test_zero_temperature_limit_splits_ties_equally():
     p = softmax(np.array([2.0, 7.0, 7.0, 1.0]), temperature=1e-300)
     assert_close(p, np.array([0.0, 0.5, 0.5, 0.0]), rtol=0, atol=0)
 
 
-@pytest.mark.claim("003 §1.3", "As tau -> infinity softmax(z/tau) tends to the uniform distribution", "verified")
+@pytest.mark.claim(
+    "003 §1.3",
+    "As tau -> infinity softmax(z/tau) tends to the uniform distribution",
+    "verified",
+    domain="every vector of length 1..8 with entries in [-50, 50], hypothesis")
 @SETTINGS
 @given(arrays(np.float64, st.integers(1, 8), elements=finite))
 def test_infinite_temperature_limit_is_uniform(z):
@@ -195,7 +240,11 @@ def test_extreme_logits_give_finite_probabilities(dtype):
     assert np.isfinite(logsumexp(x)).all()
 
 
-@pytest.mark.claim("000 Implementation", "Subtracting the maximum before exponentiating makes softmax numerically stable", "verified")
+@pytest.mark.claim(
+    "000 Implementation",
+    "Subtracting the maximum before exponentiating makes softmax numerically stable",
+    "verified",
+    domain="logits (1000, 999) in float64")
 def test_naive_formula_overflows_where_the_stable_one_does_not():
     x = np.array([1000.0, 999.0])
     with np.errstate(over="ignore", invalid="ignore"):
@@ -204,8 +253,15 @@ def test_naive_formula_overflows_where_the_stable_one_does_not():
     assert_close(softmax(x), np.array([1.0, np.exp(-1.0)]) / (1.0 + np.exp(-1.0)), rtol=1e-15, atol=0)
 
 
-@pytest.mark.claim("003 §1.1", "Stable softmax: z - np.max(z), then exp(z) / np.sum(exp(z))", "corrected",
-                   correction="Right for one vector only; for a matrix of scores the maximum and the sum must run along each row (axis=-1), or rows are normalised together and can underflow to zero.")
+@pytest.mark.claim(
+    "003 §1.1",
+    "Stable softmax: z - np.max(z), then exp(z) / np.sum(exp(z))",
+    "corrected",
+    correction="Right for one vector only; for a matrix of scores the maximum and the sum must run "
+               "along each row (axis=-1), or rows are normalised together and can underflow to "
+               "zero.",
+    domain="a counterexample: a (2, 3) score matrix",
+    box="corr-softmax-rows")
 def test_global_max_vector_formula_is_wrong_for_a_matrix():
     """The vector formula exp(z - max z) / sum(...) normalises a whole matrix, and underflows rows."""
     scores = np.array([[1.0, 2.0, 3.0], [-900.0, -901.0, -902.0]])
@@ -216,8 +272,15 @@ def test_global_max_vector_formula_is_wrong_for_a_matrix():
     assert_close(softmax(scores, axis=-1)[1], softmax(scores[1] + 900.0), rtol=1e-15, atol=0)
 
 
-@pytest.mark.claim("003 §1.2", "The expected index sum_i i softmax(z)_i is a differentiable (soft) argmax", "corrected",
-                   correction="The expected index approximates the argmax only when one entry dominates; for z = (5, 0, 5) it is 1, the argmin. Softmax smooths the one-hot argmax vector; log-sum-exp is the smooth max.")
+@pytest.mark.claim(
+    "003 §1.2",
+    "The expected index sum_i i softmax(z)_i is a differentiable (soft) argmax",
+    "corrected",
+    correction="The expected index approximates the argmax only when one entry dominates; for z = "
+               "(5, 0, 5) it is 1, the argmin. Softmax smooths the one-hot argmax vector; "
+               "log-sum-exp is the smooth max.",
+    domain="the counterexample z = (5, 0, 5)",
+    box="corr-expected-index")
 def test_expected_index_is_not_an_argmax():
     z = np.array([5.0, 0.0, 5.0])
     expected_index = np.arange(3) @ softmax(z)
@@ -284,3 +347,28 @@ def test_masked_softmax_rejects_bad_masks():
 def test_lists_and_integers_are_accepted_as_float64():
     assert_close(softmax([1, 2, 3]), softmax(np.array([1.0, 2.0, 3.0])), rtol=0, atol=0)
     assert softmax(np.arange(3)).dtype == np.float64
+
+
+@pytest.mark.parametrize("shape", [(0,), (2, 0), (0, 3), (2, 0, 4)])
+def test_empty_input_gives_empty_output_as_torch(shape):
+    x = np.zeros(shape)
+    t = torch.from_numpy(x)
+    assert softmax(x).shape == torch.softmax(t, -1).shape
+    assert log_softmax(x).shape == torch.log_softmax(t, -1).shape
+    assert masked_softmax(x).shape == shape
+    np.testing.assert_array_equal(logsumexp(x), torch.logsumexp(t, -1).numpy())  # -inf on empty rows
+    assert softmax_jacobian(x).shape == shape + (shape[-1],)
+
+
+@SETTINGS
+@given(extra=st.integers(1, 3), L=st.integers(1, 4), S=st.integers(1, 4))
+def test_a_mask_never_adds_axes_to_the_output(extra, L, S):
+    x = np.zeros((L, S))
+    with pytest.raises(ValueError, match="does not broadcast to x"):
+        masked_softmax(x, np.ones((extra, L, S), dtype=bool))
+    assert masked_softmax(x, np.ones((1, S), dtype=bool)).shape == (L, S)
+
+
+def test_keepdims_must_be_a_bool():
+    with pytest.raises(TypeError, match="keepdims must be True or False"):
+        logsumexp(np.zeros(3), keepdims="no")

@@ -2,8 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +18,7 @@ from attnmath.sparse import (
     strided_local_mask,
     strided_mask,
 )
-from attnmath.testing import assert_close, random_qkv, to_torch
+from attnmath.testing import assert_close, random_qkv, sdpa_oracle
 
 SETTINGS = settings(max_examples=40, deadline=None)
 
@@ -43,7 +41,11 @@ def test_local_mask_matches_a_direct_loop_and_its_count(L, S, r):
     assert mask.sum() == count
 
 
-@pytest.mark.claim("002 §6.3", "Local attention: each position attends to a window of w neighbours, complexity O(nwd)", "verified")
+@pytest.mark.claim(
+    "002 §6.3",
+    "Local attention: each position attends to a window of w neighbours, complexity O(nwd)",
+    "verified",
+    domain="n in 1..60, radius in 0..70, hypothesis")
 @SETTINGS
 @given(st.integers(1, 60), st.integers(0, 70))
 def test_local_mask_count_is_n_times_width_minus_the_corners(n, r):
@@ -91,7 +93,11 @@ def test_a_window_one_shorter_than_the_stride_breaks_two_step_connectivity():
     assert not (_reaches_in_two_steps(column, short_local) == causal_mask(n)).all()
 
 
-@pytest.mark.claim("002 §6.3", "Strided attention: attend to every k-th position, complexity O(n^2 d / k)", "verified")
+@pytest.mark.claim(
+    "002 §6.3",
+    "Strided attention: attend to every k-th position, complexity O(n^2 d / k)",
+    "verified",
+    domain="n in 1..80, stride in 1..12, hypothesis")
 @SETTINGS
 @given(st.integers(1, 80), st.integers(1, 12))
 def test_strided_column_count_is_quadratic_over_the_stride(n, stride):
@@ -169,11 +175,38 @@ def test_bigbird_mask_is_the_union_of_its_parts():
     assert (bigbird_mask(30, radius=2, global_tokens=[0], n_random=3, seed=4) == parts).all()
 
 
-@pytest.mark.claim("002 §6.3", "Longformer, BigBird: local window + global tokens + random connections", "verified")
+@pytest.mark.claim(
+    "002 §6.3",
+    "Longformer, BigBird: local window + global tokens + random connections",
+    "corrected",
+    correction="Only BigBird has all three. Longformer is local window + global tokens, with no random "
+               "connections (its mask is the same for every seed); BigBird adds r random keys per query, "
+               "so both cost O(n(w + g + r)), linear in n.",
+    domain="n in 1..64, radius in 0..5, 0..3 global tokens, r in 0..4 random keys, every seed (hypothesis)",
+    chapter="07_efficiency",
+    box="corr-longformer-bigbird")
+@SETTINGS
+@given(n=st.integers(1, 64), radius=st.integers(0, 5), n_global=st.integers(0, 3), n_random=st.integers(0, 4),
+       seed=st.integers(0, 2**20))
+def test_longformer_is_local_plus_global_and_only_bigbird_adds_random_keys(n, radius, n_global, n_random, seed):
+    g = list(range(min(n_global, n)))
+    i, j = np.indices((n, n))
+    band = np.abs(i - j) <= radius
+    glob = np.isin(i, g) | np.isin(j, g)
+    longformer = global_local_mask(n, radius=radius, global_tokens=g)
+    assert (longformer == (band | glob)).all()  # local + global and nothing else: no random keys
+    bigbird = bigbird_mask(n, radius=radius, global_tokens=g, n_random=n_random, seed=seed)
+    assert (bigbird == (longformer | random_mask(n, n_random=n_random, seed=seed))).all()
+    extra = bigbird & ~longformer
+    assert (extra.sum(axis=1) <= n_random).all()  # at most r random keys per query on top
+
+
 def test_bigbird_count_grows_linearly_with_length():
     counts = [bigbird_mask(n, radius=3, global_tokens=[0, 1], n_random=3, seed=0).sum() for n in (100, 200, 400)]
     per_token = [c / n for c, n in zip(counts, (100, 200, 400))]
     assert max(per_token) <= 7 + 2 * 2 + 3 + 1e-9 and max(per_token) - min(per_token) < 1
+    draws = [bigbird_mask(100, radius=3, global_tokens=[0, 1], n_random=3, seed=s) for s in range(3)]
+    assert not (draws[0] == draws[1]).all() or not (draws[0] == draws[2]).all()  # random keys differ by seed
 
 
 # ----------------------------------------------------------------------------- density
@@ -192,11 +225,15 @@ def test_mask_density_rejects_a_float_mask():
 # ----------------------------------------------------------------------------- the two windows
 
 
-@pytest.mark.claim("002 §10", "Sliding window: each position only attends to w previous positions; A_ij = 0 if |i - j| > w/2",
-                   "corrected",
-                   correction="The two statements disagree. |i - j| <= w/2 is a symmetric band that sees w/2 future "
-                              "positions (w + 1 keys); the sliding window of decoders (Mistral) is causal: query i "
-                              "sees keys i - w + 1, ..., i, i.e. A_ij = 0 unless 0 <= i - j < w.")
+@pytest.mark.claim(
+    "002 §10",
+    "Sliding window: each position only attends to w previous positions; A_ij = 0 if |i - j| > w/2",
+    "corrected",
+    correction="The two statements disagree. |i - j| <= w/2 is a symmetric band that sees w/2 "
+               "future positions (w + 1 keys); the sliding window of decoders (Mistral) is causal: "
+               "query i sees keys i - w + 1, ..., i, i.e. A_ij = 0 unless 0 <= i - j < w.",
+    domain="a counterexample: n = 16, w = 4",
+    box="corr-window-efficiency")
 def test_causal_window_and_symmetric_band_are_different_patterns():
     # "Attends to w previous positions" (causal, Mistral) is not "|i - j| <= w/2" (symmetric).
     n, w = 16, 4
@@ -231,16 +268,17 @@ def test_sliding_window_attention_equals_masked_full_attention(B, heads, L, wind
 @pytest.mark.parametrize("window", [1, 3, 8, 20])
 def test_sliding_window_attention_matches_torch_sdpa(window):
     q, k, v = random_qkv(B=2, H=4, L=11, D=6, D_v=5, H_kv=2, seed=window)
-    tq, tk, tv = to_torch(q, k, v)
-    mask = torch.from_numpy(sliding_window_mask(11, window))
-    expected = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=mask, enable_gqa=True, scale=0.3)
+    expected = sdpa_oracle(q, k, v, mask=sliding_window_mask(11, window), scale=0.3)
     assert_close(sliding_window_attention(q, k, v, window=window, scale=0.3), expected)
+    # the same window as an argument of the oracle (and of plain attention)
+    assert_close(sdpa_oracle(q, k, v, causal=True, window=window, scale=0.3), expected)
+    plain, _ = scaled_dot_product_attention(q, k, v, causal=True, window=window, scale=0.3)
+    assert_close(plain, expected)
 
 
 def test_window_of_full_length_is_causal_attention():
     q, k, v = random_qkv(B=1, H=2, L=9, D=4, seed=3)
-    tq, tk, tv = to_torch(q, k, v)
-    expected = F.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+    expected = sdpa_oracle(q, k, v, causal=True)
     assert_close(sliding_window_attention(q, k, v, window=9), expected)
     assert_close(sliding_window_attention(q, k, v, window=100), expected)
 
@@ -270,7 +308,11 @@ def test_sliding_window_attention_rejects_cross_attention():
         sliding_window_attention(q, k, v, window=2)
 
 
-@pytest.mark.claim("002 §10", "Sliding window attention: O(nw) complexity", "verified")
+@pytest.mark.claim(
+    "002 §10",
+    "Sliding window attention: O(nw) complexity",
+    "verified",
+    domain="(n, w) in {(1, 1), (10, 3), (64, 64), (100, 7), (257, 16)}")
 @pytest.mark.parametrize("n, w", [(1, 1), (10, 3), (64, 64), (100, 7), (257, 16)])
 def test_sliding_window_mask_has_n_w_entries_up_to_the_start(n, w):
     mask = sliding_window_mask(n, w)

@@ -53,8 +53,10 @@ def test_random_qkv_shapes_and_reproducibility():
     q, k, v = random_qkv(2, 4, 5, 7, 8, 3, H_kv=2, seed=1)
     assert q.shape == (2, 4, 5, 8) and k.shape == (2, 2, 7, 8) and v.shape == (2, 2, 7, 3)
     assert_close(random_qkv(seed=3)[0], random_qkv(seed=3)[0], rtol=0, atol=0)
-    with pytest.raises(ValueError, match="L must be >= 1"):
-        random_qkv(L=0)
+    with pytest.raises(ValueError, match="L must be >= 0"):
+        random_qkv(L=-1)
+    q, k, v = random_qkv(L=0, S=3)  # empty lengths are valid attention inputs
+    assert q.shape == (2, 2, 0, 8) and k.shape == (2, 2, 3, 8)
 
 
 def test_to_torch_keeps_dtype_and_can_require_grad():

@@ -58,7 +58,11 @@ def test_kernel_smoother_equals_attnmath_attention_with_any_scale():
     assert_close(kernel_smoother(q, k, v, scale=0.7), scaled_dot_product_attention(q, k, v, scale=0.7)[0])
 
 
-@pytest.mark.claim("002 §11", "Attention is a Nadaraya-Watson estimator with kernel K(q, k) = exp(q^T k / sqrt(d_k))", "verified")
+@pytest.mark.claim(
+    "002 §11",
+    "Attention is a Nadaraya-Watson estimator with kernel K(q, k) = exp(q^T k / sqrt(d_k))",
+    "verified",
+    domain="L = 4 != S = 6, D = 3, against the ratio written out")
 def test_kernel_smoother_equals_the_literal_nadaraya_watson_ratio():
     q, k, v = random_qkv(B=1, H=1, L=4, S=6, D=3, seed=2)
     kernel = np.exp(q @ np.swapaxes(k, -1, -2) / np.sqrt(3))
@@ -162,7 +166,12 @@ def _problem(seed, N, d, M=None):
     return X, y, xq
 
 
-@pytest.mark.claim("002 §12", "Self-attention can implement one step of gradient descent on a linear regression objective (von Oswald et al.)", "verified")
+@pytest.mark.claim(
+    "002 §12",
+    "Self-attention can implement one step of gradient descent on a linear regression objective "
+    "(von Oswald et al.)",
+    "verified",
+    domain="N in 1..12 examples, d in 1..5, learning rates in [0.01, 3], hypothesis")
 @SETTINGS
 @given(regression)
 def test_linear_self_attention_layer_predicts_one_gradient_descent_step(case):
@@ -212,9 +221,18 @@ def test_gd_prediction_with_one_step_is_the_one_step_prediction_and_zero_steps_g
     assert gd_prediction(X, y, xq, lr=0.2, n_steps=0) == 0.0
 
 
-@pytest.mark.claim("002 §12", "Given training data (X, Y) in context, attention outputs approx X(X^T X)^{-1} X^T Y: exactly the least-squares solution",
-                   "corrected",
-                   correction="X(X^T X)^{-1} X^T Y are the least-squares fitted values at the context inputs, not a prediction at the query; one linear self-attention layer outputs the one-step gradient-descent prediction (lr/N) x_q^T X^T y, which equals the least-squares prediction only when X^T X / N = lambda I and lr = 1/lambda; many steps (layers) converge to it.")
+@pytest.mark.claim(
+    "002 §12",
+    "Given training data (X, Y) in context, attention outputs approx X(X^T X)^{-1} X^T Y: exactly "
+    "the least-squares solution",
+    "corrected",
+    correction="X(X^T X)^{-1} X^T Y are the least-squares fitted values at the context inputs, not "
+               "a prediction at the query; one linear self-attention layer outputs the one-step "
+               "gradient-descent prediction (lr/N) x_q^T X^T y, which equals the least-squares "
+               "prediction only when X^T X / N = lambda I and lr = 1/lambda; many steps (layers) "
+               "converge to it.",
+    domain="a counterexample: N = 20, d = 4, four learning rates; many steps converge",
+    box="corr-one-step-gd")
 def test_one_gradient_step_is_not_the_least_squares_solution():
     """The claim 'attention outputs the least-squares solution' fails for a generic context."""
     X, y, xq = _problem(5, N=20, d=4)
@@ -238,9 +256,18 @@ def test_one_step_equals_least_squares_when_the_covariance_is_a_multiple_of_iden
     assert linear_self_attention_gd_step(X, y, xq, lr=1.0 / lam) == pytest.approx(ls, rel=1e-9, abs=1e-10)
 
 
-@pytest.mark.claim("002 §12", "Given training data (X, Y) in context, attention outputs approx X(X^T X)^{-1} X^T Y: exactly the least-squares solution",
-                   "corrected",
-                   correction="X(X^T X)^{-1} X^T Y are the least-squares fitted values at the context inputs, not a prediction at the query; one linear self-attention layer outputs the one-step gradient-descent prediction (lr/N) x_q^T X^T y, which equals the least-squares prediction only when X^T X / N = lambda I and lr = 1/lambda; many steps (layers) converge to it.")
+@pytest.mark.claim(
+    "002 §12",
+    "Given training data (X, Y) in context, attention outputs approx X(X^T X)^{-1} X^T Y: exactly "
+    "the least-squares solution",
+    "corrected",
+    correction="X(X^T X)^{-1} X^T Y are the least-squares fitted values at the context inputs, not "
+               "a prediction at the query; one linear self-attention layer outputs the one-step "
+               "gradient-descent prediction (lr/N) x_q^T X^T y, which equals the least-squares "
+               "prediction only when X^T X / N = lambda I and lr = 1/lambda; many steps (layers) "
+               "converge to it.",
+    domain="a counterexample: N = 12, d = 3",
+    box="corr-one-step-gd")
 def test_hat_matrix_expression_is_the_least_squares_fit_at_the_context_inputs():
     """X (X^T X)^{-1} X^T y are fitted values at the x_i, not a prediction at the query."""
     X, y, _ = _problem(6, N=12, d=3)
@@ -330,11 +357,17 @@ def test_equivariance_gap_matches_torch_with_a_causal_mask():
     assert gap == pytest.approx(expected, rel=1e-10)
 
 
-@pytest.mark.claim("000 Permutation Invariance", "Without positional encoding, attention is permutation-invariant: Attention(PQ, PK, PV) = P Attention(Q, K, V)",
-                   "corrected",
-                   correction="The identity is permutation equivariance (the output rows move with the input rows); attention is not "
-                              "invariant under permuting the sequence. It is invariant under reordering the key-value pairs at fixed queries, "
-                              "and a causal mask breaks both.")
+@pytest.mark.claim(
+    "000 Permutation Invariance",
+    "Without positional encoding, attention is permutation-invariant: Attention(PQ, PK, PV) = P "
+    "Attention(Q, K, V)",
+    "corrected",
+    correction="The identity is permutation equivariance (the output rows move with the input "
+               "rows); attention is not invariant under permuting the sequence. It is invariant "
+               "under reordering the key-value pairs at fixed queries, and a causal mask breaks "
+               "both.",
+    domain="L in 2..7, every non-identity permutation, hypothesis",
+    box="corr-equivariant-theory")
 @SETTINGS
 @given(perm_case)
 def test_self_attention_is_not_permutation_invariant(case):
@@ -380,7 +413,11 @@ def _probs(L, S, D, seed):
     return scaled_dot_product_attention(q, k, np.zeros_like(k))[1].probs[0, 0]  # (L, S)
 
 
-@pytest.mark.claim("002 §4.2", "Single attention has limited rank: rank(AV) <= min(rank(A), rank(V))", "verified")
+@pytest.mark.claim(
+    "002 §4.2",
+    "Single attention has limited rank: rank(AV) <= min(rank(A), rank(V))",
+    "verified",
+    domain="L, S, D_v in 1..8 (L != S included), hypothesis")
 @SETTINGS
 @given(seed=seeds, L=st.integers(1, 8), S=st.integers(1, 8), D_v=st.integers(1, 8))
 def test_attention_output_rank_is_at_most_min_of_l_s_and_d_v(seed, L, S, D_v):
@@ -391,13 +428,21 @@ def test_attention_output_rank_is_at_most_min_of_l_s_and_d_v(seed, L, S, D_v):
     assert rank <= min(np.linalg.matrix_rank(probs), np.linalg.matrix_rank(v))
 
 
-@pytest.mark.claim("002 §13", "Attention outputs have bounded rank: rank(Attention(Q, K, V)) <= min(n, d_v)", "corrected",
-                   correction="With L queries and S keys the bound is min(L, S, D_v) (min(n, D_v) only for self-attention, L = S = n), "
-                              "and generic inputs attain it; the softmax weights are generically of full rank min(L, S) even when QK^T has low rank.")
-@pytest.mark.parametrize("L,S,D_v", [(6, 6, 2), (6, 6, 8), (3, 7, 5), (7, 3, 5)])
-def test_attention_output_rank_reaches_the_bound_for_generic_inputs(L, S, D_v):
-    probs = _probs(L, S, 4, 14)
-    v = np.random.default_rng(15).standard_normal((S, D_v))
+@pytest.mark.claim(
+    "002 §13",
+    "Attention outputs have bounded rank: rank(Attention(Q, K, V)) <= min(n, d_v)",
+    "clarified",
+    correction="Right for self-attention (L = S = n), the source's setting. With L queries and S "
+               "keys the bound is min(L, S, D_v), and generic inputs attain it: the softmax weights "
+               "are generically of full rank min(L, S) even when QK^T has low rank.",
+    domain="generic random queries, keys and values: L, S in 1..10 (L != S included), D_v in 1..10, "
+           "D = 8, float64, hypothesis; checked against torch.linalg.matrix_rank",
+    box="corr-rank-theory")
+@SETTINGS
+@given(seed=seeds, L=st.integers(1, 10), S=st.integers(1, 10), D_v=st.integers(1, 10))
+def test_attention_output_rank_reaches_the_bound_for_generic_inputs(seed, L, S, D_v):
+    probs = _probs(L, S, 8, seed)
+    v = np.random.default_rng(seed + 1).standard_normal((S, D_v))
     expected = int(torch.linalg.matrix_rank(to_torch(probs) @ to_torch(v)))
     assert attention_output_rank(probs, v) == expected == min(L, S, D_v)
 
@@ -469,10 +514,15 @@ def test_rank_functions_reject_bad_input():
 # ----------------------------------------------------------------------------------------------
 
 @pytest.mark.claim(
-    "002 §11", "Attention can be viewed as a kernel density estimator", "corrected",
-    correction="It is kernel regression (the Nadaraya-Watson estimator): a kernel-weighted average of the values whose "
-               "weights sum to one over the samples for each query. A kernel density estimator involves no values and "
-               "integrates to one over space; it is (up to a constant) the denominator of the Nadaraya-Watson ratio.")
+    "002 §11",
+    "Attention can be viewed as a kernel density estimator",
+    "corrected",
+    correction="It is kernel regression (the Nadaraya-Watson estimator): a kernel-weighted average "
+               "of the values whose weights sum to one over the samples for each query. A kernel "
+               "density estimator involves no values and integrates to one over space; it is (up to "
+               "a constant) the denominator of the Nadaraya-Watson ratio.",
+    domain="12 samples, a Gaussian kernel of bandwidth 0.4 on a grid of 4001 points",
+    box="corr-kernel-regression")
 def test_kernel_smoother_is_regression_not_density_estimation():
     rng = np.random.default_rng(20)
     keys = rng.uniform(-2, 2, size=(12, 1))
@@ -493,13 +543,21 @@ def test_kernel_smoother_is_regression_not_density_estimation():
 
 
 @pytest.mark.claim(
-    "004 Attention as Kernel Smoothing", "Attention is kernel smoothing with K(x_i, x_j) = softmax(q_i . k_j / sqrt(d_k)), "
-    "so K(x_i, x_j) >= 0 and sum_j K(x_i, x_j) = 1", "corrected",
-    correction="The kernel is exp(q_i . k_j / sqrt(d_k)); the softmax weight is that kernel value divided by its sum over all "
-               "keys, so it depends on every key, not on the pair alone, and summing to one is the property of the normalised "
-               "weights. With W_Q != W_K the kernel is not symmetric in the tokens.")
-@pytest.mark.claim("004 Attention as Kernel Smoothing", "Unlike fixed kernels such as the Gaussian, the attention kernel is learned and input-dependent",
-                   "verified")
+    "004 Attention as Kernel Smoothing",
+    "Attention is kernel smoothing with K(x_i, x_j) = softmax(q_i . k_j / sqrt(d_k)), so K(x_i, "
+    "x_j) >= 0 and sum_j K(x_i, x_j) = 1",
+    "corrected",
+    correction="The kernel is exp(q_i . k_j / sqrt(d_k)); the softmax weight is that kernel value "
+               "divided by its sum over all keys, so it depends on every key, not on the pair "
+               "alone, and summing to one is the property of the normalised weights. With W_Q != "
+               "W_K the kernel is not symmetric in the tokens.",
+    domain="a counterexample: 4 tokens of width 3, one key added",
+    box="corr-kernel-pair")
+@pytest.mark.claim(
+    "004 Attention as Kernel Smoothing",
+    "Unlike fixed kernels such as the Gaussian, the attention kernel is learned and input-dependent",
+    "verified",
+    domain="a counterexample: 4 tokens of width 3, one key added")
 def test_softmax_weights_are_not_a_kernel_of_the_pair():
     rng = np.random.default_rng(21)
     x = rng.standard_normal((4, 3))
@@ -521,27 +579,53 @@ def test_softmax_weights_are_not_a_kernel_of_the_pair():
 
 
 @pytest.mark.claim(
-    "002 §4.2", "Multi-head can achieve higher effective rank through concatenation", "corrected",
-    correction="Higher than one head of the same head dim D_v = C/H: the projected concatenation reaches min(L, H min(S, D_v), C). "
-               "Not higher than a single head of full width D_v = C (the same parameter count), which already reaches "
-               "min(L, S, C): heads add attention patterns, not rank.")
+    "002 §4.2", "Multi-head can achieve higher effective rank through concatenation", "clarified",
+    correction="Higher than one head of the same width D_v = C/H, always (min(L, S, D_v) against "
+               "min(L, C, 1 + H(S - 1))). Against one head of full width C it depends on the number of "
+               "keys: both reach min(L, C) when S >= C, and H heads reach more, min(L, C, 1 + H(S - 1)) "
+               "against min(L, S, C), when 1 < S < C and L > S. The all-ones vector lies in every head's "
+               "column space, so H heads never reach H min(S, D_v) when S <= D_v.",
+    domain="generic softmax weights and values: L, S in 1..12 (L != S included), H in 1..4, D_v in "
+           "1..3, C = H D_v, W_O of shape (C, C), float64, hypothesis; the review's cases "
+           "(L, S, C, H) = (12, 3, 8, 4) and (12, 2, 8, 4)",
+    box="corr-rank-theory")
 @pytest.mark.claim(
-    "002 §13", "Bounded rank limits expressivity; multi-head attention helps by combining subspaces", "corrected",
-    correction="Combining H heads of dim C/H raises the rank cap from min(L, S, C/H) to min(L, H min(S, C/H), C), but a "
-               "single head of width C has the cap min(L, S, C) already; the output projection to width C bounds both.")
-@pytest.mark.parametrize("L,C,H", [(12, 8, 4), (6, 8, 4), (10, 6, 3)])
-def test_multi_head_rank_does_not_exceed_one_full_width_head(L, C, H):
-    D_v = C // H
-    q, k, v = random_qkv(B=1, H=H, L=L, D=D_v, D_v=D_v, seed=L + C)
-    probs = scaled_dot_product_attention(q, k, v)[1].probs[0]
-    w_o = np.random.default_rng(L).standard_normal((C, C))
-    multi = multi_head_output_rank(probs, v[0], w_o)
-    small = attention_output_rank(probs[0], v[0, 0])
-    q1, k1, v1 = random_qkv(B=1, H=1, L=L, D=C, D_v=C, seed=L + C + 1)
+    "002 §13", "Bounded rank limits expressivity; multi-head attention helps by combining subspaces",
+    "corrected",
+    correction="Combining H heads of width C/H raises the cap of one narrow head, min(L, S, C/H), to "
+               "min(L, C, 1 + H(S - 1)), not to min(L, H min(S, C/H), C): every head's column space "
+               "holds the all-ones vector. One head of width C is capped at min(L, S, C): the same when S "
+               ">= C, lower when S < C. The output projection to width C bounds both.",
+    domain="generic softmax weights and values: L, S in 1..12 (L != S included), H in 1..4, D_v in "
+           "1..3, C = H D_v, W_O of shape (C, C), float64, hypothesis",
+    box="corr-rank-theory")
+@settings(max_examples=40, deadline=None)
+@given(L=st.integers(1, 12), S=st.integers(1, 12), H=st.integers(1, 4), D_v=st.integers(1, 3), seed=seeds)
+def test_multi_head_rank_is_min_l_c_1_plus_h_s_minus_1_and_one_wide_head_min_l_s_c(L, S, H, D_v, seed):
+    C = H * D_v
+    rng = np.random.default_rng(seed)
+    probs = scaled_dot_product_attention(*random_qkv(B=1, H=H, L=L, S=S, D=3, D_v=1, seed=seed))[1].probs[0]
+    v = rng.standard_normal((H, S, D_v))  # (H, S, D_v)
+    w_o = rng.standard_normal((C, C))
+    multi = multi_head_output_rank(probs, v, w_o)
+    assert multi == min(L, C, 1 + H * (S - 1)) == multi_head_rank_bound(L, S, H, D_v, C)
+    if S <= D_v and H > 1 and L > 1 + H * (S - 1) and C > 1 + H * (S - 1):
+        assert multi < min(L, H * min(S, D_v), C)  # the old bound is not reached
+    q1, k1, v1 = random_qkv(B=1, H=1, L=L, S=S, D=C, D_v=C, seed=seed + 1)
     full = attention_output_rank(scaled_dot_product_attention(q1, k1, v1)[1].probs[0, 0], v1[0, 0])
-    assert small == min(L, D_v)
-    assert multi == full == min(L, C) == multi_head_rank_bound(L, L, H, D_v, C) == attention_rank_bound(L, L, C)
-    assert multi >= small
+    assert full == min(L, S, C) == attention_rank_bound(L, S, C)
+    assert (multi > full) == (1 < S < C and L > S and H > 1)
+    assert multi >= attention_output_rank(probs[0], v[0])
+
+
+@pytest.mark.parametrize("L,S,C,H,expected", [(12, 3, 8, 4, 8), (12, 2, 8, 4, 5)])
+def test_review_cases_of_the_multi_head_rank(L, S, C, H, expected):
+    D_v = C // H
+    probs = scaled_dot_product_attention(*random_qkv(B=1, H=H, L=L, S=S, D=3, D_v=1, seed=L + S))[1].probs[0]
+    rng = np.random.default_rng(S)
+    multi = multi_head_output_rank(probs, rng.standard_normal((H, S, D_v)), rng.standard_normal((C, C)))
+    assert multi == expected == multi_head_rank_bound(L, S, H, D_v, C)
+    assert expected > min(L, S, C)  # one head of width C: rank S
 
 
 def _attention_stack(x, layers):
@@ -554,50 +638,74 @@ def _attention_stack(x, layers):
 
 
 @pytest.mark.claim(
-    "000 Universal Approximation", "Multi-head attention with sufficient heads and dimensions can approximate any continuous "
-    "function on compact sets", "corrected",
-    correction="No number of heads makes attention alone universal: without positional encodings it is permutation equivariant "
-               "(equal tokens get equal outputs), and without feed-forward layers it is linear on constant sequences. Yun et al. "
-               "(2020) prove that transformers (attention plus token-wise feed-forward layers, with positional encodings) "
-               "approximate continuous sequence-to-sequence functions of compact support in L^p, 1 <= p < infinity; without "
-               "positional encodings, exactly the permutation-equivariant ones.")
-@pytest.mark.parametrize("H", [1, 4, 16])
-def test_attention_alone_cannot_approximate_non_equivariant_or_nonlinear_functions(H):
+    "000 Universal Approximation",
+    "Multi-head attention with sufficient heads and dimensions can approximate any continuous "
+    "function on compact sets",
+    "corrected",
+    correction="Not for attention alone without positional information, whatever the number of "
+               "heads: it is then permutation equivariant (equal tokens get equal outputs) and, "
+               "without feed-forward layers, linear on constant sequences. With positional "
+               "encodings attention-only networks are universal approximators (arXiv:2504.15956), "
+               "and Yun et al. (2020) prove it for transformers (attention plus token-wise "
+               "feed-forward layers, with positional encodings) for continuous sequence-to-sequence "
+               "functions of compact support in L^p, 1 <= p < infinity; without positional "
+               "encodings, exactly the permutation-equivariant ones.",
+    domain="residual attention-only stacks without positional encodings: H in 1..16 heads, 1..5 "
+           "layers, L in 2..8, random weights and permutations (hypothesis); the positional case is "
+           "cited, not tested",
+    box="corr-universality")
+@settings(max_examples=25, deadline=None)
+@given(H=st.integers(1, 16), n_layers=st.integers(1, 5), L=st.integers(3, 8), seed=seeds)
+def test_attention_alone_cannot_approximate_non_equivariant_or_nonlinear_functions(H, n_layers, L, seed):
     from attnmath.positional import sinusoidal_encoding
 
-    rng = np.random.default_rng(H)
+    rng = np.random.default_rng(seed)
     C, D = 4, 2
     shapes = [(H, C, D), (H, C, D), (H, C, D), (H, D, C)]
-    layers = [tuple(rng.standard_normal(s) / np.sqrt(C) for s in shapes) for _ in range(5)]
-    x = rng.standard_normal((5, C))
-    perm = np.array([2, 4, 0, 1, 3])
-    assert_close(_attention_stack(x[perm], layers), _attention_stack(x, layers)[perm], rtol=1e-12, atol=1e-12)
+    layers = [tuple(rng.standard_normal(s) / np.sqrt(C) for s in shapes) for _ in range(n_layers)]
+    x = rng.standard_normal((L, C))
+    perm = rng.permutation(L)
+    assert_close(_attention_stack(x[perm], layers), _attention_stack(x, layers)[perm], rtol=1e-10, atol=1e-10)
     # Equal tokens get equal outputs, so "output the position index" has error >= 1/2 somewhere.
     a, b = rng.standard_normal(C), rng.standard_normal(C)
-    x_rep = np.stack([a, b, a, b, a])
+    x_rep = np.stack([a if i % 2 == 0 else b for i in range(L)])
     out = _attention_stack(x_rep, layers)
-    assert np.array_equal(out[0], out[2]) and np.array_equal(out[2], out[4])
+    assert all(np.array_equal(out[0], out[i]) for i in range(0, L, 2))
     # Linear on constant sequences: g(-a) = -g(a), so |a| (an equivariant target) is out of reach.
-    const = np.tile(a, (3, 1))
+    const = np.tile(a, (L, 1))
     g_pos, g_neg = _attention_stack(const, layers), _attention_stack(-const, layers)
-    assert_close(g_neg, -g_pos, rtol=0, atol=1e-12)
+    assert_close(g_neg, -g_pos, rtol=0, atol=1e-10)
     err = np.maximum(np.abs(g_pos - np.abs(const)), np.abs(g_neg - np.abs(const)))
-    assert (err >= np.abs(const) / 2 - 1e-12).all()
-    # Positional encodings break the tie between equal tokens.
-    out_pe = _attention_stack(x_rep + sinusoidal_encoding(5, C), layers)
-    assert np.abs(out_pe[0] - out_pe[2]).max() > 1e-3
+    assert (err >= np.abs(const) / 2 - 1e-10).all()
+    # Both obstructions need the absence of positions: with positional encodings added, equal
+    # tokens get different outputs and constant sequences are no longer constant.
+    pe = sinusoidal_encoding(L, C)
+    out_pe = _attention_stack(x_rep + pe, layers)
+    assert np.abs(out_pe[0] - out_pe[2]).max() > 1e-8
+    assert not np.allclose(_attention_stack(-const + pe, layers) - pe, -(_attention_stack(const + pe, layers) - pe))
 
 
 @pytest.mark.claim(
-    "002 §14", "Transformers with hard attention (argmax instead of softmax) are Turing complete (Perez et al., 2019)", "corrected",
-    correction="Perez et al. prove it for average-hard attention (uniform weight on all maximal scores, not an argmax), "
-               "arbitrary-precision rational activations, positional encodings and an unbounded number of decoding steps; "
-               "with a fixed finite precision the result fails.")
+    "002 §14",
+    "Transformers with hard attention (argmax instead of softmax) are Turing complete (Perez et "
+    "al., 2019)",
+    "corrected",
+    correction="Perez et al. prove it for average-hard attention (uniform weight on all maximal "
+               "scores, not an argmax), arbitrary-precision rational activations, positional "
+               "encodings and an unbounded number of decoding steps; with a fixed finite precision "
+               "the result fails.",
+    domain="a row with tied maxima, scales 1, 10 and 30",
+    box="corr-turing")
 @pytest.mark.claim(
-    "002 §14", "Soft attention transformers are computationally universal under reasonable assumptions", "corrected",
-    correction="Perez et al. prove nothing about softmax attention; their construction needs hard attention, unbounded precision "
-               "and unbounded decoding steps. Softmax attention reaches average-hard attention only in the limit of infinitely "
-               "large scores; at every finite scale all weights are positive.")
+    "002 §14",
+    "Soft attention transformers are computationally universal under reasonable assumptions",
+    "corrected",
+    correction="Perez et al. prove nothing about softmax attention; their construction needs hard "
+               "attention, unbounded precision and unbounded decoding steps. Softmax attention "
+               "reaches average-hard attention only in the limit of infinitely large scores; at "
+               "every finite scale all weights are positive.",
+    domain="a row with tied maxima, scales 1, 10 and 30",
+    box="corr-turing")
 def test_softmax_attention_reaches_average_hard_attention_only_in_the_limit():
     scores = np.array([[2.0, 5.0, 1.0, 5.0, 4.9]])
     v = np.eye(5)
@@ -613,3 +721,46 @@ def test_softmax_attention_reaches_average_hard_attention_only_in_the_limit():
     assert gaps[0] > gaps[1] > gaps[2] > 0
     limit = scaled_dot_product_attention(np.ones((1, 1)), scores.T, v, scale=1e4)[0]
     assert_close(limit, hard, rtol=0, atol=1e-12)
+
+
+@SETTINGS
+@given(L=st.integers(2, 6), D=st.integers(1, 4), seed=st.integers(0, 10_000),
+       dtype=st.sampled_from([np.float32, np.float64]))
+def test_equivariance_check_follows_the_dtype_of_its_input(L, D, seed, dtype):
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((2, L, D)).astype(dtype) for _ in range(3))
+    perm = rng.permutation(L)
+    assert is_permutation_equivariant(q, k, v, perm)  # self-attention is equivariant in any dtype
+    if not np.array_equal(perm, np.arange(L)):
+        # a causal mask breaks it, and the dtype's tolerance still sees that
+        assume(permutation_equivariance_gap(q, k, v, perm, mask=causal_mask(L)) > 1e-2)
+        assert not is_permutation_equivariant(q, k, v, perm, mask=causal_mask(L))
+
+
+@pytest.mark.parametrize("bandwidth", [1e-3, 1e-100, 1e-160, 1e-300])
+def test_a_tiny_bandwidth_gives_the_nearest_key_value_not_zeros(bandwidth):
+    rng = np.random.default_rng(6)
+    x_keys, y = rng.standard_normal((9, 2)), rng.standard_normal((9, 3))
+    x_query = rng.standard_normal((5, 2))
+    nearest = np.argmin(((x_query[:, None, :] - x_keys[None]) ** 2).sum(-1), axis=1)  # (5,)
+    out = gaussian_kernel_smoother(x_query, x_keys, y, bandwidth)
+    assert_close(out, y[nearest], atol=1e-12 if bandwidth < 1e-50 else 1e-6)
+
+
+def test_the_gaussian_log_kernel_of_a_point_with_itself_is_zero_for_any_bandwidth():
+    x = np.random.default_rng(7).standard_normal((4, 3))
+    for h in (1.0, 1e-160, 1e-300):
+        assert np.all(np.diag(gaussian_log_kernel(x, x, bandwidth=h)) == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_kernel_smoothers_return_the_input_dtype(dtype):
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((2, 4, 3)).astype(dtype) for _ in range(3))
+    for out, exact in [
+        (kernel_smoother(q, k, v), kernel_smoother(*(a.astype(np.float64) for a in (q, k, v)))),
+        (gaussian_kernel_smoother(q, k, v, 0.7),
+         gaussian_kernel_smoother(*(a.astype(np.float64) for a in (q, k, v)), 0.7)),
+    ]:
+        assert out.dtype == dtype
+        assert_close(out.astype(np.float64), exact, atol=float(np.finfo(dtype).eps) * 8, rtol=0)

@@ -1,8 +1,9 @@
 """Build the book once per test run; tests/book and tests/browser share the result.
 
 ``book_html(tmp_path_factory)`` runs ``jupyter-book build <root> --path-output <tmp> -n -W
---keep-going`` the first time it is called in a pytest process and returns the HTML folder; later
-calls return the same folder (or fail with the same message) without building again.
+--keep-going`` the first time it is called in a test run and returns the HTML folder; later
+calls return the same folder (or fail with the same message) without building again, in every
+pytest-xdist worker (``tests/support.py``'s ``shared_build``).
 
 ``ATTNMATH_BOOK_HTML=/path/to/_build/html`` skips the build and uses that folder, for example
 the output of ``make book``, to rerun the book and browser tests quickly while writing.
@@ -18,6 +19,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from support import shared_build  # noqa: E402  (tests/support.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_HTML = "ATTNMATH_BOOK_HTML"
@@ -81,8 +85,9 @@ def book_html(tmp_path_factory) -> Path:
                 _result["html"] = html
         else:
             try:
-                _result["html"] = _build(tmp_path_factory.mktemp("book"))
-            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                out = shared_build(tmp_path_factory, "book", _build)
+                _result["html"] = out / "_build" / "html"
+            except RuntimeError as exc:
                 _result["error"] = str(exc)
     if "error" in _result:
         # The whole log once; every later test that needs the book names the failure briefly.

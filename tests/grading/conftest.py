@@ -40,24 +40,36 @@ def isolation(tmp_path_factory):
 
 
 class CorpusRun:
-    def __init__(self, out, db_url, cases, proc):
-        self.out, self.db_url, self.cases, self.proc = out, db_url, cases, proc
-        self.rows = gk.read_grades(out) if (out / "grades.csv").is_file() else {}
-        summary = out / "summary.json"
-        self.summary = json.loads(summary.read_text()) if summary.is_file() else {}
+    """One ``attngrade`` batch per assignment of the corpus; ``out``/``proc``/``summary`` are 01_softmax's."""
+
+    def __init__(self, runs: dict, cases):
+        self.runs, self.cases = runs, cases
+        self.rows = {}
+        self.summaries = {}
+        for assignment, (out, proc) in runs.items():
+            if (out / "grades.csv").is_file():
+                self.rows.update(gk.read_grades(out))
+            summary = out / "summary.json"
+            self.summaries[assignment] = json.loads(summary.read_text()) if summary.is_file() else {}
+        self.out, self.proc = runs["01_softmax"]
+        self.summary = self.summaries["01_softmax"]
 
 
 @pytest.fixture(scope="session")
 def corpus_run(tmp_path_factory, empty_gradebook) -> CorpusRun:
-    """Every corpus case built in nbgrader's layout and graded by one ``attngrade`` command."""
+    """Every corpus case built in nbgrader's layout and graded by one ``attngrade`` command per assignment."""
     base = tmp_path_factory.mktemp("corpus")
-    submitted = base / "submitted"
     cases = gk.corpus_cases()
-    for case in cases:
-        gk.build_case(case, "01_softmax", submitted)
-    db_url = gk.copy_gradebook(empty_gradebook, base / "gradebook.db")
-    out = base / "out"
-    proc = gk.run_attngrade(
-        "01_softmax", submitted, "--out", out, "--db", db_url, "--jobs", "2", "--timeout", "5"
-    )
-    return CorpusRun(out, db_url, cases, proc)
+    runs = {}
+    for assignment in sorted({c.assignment for c in cases}):
+        submitted = base / assignment / "submitted"
+        for case in cases:
+            if case.assignment == assignment:
+                gk.build_case(case, assignment, submitted)
+        db_url = gk.copy_gradebook(empty_gradebook, base / assignment / "gradebook.db")
+        out = base / assignment / "out"
+        proc = gk.run_attngrade(
+            assignment, submitted, "--out", out, "--db", db_url, "--jobs", "2", "--timeout", "5"
+        )
+        runs[assignment] = (out, proc)
+    return CorpusRun(runs, cases)

@@ -75,6 +75,8 @@ class CorpusCase:
     base: str | None = None
     mutations: list[list[str]] = field(default_factory=list)
     sections: dict[str, str] = field(default_factory=dict)
+    assignment: str = "01_softmax"
+    kind: str = ""  # "honest" (must keep its points) or "cheat" (must not score), when the case says
 
 
 def read_case(path: Path) -> CorpusCase:
@@ -84,7 +86,7 @@ def read_case(path: Path) -> CorpusCase:
     desc = []
     case = CorpusCase(path.stem, path, "", expect, "", sections=sections)
     for line in header.splitlines():
-        m = re.match(r"# (status|reason|base|mutate|status-without-nproc):\s*(.*)$", line)
+        m = re.match(r"# (status|reason|base|mutate|status-without-nproc|assignment|kind):\s*(.*)$", line)
         if m:
             key, value = m.groups()
             if key == "mutate":
@@ -100,6 +102,12 @@ def read_case(path: Path) -> CorpusCase:
 
 def corpus_cases() -> list[CorpusCase]:
     return [read_case(p) for p in sorted([*CORPUS.glob("*.py"), *CORPUS.glob("*.ipy")], key=lambda p: p.name)]
+
+
+def _image_output(megabytes: float) -> dict:
+    """A display_data output holding a PNG-sized base64 blob of ``megabytes``."""
+    blob = ("iVBORw0KGgo" + "A" * 64) * int(megabytes * 2**20 / 75)
+    return nbformat.v4.new_output("display_data", data={"image/png": blob, "text/plain": "<Figure>"})
 
 
 def build_case(case: CorpusCase, assignment: str, submitted: Path) -> None:
@@ -135,6 +143,12 @@ def build_case(case: CorpusCase, assignment: str, submitted: Path) -> None:
             cell.metadata.setdefault("tags", []).append(args[1])
         elif kind == "add-cell":
             nb.cells.append(nbformat.v4.new_code_cell(" ".join(args).replace("\\n", "\n")))
+        elif kind == "add-cell-after":  # an added cell right after the cell with grade id args[0]
+            i = next(i for i, c in enumerate(nb.cells) if cell_grade_id(c) == args[0])
+            nb.cells.insert(i + 1, nbformat.v4.new_code_cell(" ".join(args[1:]).replace("\\n", "\n")))
+        elif kind == "image-output":  # image outputs of args[1] MB on the cell with grade id args[0]
+            cell = next(c for c in nb.cells if cell_grade_id(c) == args[0])
+            cell.outputs = [_image_output(float(args[1]) / 4) for _ in range(4)]
         elif kind == "strip-nbgrader":
             for c in nb.cells:
                 c.metadata.pop("nbgrader", None)
@@ -182,6 +196,11 @@ def submit_samples(assignment: str, folder: Path, layout: str = "nbgrader") -> d
 
 
 def run_attngrade(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``attngrade`` with ``args``; without ``--course`` or ``--autograded-dir`` the rebuilt
+    notebooks go to ``OUT/autograded``, never into the repository's own course folders."""
+    args = tuple(map(str, args))
+    if "--out" in args and not {"--course", "--autograded-dir"} & set(args):
+        args += ("--autograded-dir", str(Path(args[args.index("--out") + 1]) / "autograded"))
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     proc = subprocess.run(
@@ -198,6 +217,13 @@ def run_attngrade(*args: str, timeout: float = 900) -> subprocess.CompletedProce
 def read_grades(out: Path) -> dict[str, dict]:
     with open(out / "grades.csv", newline="") as fh:
         return {row["student"]: row for row in csv.DictReader(fh)}
+
+
+def max_points(assignment: str) -> float:
+    """The autograded points of ``assignment``'s release."""
+    from attngrade.grader import load_assignment, load_course
+
+    return load_assignment(load_course(ROOT), assignment).max_auto
 
 
 def copy_gradebook(template: Path, target: Path) -> str:

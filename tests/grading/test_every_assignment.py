@@ -41,3 +41,21 @@ def test_solution_release_and_samples_get_the_scores_nbgrader_gives(assignment, 
             assert res.status == "graded", (student, res.reason)
         if student == "delegating":
             assert res.status == "flagged" and "calls reference" in res.reason
+
+
+@pytest.mark.parametrize("assignment", gk.ASSIGNMENTS)
+def test_every_task_states_the_precision_contract_its_hidden_tests_follow(assignment):
+    from attngrade.notebooks import cell_grade_id
+    from attngrade.spec import load_parts, precision_contract
+
+    parts = load_parts(gk.SOLUTIONS / assignment / "hidden_tests.py")
+    cells = gk.release(assignment).cells
+    for i, cell in enumerate(cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            task = next(
+                c for c in reversed(cells[:i])
+                if c.cell_type == "markdown" and (cell_grade_id(c) or "").startswith("task")
+            )
+            line = precision_contract(parts[cell_grade_id(cell)])
+            assert line in task.source, f"{assignment}: the task of {cell_grade_id(cell)} must say: {line}"

@@ -7,6 +7,8 @@ import json
 import os
 import socket
 import struct
+import subprocess
+import sys
 import time
 import zipfile
 
@@ -141,8 +143,24 @@ def test_output_is_capped(isolation):
     assert len(run.stdout) <= 8192
 
 
-def test_an_oversized_result_is_refused(isolation):
+def test_an_oversized_result_is_an_error_of_that_case(isolation):
     src = "import numpy as np\ndef probe():\n    return np.ones(3 * 2**20)\n"
+    run = run_worker(_job(src), isolation, Limits(timeout=20, result_bytes=2**20))
+    assert run.end == "done"
+    assert run.parts["p"].records[0]["error"] == "OutputTooLarge"
+
+
+def test_a_frame_announcing_too_many_bytes_is_refused(isolation):
+    src = r"""
+import os, struct
+def probe():
+    for fd in range(3, 64):
+        try:
+            os.write(fd, struct.pack(">I", 2**30))
+        except OSError:
+            pass
+    return 1.0
+"""
     run = run_worker(_job(src), isolation, Limits(timeout=20, result_bytes=2**20))
     assert run.end == "result_size"
 
@@ -213,3 +231,147 @@ def test_objects_that_are_not_plain_data_are_refused():
         plain.pack(Anything())
     with pytest.raises(plain.PlainDataError):
         plain.pack(np.array([object()], dtype=object))
+
+
+needs_private_root = pytest.mark.skipif(
+    "os.geteuid() != 0 and not os.path.exists('/proc/sys/kernel/unprivileged_userns_clone')",
+    reason="no namespaces here: see the README's isolation table",
+)
+
+REACH = r"""
+import glob, importlib, json, os, subprocess, sys
+
+def probe():
+    sys.meta_path[:] = [f for f in sys.meta_path if "Block" not in type(f).__name__]
+    for name in [n for n in sys.modules if n.split(".")[0] in ("attnmath", "attngrade", "torch", "scipy")]:
+        del sys.modules[name]
+    out = {"imported": [], "site": {}}
+    for name in ("torch", "scipy", "attnmath", "attngrade", "nbgrader", "jax", "IPython"):
+        try:
+            importlib.import_module(name)
+            out["imported"].append(name)
+        except ImportError:
+            pass
+    for folder in sorted(set(sys.path) | set(glob.glob("/*/*/lib/python3*/site-packages"))
+                         | set(glob.glob("/*/*/*/lib/python3*/site-packages"))
+                         | set(glob.glob("/usr/lib/python3*/dist-packages"))):
+        if os.path.isdir(folder) and folder.endswith("-packages"):
+            out["site"][folder] = sorted(os.listdir(folder))
+    child = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True)
+    out["child_torch"] = child.returncode == 0
+    return json.dumps(out)
+"""
+
+
+def test_the_private_root_holds_numpy_and_nothing_of_the_references(isolation):
+    if not isolation.enforced.get("references_absent"):
+        pytest.skip(f"{isolation.mode}: no private root here, the README says what is enforced instead")
+    run = run_worker(_job(REACH), isolation, Limits(timeout=30))
+    assert run.end == "done", (run.end, run.detail, run.stderr)
+    out = json.loads(run.parts["p"].records[0]["out"])
+    assert out["imported"] == []
+    assert not out["child_torch"], "a child interpreter cannot import torch either"
+    assert out["site"], "the package folders exist (emptied or with the allowed view)"
+    allowed = {e.lower().split("-")[0].split(".")[0] for entries in out["site"].values() for e in entries}
+    assert allowed <= {"numpy"}, allowed
+
+
+def _memory_job(source: str) -> WorkerJob:
+    return WorkerJob(
+        cells=[{"id": "answer", "source": source}],
+        parts=[{"id": "p", "function": "probe", "trace": [True, False]}],
+        inputs=plain.pack({"p": [((), {}), ((48,), {})]}),
+        blocked=[],
+        held={"p": {0: plain.pack(((48,), {}))}},
+    )
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "np.ones(mb * 2**20 // 8)",  # plain NumPy
+        "np.frombuffer(_touch(mmap.mmap(-1, mb * 2**20)), dtype=np.uint8)",  # an anonymous mmap
+        "_in_thread(lambda: np.ones(mb * 2**20 // 8))",  # another thread
+        "_in_child(lambda: np.ones(mb * 2**20 // 8))",  # a child process
+    ],
+)
+def test_memory_is_counted_by_the_kernel_and_read_by_the_grader(isolation, how):
+    if isolation.memory == "none":
+        pytest.skip("no memory cgroup here: memory-limited cases are not enforced (README)")
+    src = f"""
+import mmap, os, threading, numpy as np
+
+def _touch(buf):
+    for i in range(0, len(buf), 4096):
+        buf[i] = 1
+    return buf
+
+def _in_thread(make):
+    box = []
+    t = threading.Thread(target=lambda: box.append(float(make().sum())))
+    t.start()
+    t.join()
+    return box[0]
+
+def _in_child(make):
+    pid = os.fork()
+    if pid == 0:
+        make().fill(1.0)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return 0.0
+
+def probe(mb):
+    x = {how}
+    return 1.0
+"""
+    run = run_worker(_memory_job(src), isolation, Limits(timeout=30))
+    assert run.end == "done", (run.end, run.detail, run.stderr)
+    rec = run.memory[("p", 0)]
+    assert rec["peak_call"] - rec["before"] >= 40 * 2**20, rec
+    assert run.baseline and run.baseline <= rec["before"]
+    assert run.parts["p"].records[1]["out"] == 1.0, "the case without a limit ran in the same worker"
+
+
+def test_a_memory_case_gets_its_inputs_only_when_it_starts(isolation):
+    src = "import gc\nSEEN = []\ndef probe(n):\n    return float(n)\n"
+    run = run_worker(_memory_job(src), isolation, Limits(timeout=30))
+    assert run.end == "done"
+    assert [r["out"] for r in run.parts["p"].records] == [48.0, 48.0]
+
+
+def test_concurrent_batches_get_disjoint_sandbox_uids(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("sandbox uids exist for root only")
+    from attngrade.sandbox import _sandbox_uids
+
+    mine, locks = _sandbox_uids(3)
+    code = "from attngrade.sandbox import _sandbox_uids; print(_sandbox_uids(3)[0])"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    theirs = json.loads(other.stdout.strip())
+    assert len(mine) == 3 and len(theirs) == 3
+    assert not set(mine) & set(theirs)
+    for fh in locks:
+        fh.close()
+
+
+def test_multiprocessing_pool_works_inside_the_worker(isolation):
+    src = (
+        "import multiprocessing\n"
+        "def square(x):\n    return x * x\n"
+        "def probe():\n    with multiprocessing.Pool(2) as pool:\n        return float(sum(pool.map(square, range(10))))\n"
+    )
+    run = run_worker(_job(src), isolation, Limits(timeout=30))
+    assert run.end == "done", (run.end, run.detail, run.stderr)
+    assert run.parts["p"].records[0] == {"error": None, "out": 285.0}
+
+
+def test_patched_builtins_reach_neither_a_part_nor_the_reports(isolation):
+    src = (
+        "import builtins, json\n"
+        "builtins.isinstance = lambda *a: False\nbuiltins.len = lambda *a: 0\njson.dumps = None\n"
+        "def probe():\n    return float(len([1, 2, 3]))\n"
+    )
+    run = run_worker(_job(src), isolation, Limits(timeout=30))
+    assert run.end == "done", (run.end, run.detail, run.stderr)
+    assert run.parts["p"].records[0]["out"] == 3.0

@@ -25,6 +25,15 @@ from attngrade.submissions import discover, student_from_filename
         ("Alice Smith_1234_assignsubmission_file_softmax.ipynb", "Alice_Smith"),
         ("bob (1).ipynb", "bob"),
         ("bob_smith.ipynb", "bob_smith"),
+        ("s_1001.ipynb", "s_1001"),
+        ("team-01.ipynb", "team-01"),
+        ("team-01_softmax.ipynb", "team-01"),
+        ("alice_2.ipynb", "alice_2"),
+        ("alice-2.ipynb", "alice-2"),
+        ("alice_softmax-2.ipynb", "alice"),
+        ("Anna Mu\u0308ller.ipynb", "Anna_M\u00fcller"),  # decomposed umlaut: NFC keeps the letter
+        ("Zoë_Ørsted_softmax.ipynb", "Zoë_Ørsted"),
+        ("李雷_softmax.ipynb", "李雷"),
         ("jdoe@example.edu.ipynb", "jdoe@example.edu"),
         ("softmax.ipynb", None),
         ("01_softmax.ipynb", None),
@@ -63,7 +72,7 @@ def test_discovering_a_flat_folder(tmp_path, notebooks):
     assert sorted(subs) == ["alice", "bob", "carol", "dave", "softmax"]
     assert subs["softmax"].problem[0] == "malformed"
     assert subs["dave"].path.name == "dave_softmax-2.ipynb"
-    assert any("ignored" in n for n in subs["dave"].notes)
+    assert subs["dave"].ignored == [("dave_softmax.ipynb", "older")]
 
 
 def test_discovering_nbgrader_layout_and_a_course_root(tmp_path, notebooks):
@@ -116,3 +125,120 @@ def test_every_layout_grades_end_to_end(tmp_path, notebooks, layout):
         "alice": ("graded", "8"),
         "bob": ("graded", "0"),
     }
+
+
+def _names(tmp_path, notebooks, names, kind="right"):
+    for name in names:
+        _write(notebooks[kind], tmp_path / name)
+
+
+def test_distinct_file_names_never_merge(tmp_path, notebooks):
+    names = ["s_1001.ipynb", "s_1002.ipynb", "team-01.ipynb", "team-02.ipynb", "alice_2.ipynb", "alice_3.ipynb"]
+    _names(tmp_path, notebooks, names)
+    subs = discover(tmp_path, "01_softmax", "softmax")
+    assert sorted(s.student for s in subs) == sorted(n[:-6] for n in names)
+    assert all(s.problem is None and not s.ignored for s in subs)
+
+
+def test_two_names_giving_one_id_are_ambiguous_not_dropped(tmp_path, notebooks):
+    _names(tmp_path, notebooks, ["Anna Müller.ipynb", "Anna_Müller.ipynb", "Anna Möller.ipynb"])
+    subs = {s.student: s for s in discover(tmp_path, "01_softmax", "softmax")}
+    assert sorted(subs) == ["Anna_Möller", "Anna_Müller"]
+    status, reason = subs["Anna_Müller"].problem
+    assert status == "ambiguous" and "Anna Müller.ipynb" in reason and "Anna_Müller.ipynb" in reason
+    assert subs["Anna_Möller"].problem is None
+
+
+def _zip(path, entries):
+    """``entries``: (name, notebook, date_time), written in this order."""
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, nb, when in entries:
+            zf.writestr(zipfile.ZipInfo(name, date_time=when), nbformat.writes(nb))
+
+
+def test_a_zip_resubmission_is_chosen_by_its_stored_time_not_unpack_order(tmp_path, notebooks):
+    archive = tmp_path / "export.zip"
+    # The newer file comes first in the archive, so it is unpacked first.
+    _zip(
+        archive,
+        [
+            ("export/alice (1).ipynb", notebooks["right"], (2026, 11, 20, 9, 0, 0)),
+            ("export/alice.ipynb", notebooks["stub"], (2026, 11, 1, 9, 0, 0)),
+        ],
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    (sub,) = discover(archive, "01_softmax", "softmax", workdir=str(work))
+    assert sub.source == "alice (1).ipynb" and sub.ignored == [("alice.ipynb", "older")]
+    assert sub.timestamp == "2026-11-20 09:00:00.000000 UTC" and "zip" in sub.evidence
+
+
+def test_equal_times_are_a_reported_tie_not_a_guess(tmp_path, notebooks):
+    archive = tmp_path / "export.zip"
+    when = (2026, 11, 20, 9, 0, 0)
+    _zip(archive, [("alice.ipynb", notebooks["right"], when), ("alice (1).ipynb", notebooks["stub"], when)])
+    work = tmp_path / "work"
+    work.mkdir()
+    (sub,) = discover(archive, "01_softmax", "softmax", workdir=str(work))
+    assert sub.problem[0] == "ambiguous"
+    assert "alice.ipynb" in sub.problem[1] and "alice (1).ipynb" in sub.problem[1]
+
+
+def test_the_lms_submission_id_beats_the_file_time_and_the_late_marker_is_kept(tmp_path, notebooks):
+    _names(tmp_path, notebooks, ["bob_late_12_500_softmax.ipynb", "bob_12_400_softmax.ipynb"])
+    os.utime(tmp_path / "bob_late_12_500_softmax.ipynb", (1, 1))  # older on disk, newer in the LMS
+    (sub,) = discover(tmp_path, "01_softmax", "softmax")
+    assert sub.source == "bob_late_12_500_softmax.ipynb" and sub.submission_id == 500
+    assert sub.late and sub.ignored == [("bob_12_400_softmax.ipynb", "older")]
+
+
+def test_other_notebooks_in_an_nbgrader_folder_are_listed_as_ignored(tmp_path, notebooks):
+    folder = tmp_path / "submitted" / "carol" / "01_softmax"
+    _write(notebooks["right"], folder / "softmax.ipynb")
+    _write(notebooks["stub"], folder / "softmax-Copy1.ipynb")
+    (sub,) = discover(tmp_path, "01_softmax", "softmax")
+    assert sub.source == "carol/01_softmax/softmax.ipynb"
+    assert sub.ignored == [("carol/01_softmax/softmax-Copy1.ipynb", "not the released name softmax.ipynb")]
+
+
+def test_a_class_from_a_zip_is_graded_with_the_right_file_for_each_student(tmp_path, notebooks, empty_gradebook):
+    """The issue's class in small: resubmissions, a tie, a late marker, ids that must not merge."""
+    archive = tmp_path / "class.zip"
+    old, new = (2026, 11, 1, 9, 0, 0), (2026, 11, 20, 9, 0, 0)
+    _zip(
+        archive,
+        [
+            ("class/alice (1).ipynb", notebooks["right"], new),
+            ("class/alice.ipynb", notebooks["stub"], old),
+            ("class/s_1001.ipynb", notebooks["right"], old),
+            ("class/s_1002.ipynb", notebooks["stub"], old),
+            ("class/tie.ipynb", notebooks["right"], new),
+            ("class/tie (1).ipynb", notebooks["stub"], new),
+            ("class/dora_late_7_99_softmax.ipynb", notebooks["right"], new),
+        ],
+    )
+    out = tmp_path / "out"
+    url = gk.copy_gradebook(empty_gradebook, tmp_path / "gradebook.db")
+    proc = gk.run_attngrade("01_softmax", archive, "--out", out, "--db", url, "--jobs", "2")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = gk.read_grades(out)
+    assert {s: (r["status"], r["score"]) for s, r in rows.items()} == {
+        "alice": ("graded", "8"),
+        "s_1001": ("graded", "8"),
+        "s_1002": ("graded", "0"),
+        "tie": ("ambiguous", "0"),
+        "dora": ("graded", "8"),
+    }
+    assert rows["alice"]["file"] == "alice (1).ipynb" and rows["alice"]["ignored_files"] == "alice.ipynb (older)"
+    assert rows["dora"]["late"] == "marked late by the LMS"
+    assert rows["alice"]["timestamp"] == "2026-11-20 09:00:00.000000 UTC"
+    feedback = (out / "feedback" / "alice.html").read_text()
+    assert "alice (1).ipynb" in feedback and "alice.ipynb</code> (older)" in feedback
+    summary = (out / "summary.html").read_text()
+    assert "alice (1).ipynb" in summary and "alice.ipynb</code> (older)" in summary and "tie (1).ipynb" in summary
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url, course_id="attnmath") as gb:
+        stamp = gb.find_submission("01_softmax", "alice").timestamp
+        assert stamp.strftime("%Y-%m-%d %H:%M") == "2026-11-20 09:00"
+        assert gb.find_submission("01_softmax", "tie").notebooks[0].flagged

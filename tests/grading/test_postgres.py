@@ -15,7 +15,7 @@ import pytest
 import gradingkit as gk
 
 PG_URL = os.environ.get("ATTNGRADE_TEST_PG_URL")
-pytestmark = pytest.mark.skipif(not PG_URL, reason="ATTNGRADE_TEST_PG_URL is not set (no PostgreSQL server)")
+pytestmark = pytest.mark.needs("postgres")  # skipped without a server, failed under CI (tests/conftest.py)
 
 
 @pytest.fixture

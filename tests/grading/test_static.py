@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import gradingkit as gk
@@ -33,15 +35,15 @@ def test_honest_answers_have_no_findings(assignment):
         ("from scipy.special import softmax", "reference"),
         ("m = __import__('attn' + 'math')", "forbidden"),
         ("import importlib\nm = importlib.import_module('x')", "forbidden"),
-        ("exec('import attnmath')", "forbidden"),
-        ("f = eval", "forbidden"),
+        ("exec('import attnmath')", "review"),
+        ("f = eval", "review"),
         ("g = globals()['__builtins__']", "forbidden"),
         ("x = ().__class__.__bases__[0].__subclasses__()", "forbidden"),
         ("import sys\nsys.modules['numpy'].x = 1", "forbidden"),
         ("import sys\nsys.meta_path.clear()", "forbidden"),
         ("import tracemalloc", "forbidden"),
-        ("open('/course/solutions/01_softmax/hidden_tests.py').read()", "forbidden"),
-        ("import sqlite3\nsqlite3.connect('gradebook.db')", "forbidden"),
+        ("open('/course/solutions/01_softmax/hidden_tests.py').read()", "course"),
+        ("import sqlite3\nsqlite3.connect('gradebook.db')", "course"),
         ("np.allclose = lambda *a, **k: True", "tampering"),
         ("setattr(np, 'exp', abs)", "tampering"),
         ("get_ipython().input_transformers_post.append(f)", "tampering"),
@@ -67,6 +69,28 @@ def test_tricks_are_found(source, kind):
 )
 def test_ordinary_code_is_not_flagged(source):
     assert not _kinds(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(x):\n    return globals()['np'].exp(x)",
+        "vars = {'scale': 2.0}\ndef f(x):\n    return x * vars['scale']",
+        "def f(x):\n    return getattr(np, 'exp')(x)",
+        "def f(x):\n    return vars(x) if hasattr(x, '__dict__') else x",
+        "import inspect\nprint(inspect.signature(len))",
+        "def f(x):\n    return eval('x + 1')",
+    ],
+)
+def test_ordinary_introspection_is_only_listed_for_review(source):
+    findings = analyse_cell(source, module_names={"np", "math"}).findings
+    assert {f.kind for f in findings} <= {"review"}
+    assert all(re.search(r"\(line \d+\)$", f.message) for f in findings)
+
+
+def test_findings_name_their_line():
+    (finding,) = analyse_cell("x = 1\n\nimport importlib\n").findings
+    assert finding.kind == "forbidden" and finding.message.endswith("(line 3)")
 
 
 def test_magics_are_removed_and_cell_magic_bodies_kept():

@@ -1,5 +1,6 @@
 # Forging results: Part 1's cell writes fake "passed" frames into every open file descriptor.
-# expect: test_stable_softmax=0, test_softmax_jacobian=0, test_softmax_vjp=0
+# The breach costs Part 1 (and Part 2, which calls it); the next worker skips that cell, so Part 3 counts.
+# expect: test_stable_softmax=0, test_softmax_jacobian=0, test_softmax_vjp=3
 # status: flagged
 # reason: result channel
 # base: solution

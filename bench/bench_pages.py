@@ -1,0 +1,136 @@
+"""Page weight, MathJax time and layout shift of the built book, read as a reader's browser would.
+
+Serves a built book (``ATTNMATH_BOOK_HTML`` or ``_build/html``) on loopback and opens every page
+of the table of contents in headless Chromium (``/usr/bin/chromium`` or ``$ATTNMATH_CHROMIUM``),
+each in a fresh browser context (an empty cache: a first visit). For each page it records
+
+* the bytes and the number of requests of the first load, counted by the server;
+* when MathJax has typeset the page, in seconds after navigation start;
+* the cumulative layout shift (CLS) until then and one second after.
+
+Prints a table and writes ``bench/results/pages.json``. Targets (issue 15): a chapter's first
+load at most 1.5 MB, MathJax done within 2 s, CLS at most 0.1.
+
+    python bench/bench_pages.py [--html _build/html] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import platform
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "book"))
+from build import toc_files  # noqa: E402  (tests/book/build.py: the table of contents)
+
+TARGETS = {"chapter_bytes": 1_500_000, "mathjax_seconds": 2.0, "cls": 0.1}
+
+# Runs before the page's own scripts: note when MathJax finishes and add up the layout shifts.
+_PROBE = """
+window.__cls = 0;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) if (!e.hadRecentInput) window.__cls += e.value;
+}).observe({type: 'layout-shift', buffered: true});
+const __poll = setInterval(() => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    clearInterval(__poll);
+    MathJax.startup.promise.then(() => { window.__mathjaxDone = performance.now(); });
+  }
+}, 2);
+"""
+
+
+class CountingHandler(http.server.SimpleHTTPRequestHandler):
+    log: list  # (path, bytes), shared by the server's threads
+
+    def copyfile(self, source, outputfile):
+        data = source.read()
+        outputfile.write(data)
+        self.log.append((self.path, len(data)))
+
+    def log_message(self, *args):
+        pass
+
+
+def measure(html: Path, repeat: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    log: list = []
+    handler = functools.partial(type("H", (CountingHandler,), {"log": log}), directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    chromium = os.environ.get("ATTNMATH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    pages = {}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, headless=True,
+                                        args=["--no-sandbox", "--disable-gpu"])
+            for doc in toc_files():
+                runs = []
+                for _ in range(repeat):
+                    context = browser.new_context(viewport={"width": 1280, "height": 900})
+                    context.add_init_script(_PROBE)
+                    page = context.new_page()
+                    log.clear()
+                    page.goto(base + f"{doc}.html", wait_until="load", timeout=60_000)
+                    page.wait_for_function("() => window.__mathjaxDone !== undefined || !window.MathJax",
+                                           timeout=60_000)
+                    done = page.evaluate("() => window.__mathjaxDone")
+                    cls_at_mathjax = page.evaluate("() => window.__cls")
+                    page.wait_for_timeout(1000)
+                    runs.append({"bytes": sum(n for _, n in log), "requests": len(log),
+                                 "mathjax_seconds": None if done is None else round(done / 1000, 3),
+                                 "cls": round(max(cls_at_mathjax, page.evaluate("() => window.__cls")), 4)})
+                    context.close()
+                median = sorted(runs, key=lambda r: r["mathjax_seconds"] or 0)[len(runs) // 2]
+                pages[doc] = {**median, "mathjax_seconds_all": [r["mathjax_seconds"] for r in runs]}
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    return pages
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--html", type=Path,
+                        default=Path(os.environ.get("ATTNMATH_BOOK_HTML") or ROOT / "_build" / "html"))
+    parser.add_argument("--repeat", type=int, default=3, help="loads per page (the median is kept)")
+    args = parser.parse_args(argv)
+    if not (args.html / "index.html").exists():
+        raise SystemExit(f"no built book at {args.html}: run `make book` or pass --html")
+    started = time.time()
+    pages = measure(args.html, args.repeat)
+    print(f"{'page':28} {'KB':>7} {'requests':>8} {'MathJax s':>9} {'CLS':>6}")
+    for doc, r in pages.items():
+        mj = "-" if r["mathjax_seconds"] is None else f"{r['mathjax_seconds']:.2f}"
+        print(f"{doc:28} {r['bytes'] / 1000:7.0f} {r['requests']:8d} {mj:>9} {r['cls']:6.3f}")
+    chapters = {d: r for d, r in pages.items() if Path(d).name[:2].isdigit()}
+    summary = {
+        "chapter_bytes_max": max(r["bytes"] for r in chapters.values()),
+        "mathjax_seconds_max": max(r["mathjax_seconds"] or 0 for r in pages.values()),
+        "cls_max": max(r["cls"] for r in pages.values()),
+    }
+    print("worst chapter load {:.2f} MB, slowest MathJax {:.2f} s, largest CLS {:.3f}".format(
+        summary["chapter_bytes_max"] / 1e6, summary["mathjax_seconds_max"], summary["cls_max"]))
+    out = ROOT / "bench" / "results" / "pages.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"pages": pages, "summary": summary, "targets": TARGETS,
+                               "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))},
+                              indent=2) + "\n")
+    print(f"written {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The bibliography's labels in the citations' author-year form.
+
+The chapters cite author-year (``bibtex_reference_style: author_year``: "Bridle (1990)"), but
+pybtex's styles label the bibliography's entries "[Bri90]" or "[1]". This extension registers the
+pybtex style ``attnmath``: pybtex's ``unsrt`` formatting, sorted by author, year and title, with
+labels such as "Bridle, 1990", "Dao et al., 2022" ("a", "b" added when two would be equal).
+``_config.yml`` selects it with ``bibtex_default_style: attnmath``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pybtex.markup import LaTeXParser
+from pybtex.plugin import register_plugin
+from pybtex.style.formatting.unsrt import Style as UnsrtStyle
+from pybtex.style.labels import BaseLabelStyle
+
+
+def _plain(latex: str) -> str:
+    return LaTeXParser(latex).parse().render_as("text")
+
+
+def author_year(entry) -> str:
+    persons = entry.persons.get("author") or entry.persons.get("editor") or []
+    last = [_plain(" ".join(p.prelast_names + p.last_names)) for p in persons]
+    others = bool(last) and last[-1].lower() == "others"  # "and others" in BibTeX: et al.
+    last = last[:-1] if others else last
+    if others:
+        names = f"{last[0]} et al."
+    elif not last:
+        names = _plain(entry.fields.get("title", "Anonymous"))
+    elif len(last) == 1:
+        names = last[0]
+    elif len(last) == 2:
+        names = f"{last[0]} and {last[1]}"
+    else:
+        names = f"{last[0]} et al."
+    return f"{names}, {entry.fields.get('year', 'n.d.')}"
+
+
+class AuthorYearLabels(BaseLabelStyle):
+    def format_labels(self, sorted_entries):
+        labels = [author_year(entry) for entry in sorted_entries]
+        counts, seen = Counter(labels), Counter()
+        for label in labels:
+            if counts[label] > 1:
+                seen[label] += 1
+                label = f"{label}{chr(ord('a') + seen[label] - 1)}"
+            yield label
+
+
+class AuthorYearStyle(UnsrtStyle):
+    default_label_style = "attnmath_authoryear"
+    default_sorting_style = "author_year_title"
+
+
+register_plugin("pybtex.style.labels", "attnmath_authoryear", AuthorYearLabels)
+register_plugin("pybtex.style.formatting", "attnmath", AuthorYearStyle)
+
+
+def setup(app):
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

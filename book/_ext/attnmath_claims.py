@@ -1,0 +1,181 @@
+"""The appendix "Claims and errata": verdicts shown next to the outcome of their tests, in one build.
+
+When the builder starts, this extension runs every test that carries a ``@pytest.mark.claim``
+marker (``tests/claims.py``: ``pytest -m claim -p no:cacheprovider`` in a subprocess, about 20 s)
+and keeps the outcome of each. The directives below then write the appendix from the markers and
+those outcomes:
+
+* ``{claims-summary}``: the counts of each verdict and of the tests that decided them;
+* ``{claims-table} <chapter>``: one row per claim that the chapter repeats (source, claim, the
+  correct statement, a link to the chapter's Correction box, the verdict as a badge, and each
+  test with its outcome and the domain it covers);
+* ``{claims-tests}``: every claim test's source, folded, so each row can link to its test.
+
+A claim test that fails, errors, is skipped or does not run is reported as a Sphinx warning, so
+the build with ``-W`` fails; the page is re-read on every build (``env-get-outdated``) so its
+outcomes are never older than the build. ``ATTNMATH_SKIP_CLAIM_TESTS=1`` skips the run for quick
+drafts: every outcome then reads "not run" and the build warns.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import sys
+from pathlib import Path
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+logger = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCNAME = "book/claims"
+BADGE = {"verified": "success", "corrected": "danger", "clarified": "info",
+         "not verifiable here": "secondary"}
+OUTCOME = {"passed": "{bdg-success-line}`passed`", "failed": "{bdg-danger}`FAILED`",
+           "error": "{bdg-danger}`ERROR`", "skipped": "{bdg-warning}`skipped`", "not run": "{bdg-warning}`not run`"}
+
+
+def _claims_module():
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))
+    import claims
+
+    return claims
+
+
+def _math(text: str) -> str:
+    from attnmath_claims_tex import to_myst
+
+    return to_myst(_cell(text))
+
+
+def _name(test: str) -> str:
+    """The test's function name with break opportunities after underscores (never cut off)."""
+    return test.partition("::")[2].replace("_", "_\u200b")
+
+
+def _label(test: str) -> str:
+    return "claimtest-" + test.partition("::")[2].replace("_", "-")
+
+
+def _cell(text: str) -> str:
+    """One-line Markdown for a table cell: pipes and line breaks would end the cell."""
+    return " ".join(text.split())
+
+
+def run_tests(app):
+    claims = _claims_module()
+    app.env.attnmath_claim_outcomes = {}
+    if os.environ.get("ATTNMATH_SKIP_CLAIM_TESTS"):
+        outcomes = {m.test: "not run" for m in claims.collect_markers(ROOT / "tests")}
+    else:
+        logger.info("running the claim tests (pytest -m claim) ...")
+        outcomes = claims.run_claim_tests(ROOT)
+    for problem in claims.inconsistent_groups(ROOT / "tests"):
+        logger.warning(f"claim markers: {problem}", type="attnmath", subtype="claims")
+    for test, outcome in sorted(outcomes.items()):
+        if outcome != "passed":
+            logger.warning(f"claim test {test}: {outcome}", type="attnmath", subtype="claims")
+    app.env.attnmath_claim_outcomes = outcomes
+
+
+def always_reread(app, env, added, changed, removed):
+    return [DOCNAME] if DOCNAME in env.found_docs else []
+
+
+class _ClaimsDirective(SphinxDirective):
+    def _parse(self, lines: list[str]) -> list[nodes.Node]:
+        container = nodes.container()
+        self.state.nested_parse(StringList(lines, source=DOCNAME), self.content_offset, container)
+        return container.children
+
+    @property
+    def outcomes(self) -> dict[str, str]:
+        return getattr(self.env, "attnmath_claim_outcomes", {})
+
+
+class ClaimsSummary(_ClaimsDirective):
+    def run(self):
+        claims = _claims_module()
+        rows = claims.collect_claims(ROOT / "tests")
+        counts = {v: sum(c.verdict == v for c in rows) for v in (*claims.VERDICTS, claims.UNVERIFIABLE)}
+        tests = sorted({t for c in rows for t, _ in c.tests})
+        passed = sum(self.outcomes.get(t) == "passed" for t in tests)
+        parts = ", ".join(f"{{bdg-{BADGE[v]}}}`{v}` {n}" for v, n in counts.items())
+        return self._parse([f"{len(rows)} claims: {parts}. In this build {passed} of the "
+                            f"{len(tests)} claim tests passed."])
+
+
+class ClaimsTable(_ClaimsDirective):
+    required_arguments = 1
+
+    def _row(self, c, claims) -> list[str]:
+        claim = f"**{c.source}** {_math(c.text)}"
+        if c.correction:
+            head = "Correct statement" if c.verdict == "corrected" else "Caveat"
+            claim += f" <br> *{head}:* {_math(c.correction)}"
+        if c.box:
+            claim += f" {{ref}}`(Correction box) <{c.box}>`"
+        if c.reason:
+            claim += f" <br> *Not tested here:* {_cell(c.reason)}"
+        evidence = []
+        for test, domain in c.tests:
+            outcome = OUTCOME.get(self.outcomes.get(test, "not run"), "not run")
+            line = f"{{ref}}`{_name(test)} <{_label(test)}>` {outcome}"
+            if domain:
+                line += f" <br> *Domain:* {_cell(domain)}"
+            evidence.append(line)
+        return [f"* - {claim}", f"  - {{bdg-{BADGE[c.verdict]}}}`{c.verdict}`",
+                f"  - {' <br> '.join(evidence) if evidence else '—'}"]
+
+    def run(self):
+        claims = _claims_module()
+        chapter = self.arguments[0]
+        rows = [c for c in claims.collect_claims(ROOT / "tests") if c.chapter == chapter]
+        if not rows:
+            return self._parse([f"No claim of the source documents is repeated in this chapter."])
+        lines = [":::{list-table}", ":header-rows: 1", ":class: claims-table", ":widths: 58 12 30",
+                 "", "* - Claim (source)", "  - Verdict", "  - Tests in this build"]
+        for c in rows:
+            lines += self._row(c, claims)
+        lines.append(":::")
+        return self._parse(lines)
+
+
+def _test_source(test: str) -> str:
+    path, _, name = test.partition("::")
+    source = (ROOT / path).read_text()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            return "\n".join(source.splitlines()[start - 1:node.end_lineno])
+    raise LookupError(test)
+
+
+class ClaimsTests(_ClaimsDirective):
+    def run(self):
+        claims = _claims_module()
+        tests = sorted({t for c in claims.collect_claims(ROOT / "tests") for t, _ in c.tests},
+                       key=lambda t: (t.partition("::")[0], t))
+        lines = []
+        for test in tests:
+            fence = "````"
+            body = _test_source(test)
+            outcome = OUTCOME.get(self.outcomes.get(test, "not run"), "not run")
+            lines += [f"({_label(test)})=", f"::::{{dropdown}} {_name(test)} {outcome}",
+                      f"`{test}`", "", f"{fence}python", *body.splitlines(), fence, "::::", ""]
+        return self._parse(lines)
+
+
+def setup(app):
+    app.connect("builder-inited", run_tests)
+    app.connect("env-get-outdated", always_reread)
+    app.add_directive("claims-summary", ClaimsSummary)
+    app.add_directive("claims-table", ClaimsTable)
+    app.add_directive("claims-tests", ClaimsTests)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,52 @@
+"""The output dtype follows the input: float32 in, float32 out; float16 computed in float32.
+
+Every public function of the NumPy modules of ``test_bad_input`` is called with its valid call,
+every floating array (parameters inside NamedTuples included) converted to one dtype; each
+floating array it returns must have that dtype. Backward passes take a forward's cache and are
+checked where their forward is tested (``test_moe``, ``test_multihead``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_bad_input import VALID
+
+BACKWARDS = {"multihead_attention_backward", "self_attention_backward", "moe_backward"}
+
+
+def _convert(value, dtype):
+    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating):
+        return value.astype(dtype)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(_convert(v, dtype) for v in value))
+    return value
+
+
+def _float_dtypes(result) -> set:
+    if isinstance(result, np.ndarray):
+        return {result.dtype} if np.issubdtype(result.dtype, np.floating) else set()
+    if isinstance(result, tuple):
+        return set().union(*(_float_dtypes(r) for r in result)) if result else set()
+    return set()
+
+
+def _has_float_input(values) -> bool:
+    return any(_float_dtypes(v) for v in values)
+
+
+# Functions of floating arrays (constructors and position tables take only integers).
+CALLS = [fn for fn, (args, kwargs) in VALID.items()
+         if fn.__name__ not in BACKWARDS and _has_float_input(list(args) + list(kwargs.values()))]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("fn", CALLS, ids=lambda f: f"{f.__module__.split('.')[-1]}.{f.__name__}")
+def test_floating_outputs_have_the_dtype_of_the_inputs(fn, dtype):
+    args, kwargs = VALID[fn]
+    args = tuple(_convert(a, dtype) for a in args)
+    kwargs = {k: _convert(v, dtype) for k, v in kwargs.items()}
+    result = fn(*args, **kwargs)
+    if isinstance(result, tuple) and type(result[-1]).__name__.endswith("Cache"):
+        result = result[0]  # (out, cache): the cache keeps the working (float32) arrays of a float16 call
+    assert _float_dtypes(result) <= {np.dtype(dtype)}, f"{fn.__name__}: {_float_dtypes(result)}"

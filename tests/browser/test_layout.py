@@ -1,0 +1,161 @@
+"""The book as a reader sees it at 1280 px, at 375 px and in the dark theme: nothing wider than
+its column, nothing clipped, chapters numbered and closed by their takeaways and exercise.
+
+Every page of ``_toc.yml`` is loaded at both widths and in the dark theme; a screenshot of each
+(the first screen at 375 px and in dark mode, the whole page at 1280 px) is kept in the
+artifacts folder (``tests/browser/artifacts/`` or ``$ATTNMATH_ARTIFACTS``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from build import is_notebook, toc_files  # tests/book/build.py (put on sys.path by conftest.py)
+
+pytestmark = pytest.mark.slow
+
+DOCS = toc_files()
+CHAPTERS = [d for d in DOCS if re.match(r"book/\d\d_", d)]
+API = "book/api"
+PHONE = {"width": 375, "height": 812}
+DESKTOP = {"width": 1280, "height": 900}
+
+# What is wider than its column, and what overlaps or is cut off, in one page. A block "fits"
+# when its content is no wider than the box the page gives it; a box that scrolls by itself
+# (a formula on a phone) still shows all of its content.
+_MEASURE = r"""() => {
+  const main = document.querySelector('main') || document.body;
+  const label = (e) => (e.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 70);
+  const wide = (sel) => Array.from(main.querySelectorAll(sel))
+    .filter((e) => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+    .map((e) => `${e.scrollWidth}px in ${e.clientWidth}px: ${label(e)}`);
+  const scrollsItself = (e) => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+  const article = main.querySelector('article') || main;
+  const right = article.getBoundingClientRect().right + 1;
+  const overlaps = [];
+  main.querySelectorAll('div.math').forEach((m) => {
+    const eq = m.querySelector('mjx-container'), no = m.querySelector('.eqno');
+    if (!eq || !no) return;
+    const a = eq.getBoundingClientRect(), b = no.getBoundingClientRect();
+    if (a.right > b.left + 1 && a.left < b.right - 1 && a.bottom > b.top && a.top < b.bottom)
+      overlaps.push(label(m));
+  });
+  const clipped = Array.from(main.querySelectorAll('mjx-container[display="true"], pre, table'))
+    .filter((e) => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1 && !scrollsItself(e)
+            && !(e.parentElement && scrollsItself(e.parentElement)))
+    .map((e) => `${e.tagName.toLowerCase()} ${e.scrollWidth}px in ${e.clientWidth}px: ${label(e)}`);
+  const outside = Array.from(main.querySelectorAll('img, mjx-container[display="true"], table, pre'))
+    .filter((e) => e.offsetParent !== null && e.getBoundingClientRect().right > right
+            && !e.closest('[style*="overflow"], .pst-scrollable-table-container'))
+    .map((e) => `${e.tagName.toLowerCase()} ends at ${Math.round(e.getBoundingClientRect().right)}px, column at ${Math.round(right)}px: ${label(e)}`);
+  return {
+    pageScroll: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    code: wide('div.highlight pre'),
+    math: wide('mjx-container[display="true"]'),
+    tables: wide('table').concat(wide('.pst-scrollable-table-container')),
+    overlaps, clipped, outside,
+    title: document.title,
+    h1: (main.querySelector('h1') || {}).textContent || '',
+    sectionNumber: !!main.querySelector('h1 .section-number'),
+    eqnos: Array.from(main.querySelectorAll('.eqno')).map((e) => e.textContent.trim()),
+    captions: Array.from(main.querySelectorAll('.caption-number')).map((e) => e.textContent.trim()),
+    takeaways: Array.from(main.querySelectorAll('.admonition.takeaways')).map((e) => ({
+      last: !e.nextElementSibling && e.parentElement.closest('section') === main.querySelector('section'),
+      links: Array.from(e.querySelectorAll('a[href$=".ipynb"]')).map((a) => a.href)})),
+    sidebar: Array.from(document.querySelectorAll('.bd-sidebar-primary a')).map((a) => a.textContent.trim()),
+    background: getComputedStyle(document.body).backgroundColor,
+  };
+}"""
+
+
+def _load(reader, doc, viewport, dark=False):
+    visit = reader.open(f"{doc}.html", viewport=viewport)
+    if dark:
+        visit.page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
+        visit.page.wait_for_timeout(200)
+    return visit
+
+
+def _shot(visit, artifacts, name, full):
+    visit.page.screenshot(path=str(artifacts / name), full_page=full)
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_nothing_is_wider_than_its_column_at_1280px(reader, artifacts, doc):
+    visit = _load(reader, doc, DESKTOP)
+    m = visit.page.evaluate(_MEASURE)
+    _shot(visit, artifacts, f"{doc.replace('/', '_')}-1280.png", full=True)
+    assert m["pageScroll"] <= 0, f"{doc}: the page scrolls sideways by {m['pageScroll']} px"
+    assert not m["code"], f"{doc}: code blocks that scroll sideways: {m['code'][:5]}"
+    if doc != API:  # the API page's formulas are the docstrings' own; there they scroll
+        assert not m["math"], f"{doc}: display equations wider than the column: {m['math'][:5]}"
+    assert not m["tables"], f"{doc}: tables wider than the column: {m['tables'][:5]}"
+    assert not m["overlaps"], f"{doc}: equation numbers on top of their equation: {m['overlaps'][:5]}"
+    assert not m["outside"], f"{doc}: content past the column: {m['outside'][:5]}"
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_nothing_is_lost_at_375px(reader, artifacts, doc):
+    visit = _load(reader, doc, PHONE)
+    m = visit.page.evaluate(_MEASURE)
+    _shot(visit, artifacts, f"{doc.replace('/', '_')}-375.png", full=False)
+    assert m["pageScroll"] <= 0, f"{doc}: the page scrolls sideways by {m['pageScroll']} px at 375 px"
+    assert not m["clipped"], f"{doc}: content cut off at 375 px: {m['clipped'][:5]}"
+    assert not m["overlaps"], f"{doc}: equation numbers on top of their equation: {m['overlaps'][:5]}"
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_dark_theme(reader, artifacts, doc):
+    visit = _load(reader, doc, DESKTOP, dark=True)
+    m = visit.page.evaluate(_MEASURE)
+    _shot(visit, artifacts, f"{doc.replace('/', '_')}-dark.png", full=False)
+    rgb = [int(x) for x in re.findall(r"\d+", m["background"])[:3]]
+    assert sum(rgb) < 3 * 100, f"{doc}: the dark theme has a light background {m['background']}"
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_chapter_is_numbered_and_ends_with_takeaways_and_its_exercise(reader, site, doc):
+    m = _load(reader, doc, DESKTOP).page.evaluate(_MEASURE)
+    assert m["sectionNumber"], f"{doc}: the chapter title has no number: {m['h1']!r}"
+    number = re.match(r"\s*(\d+)", m["h1"]).group(1)
+    wrong = [n for n in m["eqnos"] + m["captions"] if not re.search(rf"\b{number}\.\d+", n)]
+    assert not wrong, f"{doc}: numbers not within chapter {number}: {wrong[:5]}"
+    assert len(m["takeaways"]) == 1 and m["takeaways"][0]["last"], \
+        f"{doc}: the chapter must close with one 'Key takeaways' box"
+    links = m["takeaways"][0]["links"]
+    assert links, f"{doc}: the takeaways box does not link to the exercise notebook"
+    for href in links:
+        path = site.file_for(href)
+        assert path is not None and path.exists(), f"{doc}: the exercise link {href} is not served"
+        assert '"nbformat"' in path.read_text()[:20000], f"{doc}: {href} is not a notebook"
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_titles_show_no_raw_tex(reader, doc):
+    m = _load(reader, doc, DESKTOP).page.evaluate(_MEASURE)
+    for where, text in [("tab title", m["title"])] + [("sidebar", s) for s in m["sidebar"]]:
+        assert not re.search(r"[\\$]|\b\w+_\w+\b", text), f"{doc}: raw TeX in the {where}: {text!r}"
+
+
+def test_no_repository_or_launch_button_without_a_repository(reader):
+    visit = _load(reader, CHAPTERS[0], DESKTOP)
+    hrefs = visit.page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map((a) => a.href)")
+    off = [h for h in hrefs if re.search(r"github\.com|mybinder|colab|binder", h)]
+    assert not off, f"links to a repository or service the book does not have: {off}"
+
+
+def test_landing_page_is_a_way_in(reader):
+    visit = _load(reader, DOCS[0], DESKTOP)
+    text = visit.page.evaluate("() => (document.querySelector('main') || document.body).innerText")
+    for heading in ("Who it is for", "Prerequisites", "What you will learn", "Chapter map"):
+        assert heading in text, f"the landing page has no {heading!r}"
+    for start in ("Read.", "Run.", "Grade yourself."):
+        assert start in text, f"the landing page does not offer the start {start!r}"
+    hrefs = visit.page.evaluate("() => Array.from(document.querySelectorAll('main table a')).map((a) => a.href)")
+    missing = [c for c in CHAPTERS if not any(h.endswith(f"{c}.html") for h in hrefs)]
+    assert not missing, f"the chapter map does not list {missing}"
+
+
+def test_every_notebook_chapter_is_in_the_chapter_map():
+    assert set(CHAPTERS) <= {d for d in DOCS if is_notebook(d)}

@@ -1,0 +1,71 @@
+"""A re-grade grades only the submissions that changed, and keeps every manual grade."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+
+import gradingkit as gk
+
+
+def _gradebook(url):
+    from nbgrader.api import Gradebook
+
+    return Gradebook(url, course_id="attnmath")
+
+
+def test_a_one_notebook_change_regrades_one_student_and_keeps_manual_grades(tmp_path, empty_gradebook):
+    rel = gk.release("01_softmax")
+    right = gk.solution_answers("01_softmax")
+    writer = dict(right, jacobian_proof="Differentiate $\\sum_i p_i = 1$: the rows of $J$ sum to zero.")
+    folder = tmp_path / "flat"
+    folder.mkdir()
+    for student, nb in {
+        "alice": gk.fill_any(rel, right),
+        "bob": rel,
+        "carol": gk.fill_any(rel, writer),
+        "dave": gk.fill_any(rel, right),
+    }.items():
+        nbformat.write(nb, folder / f"{student}.ipynb")
+    url = gk.copy_gradebook(empty_gradebook, tmp_path / "gradebook.db")
+    out = tmp_path / "out"
+    args = ("01_softmax", folder, "--out", out, "--db", url, "--jobs", "2")
+    first = gk.run_attngrade(*args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    rows = gk.read_grades(out)
+    # Unanswered written parts are no pending work; carol's answer is.
+    assert {s: r["manual_pending"] for s, r in rows.items()} == {"alice": "0", "bob": "0", "carol": "2", "dave": "0"}
+    with _gradebook(url) as gb:  # the instructor grades carol's proof and overrides one of bob's parts
+        proof = gb.find_grade("jacobian_proof", "softmax", "01_softmax", "carol")
+        proof.manual_score, proof.needs_manual_grade = 1.5, False
+        part = gb.find_grade("test_softmax_jacobian", "softmax", "01_softmax", "bob")
+        part.manual_score, part.needs_manual_grade = 1.0, False
+        gb.db.commit()
+
+    nbformat.write(rel, folder / "dave.ipynb")  # dave's answers change; nobody else's
+    # Re-saving a notebook with new outputs only is no change.
+    touched = nbformat.read(folder / "alice.ipynb", as_version=4)
+    for cell in touched.cells:
+        if cell.cell_type == "code":
+            cell.execution_count = 7
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="passed\n")]
+    nbformat.write(touched, folder / "alice.ipynb")
+    second = gk.run_attngrade(*args)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "not graded again: 3" in second.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["graded_now"], summary["unchanged"]) == (1, 3)
+    rows = gk.read_grades(out)
+    assert rows["dave"]["score"] == "0" and rows["alice"]["score"] == "8"
+    assert (rows["carol"]["manual"], rows["carol"]["manual_pending"], rows["carol"]["total"]) == ("1.5", "0", "9.5")
+    assert (rows["bob"]["score"], rows["bob"]["manual"], rows["bob"]["total"]) == ("0", "1", "1")
+    with _gradebook(url) as gb:
+        proof = gb.find_grade("jacobian_proof", "softmax", "01_softmax", "carol")
+        assert (proof.manual_score, proof.needs_manual_grade) == (1.5, False)
+        part = gb.find_grade("test_softmax_jacobian", "softmax", "01_softmax", "bob")
+        assert (part.manual_score, part.needs_manual_grade) == (1.0, False)
+        assert gb.find_submission_notebook("softmax", "01_softmax", "dave").score == 0.0
+
+    third = gk.run_attngrade(*args, "--force")
+    assert third.returncode == 0 and "not graded again" not in third.stdout
