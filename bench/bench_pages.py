@@ -4,7 +4,9 @@ Serves a built book (``ATTNMATH_BOOK_HTML`` or ``_build/html``) on loopback and 
 of the table of contents in headless Chromium (``/usr/bin/chromium`` or ``$ATTNMATH_CHROMIUM``),
 each in a fresh browser context (an empty cache: a first visit). For each page it records
 
-* the bytes and the number of requests of the first load, counted by the server;
+* the bytes and the number of requests of the first load, counted by the server (which, like
+  Python's http.server, does not compress), and the bytes a server that gzips its responses
+  (level 6) would send;
 * when MathJax has typeset the page, in seconds after navigation start;
 * the cumulative layout shift (CLS) until then and one second after.
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import http.server
 import json
 import os
@@ -55,7 +58,7 @@ class CountingHandler(http.server.SimpleHTTPRequestHandler):
     def copyfile(self, source, outputfile):
         data = source.read()
         outputfile.write(data)
-        self.log.append((self.path, len(data)))
+        self.log.append((self.path, len(data), len(gzip.compress(data, compresslevel=6))))
 
     def log_message(self, *args):
         pass
@@ -88,7 +91,8 @@ def measure(html: Path, repeat: int) -> dict:
                     done = page.evaluate("() => window.__mathjaxDone")
                     cls_at_mathjax = page.evaluate("() => window.__cls")
                     page.wait_for_timeout(1000)
-                    runs.append({"bytes": sum(n for _, n in log), "requests": len(log),
+                    runs.append({"bytes": sum(n for _, n, _ in log), "requests": len(log),
+                                 "gzip_bytes": sum(g for _, _, g in log),
                                  "mathjax_seconds": None if done is None else round(done / 1000, 3),
                                  "cls": round(max(cls_at_mathjax, page.evaluate("() => window.__cls")), 4)})
                     context.close()
@@ -111,18 +115,21 @@ def main(argv=None) -> None:
         raise SystemExit(f"no built book at {args.html}: run `make book` or pass --html")
     started = time.time()
     pages = measure(args.html, args.repeat)
-    print(f"{'page':28} {'KB':>7} {'requests':>8} {'MathJax s':>9} {'CLS':>6}")
+    print(f"{'page':28} {'KB':>7} {'KB gzip':>7} {'requests':>8} {'MathJax s':>9} {'CLS':>6}")
     for doc, r in pages.items():
         mj = "-" if r["mathjax_seconds"] is None else f"{r['mathjax_seconds']:.2f}"
-        print(f"{doc:28} {r['bytes'] / 1000:7.0f} {r['requests']:8d} {mj:>9} {r['cls']:6.3f}")
+        print(f"{doc:28} {r['bytes'] / 1000:7.0f} {r['gzip_bytes'] / 1000:7.0f} {r['requests']:8d} "
+              f"{mj:>9} {r['cls']:6.3f}")
     chapters = {d: r for d, r in pages.items() if Path(d).name[:2].isdigit()}
     summary = {
         "chapter_bytes_max": max(r["bytes"] for r in chapters.values()),
+        "chapter_gzip_bytes_max": max(r["gzip_bytes"] for r in chapters.values()),
         "mathjax_seconds_max": max(r["mathjax_seconds"] or 0 for r in pages.values()),
         "cls_max": max(r["cls"] for r in pages.values()),
     }
-    print("worst chapter load {:.2f} MB, slowest MathJax {:.2f} s, largest CLS {:.3f}".format(
-        summary["chapter_bytes_max"] / 1e6, summary["mathjax_seconds_max"], summary["cls_max"]))
+    print("worst chapter load {:.2f} MB ({:.2f} MB gzipped), slowest MathJax {:.2f} s, largest CLS "
+          "{:.3f}".format(summary["chapter_bytes_max"] / 1e6, summary["chapter_gzip_bytes_max"] / 1e6,
+                          summary["mathjax_seconds_max"], summary["cls_max"]))
     out = ROOT / "bench" / "results" / "pages.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"pages": pages, "summary": summary, "targets": TARGETS,

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from claims import CHAPTERS, NOT_VERIFIABLE, UNVERIFIABLE, VERDICTS, collect_claims, collect_markers, \
-    inconsistent_groups
+    inconsistent_groups, run_claim_tests
 
 SEEDS = {"000", "001", "002", "003", "004"}
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,3 +60,43 @@ def test_unverifiable_claims_say_why():
         assert c.verdict in (*VERDICTS, UNVERIFIABLE)
         if c.box:
             assert c.box in _labels(c.chapter), f"{c.text!r}: no box ({c.box})= in book/{c.chapter}.md"
+
+
+def test_the_run_reports_each_claim_tests_outcome_and_a_failure_is_not_hidden(tmp_path):
+    # What the book build relies on: a failing claim test (or one failing case of a parametrised
+    # test) is reported as failed, so the appendix's extension turns it into a build error.
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_sample.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.claim('001 X', 'a true claim', 'verified')\n"
+        "def test_true():\n    assert 1 + 1 == 2\n"
+        "@pytest.mark.claim('001 X', 'a false claim', 'verified')\n"
+        "def test_false():\n    assert 1 + 1 == 3\n"
+        "@pytest.mark.claim('001 X', 'true for most n', 'verified')\n"
+        "@pytest.mark.parametrize('n', [1, 2, 3])\n"
+        "def test_partly(n):\n    assert n != 2\n"
+        "def test_not_a_claim():\n    assert False\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    claim: a claim\n")
+    outcomes = run_claim_tests(tmp_path, timeout=120)
+    assert outcomes == {"tests/test_sample.py::test_true": "passed",
+                        "tests/test_sample.py::test_false": "failed",
+                        "tests/test_sample.py::test_partly": "failed"}
+
+
+def test_claim_texts_are_typeset_with_balanced_math_and_prose_left_alone():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from attnmath_claims_tex import to_myst
+
+    assert to_myst("Order preservation: z_i > z_j implies softmax(z)_i > softmax(z)_j") == \
+        r"Order preservation: $z_i > z_j$ implies $\softmax(z)_i > \softmax(z)_j$"
+    assert to_myst("Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V") == \
+        r"$\operatorname{Attention}(Q, K, V) = \softmax(QK^\top / \sqrt{d_k}) V$"
+    assert to_myst("Taken literally (no projections) the scores are symmetric") == \
+        "Taken literally (no projections) the scores are symmetric"
+    assert to_myst("Stable softmax: np.max(z)") == "Stable softmax: `np.max(z)`"
+    assert to_myst("already $x_i$ MyST") == "already $x_i$ MyST"
+    for c in collect_claims(Path(__file__).parent):
+        for text in (c.text, c.correction or ""):
+            assert to_myst(text).count("$") % 2 == 0, text

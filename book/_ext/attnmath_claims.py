@@ -168,7 +168,7 @@ class ClaimsTests(_ClaimsDirective):
             body = _test_source(test)
             outcome = OUTCOME.get(self.outcomes.get(test, "not run"), "not run")
             lines += [f"({_label(test)})=", f"::::{{dropdown}} {_name(test)} {outcome}",
-                      f"`{test}`", "", f"{fence}python", *body.splitlines(), fence, "::::", ""]
+                      f"`{test}`", "", f"{fence}text", *body.splitlines(), fence, "::::", ""]
         return self._parse(lines)
 
 

@@ -28,7 +28,8 @@ FORMULA = re.compile(r"""(?x)^(
     %s
   | (?:sqrt|softmax|exp|log|Var|rank|diag|elu|min|max|Attention|MultiHead|Concat|O)\(
         [^()]*(?:\([^()]*\)[^()]*)*\)(?:_[A-Za-z0-9]+)?
-  | [A-Za-z]_?[A-Za-z0-9]*/[A-Za-z]_?[A-Za-z0-9]* | \d+/[A-Za-z0-9_]+ | [A-Za-z0-9_]+\^\d+ )$""" % SUBSUP)
+  | [A-Za-z][A-Za-z0-9]*(?:_\{?[A-Za-z0-9+-]+\}?)?/[A-Za-z][A-Za-z0-9]*(?:_\{?[A-Za-z0-9+-]+\}?)?
+  | \d+/[A-Za-z0-9_]+ | [A-Za-z0-9_]+\^\d+ )$""" % SUBSUP)
 PROSE = re.compile(r"\b(the|of|and|a|an|is|for|only|with|no|not|etc|on|to|in|by|as|at|from)\b")
 CODE = re.compile(r"^(np\.|torch\.|F\.|[a-z]+_[a-z]+_[a-z_]+|.*\.sum\(|attn\[)")
 LETTER = re.compile(r"^[A-Za-z]$")
@@ -78,6 +79,14 @@ def _kind(word: str) -> str:
     core = word.rstrip(PUNCT)
     if CODE.match(core):
         return "code"
+    if core in ("∞", "inf", "infinity") or core in GREEK:
+        return "letter"
+    if len(core) > 1 and core[0] == "-" and _kind(core[1:]) in ("math", "letter"):
+        return "math"  # a negated symbol such as -p_i or -inf
+    if len(core) > 2 and core[0] == "(" and core[-1] == ")" and (" " in core or core[1] == "-"):
+        inner = [_kind(w) for w in _words(core[1:-1])]  # a parenthesised formula such as (1 - p_i)
+        if set(inner) <= {"math", "letter", "number", "op"} and {"math", "letter"} & set(inner):
+            return "math"
     if FORMULA.match(core) and not PROSE.search(core):
         return "math"
     if core == "x" or core in OPERATORS:
@@ -105,7 +114,7 @@ def to_myst(text: str) -> str:
                         and words[j + 1] == words[j + 1].rstrip(PUNCT)):
                     j += 2
                 elif kinds[j] in ("math", "letter") and kinds[j + 1] in ("math", "letter") \
-                        and not words[j + 1].startswith("O("):
+                        and not re.match(r"(O|softmax|exp|log|sqrt)\(", words[j + 1]):
                     j += 1  # juxtaposition, a product such as X W_Q
                 else:
                     break

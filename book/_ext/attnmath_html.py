@@ -13,6 +13,14 @@ Markdown for JupyterLab (``attnmath_notebook.py``), so that it runs and reads on
 
 The repository URL (``repository: url:`` in ``_config.yml``) is the one setting for links to the
 repository: while it is empty, the repository, issues, edit and launch buttons are turned off.
+
+Lighter, steadier pages: Font Awesome's 1.5 MB script is removed from every page
+(``_static/icons.css`` draws the theme's few icons), and so are the search index and tools except
+on the search page, every SVG figure gets its width and height so
+that the text does not jump when it loads, and the download menu loses its ".pdf" entry (the
+browser's print of one page; the whole book is ``make pdf``). The single-page build that
+``make pdf`` prints gets the HTML translators that sphinx-proof and sphinx-exercise register for
+the ``html`` builder only.
 """
 
 from __future__ import annotations
@@ -120,16 +128,22 @@ def image_sizes(app, pagename, templatename, context, doctree):
 
 
 _FONTAWESOME = re.compile(r'\s*<(script|link)\b[^>]*fontawesome[^>]*>(\s*</script>)?')
+_SEARCH_TOOLS = re.compile(r'\s*<script\b[^>]*(searchtools|language_data|searchindex)\.js[^>]*>\s*</script>')
 
 
-def drop_fontawesome(app, exception):
-    """Remove Font Awesome's 1.5 MB script from every written page (``_static/icons.css`` draws
-    the theme's few icons instead)."""
+def lighten_pages(app, exception):
+    """Remove from every written page Font Awesome's 1.5 MB script (``_static/icons.css`` draws
+    the theme's few icons instead) and, except on the search page, the search index and tools
+    (190 kB) that pydata-sphinx-theme loads everywhere for a search-as-you-type this book does not
+    use: the search box sends the reader to the search page, which loads them itself."""
     if exception is not None or app.builder.format != "html":
         return
-    for page in Path(app.outdir).rglob("*.html"):
+    outdir = Path(app.outdir)
+    for page in outdir.rglob("*.html"):
         text = page.read_text()
         lighter = _FONTAWESOME.sub("", text)
+        if page != outdir / "search.html":
+            lighter = _SEARCH_TOOLS.sub("", lighter)
         if lighter != text:
             page.write_text(lighter)
 
@@ -141,6 +155,15 @@ def drop_print_button(app, pagename, templatename, context, doctree):
         buttons = group.get("buttons") if isinstance(group, dict) else None
         if buttons:
             group["buttons"] = [b for b in buttons if "pdf" not in str(b.get("icon", ""))]
+
+
+def html_handlers_for_single_page(app):
+    """sphinx-proof and sphinx-exercise register their HTML translators for the ``html`` builder
+    only; the single-page build that ``make pdf`` prints (``singlehtml``) needs the same ones."""
+    if app.builder.name != "singlehtml":
+        return
+    handlers = app.registry.translation_handlers
+    handlers["singlehtml"] = {**handlers.get("html", {}), **handlers.get("singlehtml", {})}
 
 
 def repository_buttons(app, config):
@@ -162,6 +185,7 @@ def setup(app):
     app.connect("html-page-context", make_standalone, priority=450)
     app.connect("html-page-context", image_sizes)
     app.connect("html-page-context", drop_print_button, priority=600)
-    app.connect("build-finished", drop_fontawesome)
+    app.connect("build-finished", lighten_pages)
     app.connect("config-inited", repository_buttons, priority=900)
+    app.connect("builder-inited", html_handlers_for_single_page)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

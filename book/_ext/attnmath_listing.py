@@ -69,12 +69,15 @@ def strip_docstrings(code: str) -> str:
         if doc is None:
             continue
         indent = " " * (doc.col_offset + shift)
-        summary = summary_line(doc.value.value).replace("\\", "\\\\").replace('"', "'")
-        replacement = [f'{indent}"""{summary}"""']
+        raw = lines[doc.lineno - 1][doc.col_offset + shift:][:1] in ("r", "R")  # r"""..."""
+        summary = summary_line(doc.value.value).replace('"', "'")
+        prefix = "r" if raw else ""
+        summary = summary if raw else summary.replace("\\", "\\\\")
+        replacement = [f'{indent}{prefix}"""{summary}"""']
         if len(replacement[0]) > WIDTH:
-            words, current, replacement = summary.split(), indent + '"""', []
+            words, current, replacement = summary.split(), indent + prefix + '"""', []
             for word in words:
-                if len(current) + len(word) + 4 > WIDTH and current.strip() != '"""':
+                if len(current) + len(word) + 4 > WIDTH and current.strip() != prefix + '"""':
                     replacement.append(current.rstrip())
                     current = indent
                 current += word + " "

@@ -56,12 +56,33 @@ def build_single_page(folder: Path) -> Path:
     return html
 
 
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def single_page(html: Path) -> str:
+    """The single page's file name, at the top of ``html``.
+
+    The single-page builder writes the book into the root document's file (``book/intro.html``)
+    but links its assets relative to the top folder (``_static/...``); a copy at the top level
+    (``book.html``) finds them."""
+    import yaml
+
+    root = yaml.safe_load((ROOT / "_toc.yml").read_text())["root"]
+    source = html / f"{root}.html"
+    if not source.exists():
+        raise SystemExit(f"the single-page build has no {source}")
+    shutil.copy(source, html / "book.html")
+    return "book.html"
+
+
 def print_pdf(html: Path, out: Path) -> Path:
     """Print ``html/index.html``, served on loopback, to ``out`` with headless Chromium."""
     from playwright.sync_api import sync_playwright
 
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(html))
-    handler.log_message = lambda *args: None
+    page_file = single_page(html)
+    handler = functools.partial(_QuietHandler, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -70,7 +91,7 @@ def print_pdf(html: Path, out: Path) -> Path:
             browser = p.chromium.launch(executable_path=chromium(), headless=True,
                                         args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html",
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/{page_file}",
                       wait_until="load", timeout=300_000)
             page.emulate_media(media="print")
             page.evaluate(_SETTLE)

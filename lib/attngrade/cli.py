@@ -250,8 +250,10 @@ def _run(args, jobs, out, limits, tmp_root, say) -> int:
     gb = None
     if not args.no_gradebook:
         try:
-            what = _retry(lambda: ensure_assignment(db_url, course, spec))
-            gb = open_gradebook(db_url, course.course_id)
+            gb = _retry(lambda: open_gradebook(db_url, course.course_id))
+            what = _retry(lambda: ensure_assignment(db_url, course, spec, gb))
+            gb.db.commit()  # end the read transaction: what ensure_assignment wrote becomes visible
+            gb.db.expire_all()
         except Exception as exc:  # noqa: BLE001
             return fail(f"cannot use the gradebook {db_url.split('@')[-1]}: {exc}", 1)
         say(f"gradebook: {db_url.split('@')[-1]} ({what})")
@@ -387,7 +389,9 @@ def _retry(action, tries: int = 6):
         try:
             return action()
         except Exception as exc:  # noqa: BLE001
-            if attempt == tries - 1 or "Integrity" not in type(exc).__name__ + str(exc)[:200]:
+            text = type(exc).__name__ + " " + str(exc)[:300]
+            racing = any(w in text for w in ("Integrity", "UniqueViolation", "already exists"))
+            if attempt == tries - 1 or not racing:
                 raise
             time.sleep(0.5 + random.random())
 

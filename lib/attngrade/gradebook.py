@@ -73,16 +73,18 @@ def _structure_matches(gb, spec: AssignmentSpec) -> bool:
     return have == expected and solutions == want_solutions
 
 
-def ensure_assignment(db_url: str, course: CourseConfig, spec: AssignmentSpec) -> str:
-    """Make sure the gradebook knows the assignment's notebook and cells, as ``generate_assignment`` records them.
+def ensure_assignment(db_url: str, course: CourseConfig, spec: AssignmentSpec, gb=None) -> str:
+    """Make sure the gradebook knows the assignment's notebook and cells (as ``generate_assignment`` does).
 
     When they are missing (a fresh database) nbgrader's own preprocessors record them from the
     source notebook. Returns what was done.
     """
-    with open_gradebook(db_url, course.course_id) as gb:
-        if _structure_matches(gb, spec):
+    if gb is not None and _structure_matches(gb, spec):  # an open gradebook: no second connection
+        return "assignment already in the gradebook"
+    with open_gradebook(db_url, course.course_id) as new:
+        if _structure_matches(new, spec):
             return "assignment already in the gradebook"
-        gb.update_or_create_assignment(spec.name)
+        new.update_or_create_assignment(spec.name)
     from nbgrader.preprocessors import (
         CheckCellMetadata,
         ClearOutput,

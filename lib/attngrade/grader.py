@@ -485,6 +485,8 @@ def _grade(spec, sub, isolation, limits, slot, hidden, tmp_root, started) -> Res
         if not res.cell_errors and run.cells:
             res.cell_errors = dict(run.cells)
         outcomes.update(run.parts)
+        if run.memory and run.baseline is None and isolation.memory != "none":
+            res.notes.append("memory-limited cases not measured: the grader could not create a cgroup")
         for (gid, case), rec in run.memory.items():
             memory[(gid, case)] = (run.baseline, rec)
             res.log.append(f"memory {gid} case {case}: baseline {run.baseline} {rec}")

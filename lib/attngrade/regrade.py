@@ -3,8 +3,9 @@
 A re-grade into the same output folder skips a submission whose fingerprint is unchanged: the
 sources, types and nbgrader metadata of its cells (outputs and execution counts do not count),
 the release and hidden tests of the assignment, the grader's own code, the limits, the late
-marker, and the submission time where the assignment has a late policy. Its row in the gradebook is left alone (manual grades included) and its result is
-read back from ``OUT/state/<student>.json`` for the CSV and the summary.
+marker, and the submission time where the assignment has a late policy. Its row in the gradebook
+is left alone (manual grades included) and its result is read back from
+``OUT/state/<student>.json`` for the CSV and the summary.
 """
 
 from __future__ import annotations

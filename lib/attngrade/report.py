@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .grader import STATUSES, AssignmentSpec, Result
 from .notebooks import cell_grade_id
+from .submissions import _norm  # one notion of "unchanged" for the grader and the report
 
 __all__ = [
     "write_csv",
@@ -53,7 +54,8 @@ th{background:#f3f3f3}.pass{color:#176b2c;font-weight:600}.fail{color:#a0181c;fo
 .part{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem;margin:1rem 0}
 .result{background:#f6f6f6;border-radius:4px;padding:.4rem .8rem}.task{color:#333}
 .status-graded{color:#176b2c}.status-other{color:#a0181c}code{background:#f3f3f3;padding:0 .2rem}
-pre.code{background:#f6f8fa;border:1px solid #ddd;border-radius:4px;padding:.5rem;overflow-x:auto;font-size:.85rem}
+pre.code{background:#f6f8fa;border:1px solid #ddd;border-radius:4px;padding:.5rem;overflow-x:auto;
+font-size:.85rem}
 """
 
 
@@ -97,10 +99,6 @@ def copy_mathjax(folder: Path) -> bool:
     return True
 
 
-def _norm(src: str | None) -> str:
-    return "\n".join(line.rstrip() for line in (src or "").strip().splitlines())
-
-
 def answered_written(spec: AssignmentSpec, result: Result) -> dict[str, bool]:
     """Per written (manually graded) part: whether the student wrote something of their own."""
     release = {cell_grade_id(c): c.source for c in spec.release.cells}
@@ -134,6 +132,13 @@ def _answer_cell_of(spec: AssignmentSpec, gid: str) -> str | None:
 
 def _late(result: Result):
     return getattr(result, "lateness", None)
+
+
+def _late_text(result: Result) -> str:
+    lateness = _late(result)
+    if lateness is not None:
+        return lateness.text
+    return "marked late by the LMS" if getattr(result, "lms_late", False) else ""
 
 
 def _penalty(result: Result) -> float:
@@ -185,8 +190,6 @@ def write_csv(path: Path, spec: AssignmentSpec, results: list[Result]) -> None:
         )
         for r in results:
             manual, pending, total = _totals(spec, r)
-            lateness = _late(r)
-            late = lateness.text if lateness else ("marked late by the LMS" if getattr(r, "lms_late", False) else "")
             w.writerow(
                 [
                     r.student,
@@ -204,7 +207,7 @@ def write_csv(path: Path, spec: AssignmentSpec, results: list[Result]) -> None:
                     r.file,
                     "; ".join(f"{f} ({why})" for f, why in getattr(r, "ignored", [])),
                     r.timestamp or "",
-                    late,
+                    _late_text(r),
                     f"{r.seconds:.2f}",
                 ]
             )
@@ -296,7 +299,8 @@ def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
         out.append(f"<tr><td>written</td><td>{e(gid)}</td><td>— / {pts:g}</td><td>{what}</td></tr>")
     out.append("</table><h2>The tasks</h2>")
     index = {p.grade_id: i for i, p in enumerate(spec.parts, 1)}
-    sources = {cell_grade_id(c): c.source for c in (result.notebook.cells if result.notebook is not None else [])}
+    cells = result.notebook.cells if result.notebook is not None else []
+    sources = {cell_grade_id(c): c.source for c in cells}
     for gid, texts in _task_sections(spec):
         for text in texts:
             out.append(f"<div class='task'>{_markdown(text)}</div>")
@@ -462,7 +466,7 @@ def write_summary(
                 "file": r.file,
                 "ignored": [list(x) for x in getattr(r, "ignored", [])],
                 "timestamp": r.timestamp,
-                "late": _late(r).text if _late(r) else ("marked late by the LMS" if getattr(r, "lms_late", False) else ""),
+                "late": _late_text(r),
                 "seconds": round(r.seconds, 3),
             }
             for r in results
@@ -475,11 +479,13 @@ def write_summary(
     png = _plot(spec, results) if results else ""
     out = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>Grading summary: {e(spec.name)}</title>"
-        f"<style>{_CSS}</style></head><body><h1>Grading summary: {e(spec.name)}</h1>",
+        f"<style>{_CSS}body{{max-width:100rem}}td,th{{font-size:.85rem}}</style></head><body>"
+        f"<h1>Grading summary: {e(spec.name)}</h1>",
         f"<p>{len(results)} submissions{' (' + e(shard) + ')' if shard else ''}, "
         f"{summary['graded_now']} graded now and {summary['unchanged']} unchanged since the last run, "
         f"in {seconds:.1f} s with {jobs} parallel jobs; "
-        f"isolation: <b>{e(str(isolation.get('mode')))}</b>; gradebook: <code>{e(summary['gradebook'])}</code></p>",
+        f"isolation: <b>{e(str(isolation.get('mode')))}</b>; "
+        f"gradebook: <code>{e(summary['gradebook'])}</code></p>",
         "<h2>Statuses</h2><table><tr>"
         + "".join(f"<th>{s}</th>" for s in STATUSES)
         + "</tr><tr>"

@@ -103,7 +103,9 @@ _CANVAS = re.compile(r"(?P<name>.*?)(?P<late>_late)?_(?P<user>\d+)_(?P<sub>\d+)"
 _MOODLE = re.compile(r"(?P<name>.*?)_(?P<user>\d+)_assignsubmission_\w+?_?")
 
 
-def parse_filename(filename: str, notebook: str, assignment: str) -> FileName:
+def parse_filename(
+    filename: str, notebook: str, assignment: str, *, assignment_suffix: bool = True
+) -> FileName:
     """Read a flat folder's file name: the student, LMS tokens, late markers, copy counters.
 
     Rules, applied to the name without ``.ipynb``; nothing is removed unless its pattern is
@@ -119,6 +121,10 @@ def parse_filename(filename: str, notebook: str, assignment: str) -> FileName:
        (``alice_softmax-2``) or Canvas's tokens;
     4. what is left is the student id (:func:`_safe_student`). ``s_1001``, ``team-01``,
        ``alice_2`` stay as they are: one number alone is not an LMS token.
+
+    ``student_01_softmax`` reads as ``student`` + ``_01_softmax`` or as ``student_01`` +
+    ``_softmax``; with ``assignment_suffix=False`` only ``_<notebook>`` is removed.
+    :func:`discover` decides that for a whole folder (see :func:`_folder_uses_assignment_suffix`).
     """
     stem = filename[:-6] if filename.lower().endswith(".ipynb") else filename
     copy_no, notes = None, []
@@ -130,7 +136,8 @@ def parse_filename(filename: str, notebook: str, assignment: str) -> FileName:
 
     def strip_names(s: str) -> str | None:
         low = s.lower()
-        for n in sorted({notebook.lower(), assignment.lower()}, key=len, reverse=True):
+        names = {notebook.lower(), assignment.lower()} if assignment_suffix else {notebook.lower()}
+        for n in sorted(names, key=len, reverse=True):
             if low == n:
                 return None
             if low.endswith("_" + n):
@@ -163,8 +170,20 @@ def parse_filename(filename: str, notebook: str, assignment: str) -> FileName:
     return FileName(None, stem, copy=copy_no, notes=notes)  # pragma: no cover - the loop returns
 
 
+def _folder_uses_assignment_suffix(names: list[str], notebook: str, assignment: str) -> bool:
+    """False when some file of the folder ends in ``_<notebook>`` without ``_<assignment>``:
+    then the folder's convention is the short one and ``x_01_softmax`` is student ``x_01``."""
+    short, long_ = "_" + notebook.lower(), "_" + assignment.lower()
+    for name in names:
+        stem = re.sub(r"(\s+\(\d+\)|-\d{1,3})$", "", name[:-6] if name.lower().endswith(".ipynb") else name)
+        low = stem.lower()
+        if low.endswith(short) and not low.endswith(long_):
+            return False
+    return True
+
+
 def student_from_filename(filename: str, notebook: str, assignment: str) -> tuple[str | None, list[str]]:
-    """The student id that a flat folder's file name gives, or None; plus notes (see :func:`parse_filename`)."""
+    """The student id a flat folder's file name gives, or None; plus notes (:func:`parse_filename`)."""
     parsed = parse_filename(filename, notebook, assignment)
     return parsed.student, parsed.notes
 
@@ -225,7 +244,8 @@ def _visible(p: Path) -> bool:
 
 def _file_time(path: Path, zipped: bool) -> tuple[str, str]:
     when = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
-    return _utc_text(when), ("the zip's stored time of the file" if zipped else "the file's modification time")
+    evidence = "the zip's stored time of the file" if zipped else "the file's modification time"
+    return _utc_text(when), evidence
 
 
 def _newest(cands: list[Submission]) -> tuple[Submission | None, str]:
@@ -261,7 +281,9 @@ def discover(
     if zipped:
         root = _extract_zip(root, Path(tempfile.mkdtemp(prefix="attngrade-zip-", dir=workdir)))
     if not root.is_dir():
-        raise ValueError(f"{path} is neither a folder nor a zip file; give the folder or zip of the submissions")
+        raise ValueError(
+            f"{path} is neither a folder nor a zip file; give the folder or zip of the submissions"
+        )
     if (root / "submitted").is_dir() and not list(root.glob("*.ipynb")):
         root = root / "submitted"
     # One enclosing folder (a zip of a folder): descend.
@@ -281,6 +303,9 @@ def discover(
         )
     groups: dict[str, list[Submission]] = {}
     nb_file = notebook + ".ipynb"
+    long_suffix = _folder_uses_assignment_suffix(
+        [e.name for e in entries if e.is_file() and e.suffix.lower() == ".ipynb"], notebook, assignment
+    )
 
     for entry in sorted(entries):
         if entry.is_dir():
@@ -289,20 +314,23 @@ def discover(
                 continue
             student = _safe_student(entry.name) or "unnamed"
             timestamp, notes = _read_timestamp(folder)
-            others = sorted(p.name for p in folder.iterdir() if p.suffix == ".ipynb" and _visible(p) and p.name != nb_file)
+            others = sorted(
+                p.name for p in folder.iterdir() if p.suffix == ".ipynb" and _visible(p) and p.name != nb_file
+            )
             candidate = folder / nb_file
             sub = Submission(
                 student, candidate if candidate.is_file() else None, "nbgrader", timestamp, None, notes,
-                f"{entry.name}/{assignment}/{nb_file}" if candidate.is_file() else f"{entry.name}/{assignment}/",
+                f"{entry.name}/{assignment}/" + (nb_file if candidate.is_file() else ""),
                 [(f"{entry.name}/{assignment}/{o}", f"not the released name {nb_file}") for o in others],
                 evidence="nbgrader's timestamp.txt" if timestamp else "", name=entry.name,
             )
             if sub.path is None:
-                why = f"no {nb_file}" + (f"; found {', '.join(others)}" if others else " in the submission folder")
+                found = f"; found {', '.join(others)}" if others else " in the submission folder"
+                why = f"no {nb_file}{found}"
                 sub.problem = ("missing", why)
             groups.setdefault(student, []).append(sub)
         elif entry.suffix.lower() == ".ipynb":
-            parsed = parse_filename(entry.name, notebook, assignment)
+            parsed = parse_filename(entry.name, notebook, assignment, assignment_suffix=long_suffix)
             timestamp, evidence = _file_time(entry, zipped)
             sub = Submission(
                 parsed.student or _safe_student(entry.stem) or "unnamed", entry, "flat", timestamp, None,
@@ -339,10 +367,13 @@ def discover(
             else:
                 keep = best
                 keep.notes.append(f"graded {keep.source!r}: {why} of {len(cands)} files")
-        for c in cands:
+        for c in sorted(cands, key=lambda c: c.source):
+            if c is not keep or keep.problem is not None:
+                keep.ignored.append((c.source, "older" if keep.problem is None else "ambiguous: not graded"))
             if c is not keep:
-                keep.ignored.append((c.source, "older" if keep.problem is None else "ambiguous"))
                 keep.ignored.extend(c.ignored)
+        if keep.problem is not None:
+            keep.source, keep.path = "", None  # nothing graded: no file is named as graded
         keep.late = any(c.late for c in ([keep] if keep.problem is None else cands))
         subs.append(keep)
     return subs

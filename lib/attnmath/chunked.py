@@ -85,7 +85,8 @@ def chunked_attention(q, k, v, *, chunk_size: int, mask=None, bias=None, scale=N
     :math:`O(B\,H\,L\,S)` for plain attention; the arithmetic is the same :math:`O(LSD)`.
     There is no cache and no hand-written backward: a backward pass would need the weights
     of every block again (recompute them, as :func:`attnmath.flash.flash_attention_backward`
-    does). A fully masked row gives zeros. Grouped heads follow ``repeat_interleave``
+    does). A fully masked row gives zeros; ``S = 0`` gives zeros; NaN or :math:`\pm\infty` in
+    ``q``, ``k``, ``v`` raises ``ValueError`` naming the argument (:mod:`attnmath.core`). Grouped heads follow ``repeat_interleave``
     (torch's ``enable_gqa``). Oracle: :func:`attnmath.attention.scaled_dot_product_attention`
     and ``torch.nn.functional.scaled_dot_product_attention`` in float64.
     """

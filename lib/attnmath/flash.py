@@ -119,7 +119,9 @@ def flash_attention_forward(q, k, v, *, block_q: int = 64, block_k: int = 64, ma
     Together with the :math:`O(nD)` inputs and output the total is :math:`O(nD)`; the extra
     state is :math:`O(n)`. The arithmetic is the same :math:`O(LSD)` as plain attention; in the
     causal case, key tiles entirely above the diagonal are skipped (about half the work for
-    ``L = S``). A fully masked row gives ``out = 0`` and ``lse = -inf``. This NumPy version
+    ``L = S``). A fully masked row gives ``out = 0`` and ``lse = -inf``; ``S = 0`` gives zeros.
+    NaN or :math:`\pm\infty` in ``q``, ``k``, ``v`` raises ``ValueError`` naming the argument
+    (the rules of :mod:`attnmath.core`, shared by every exact variant). This NumPy version
     shows the algorithm and its memory; the speed of the paper comes from keeping tiles in GPU
     on-chip memory, which NumPy cannot express. Oracle:
     :func:`attnmath.attention.scaled_dot_product_attention`,

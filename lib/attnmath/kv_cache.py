@@ -12,7 +12,9 @@ One step then costs :math:`O(t D)` per head instead of recomputing all :math:`t`
 cache holds :math:`2\,t\,H_{kv} D` numbers per layer and sequence.
 
 The cache is a NamedTuple of preallocated arrays ``(B, H_kv, S_max, D)`` and a length; the
-functions return a new cache instead of modifying the old one.
+functions return a new cache instead of modifying the old one. The attention follows the rules of
+:mod:`attnmath.core`: NaN or :math:`\pm\infty` in a query, key or value raises ``ValueError``,
+float16 buffers are computed in float32 and returned as float16.
 """
 
 from __future__ import annotations

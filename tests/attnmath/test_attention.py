@@ -252,6 +252,20 @@ def test_repeat_kv_matches_torch_repeat_interleave():
     assert repeat_kv(k, 3) is k
 
 
+@settings(max_examples=30, deadline=None)
+@given(B=st.integers(1, 2), H_kv=st.integers(1, 4), n_rep=st.integers(1, 4), S=st.integers(0, 3))
+def test_repeat_kv_takes_the_query_heads_where_hugging_face_takes_n_rep(B, H_kv, n_rep, S):
+    # Hugging Face's repeat_kv(x, n_rep): a new axis of n_rep copies after the head axis, then
+    # merged into it. Ours takes H = n_rep * H_kv, the number of query heads.
+    _, k, _ = random_qkv(B=B, H=H_kv, L=1, S=S, D=3, seed=S)
+    t = torch.from_numpy(k)
+    hf = t[:, :, None].expand(B, H_kv, n_rep, S, 3).reshape(B, H_kv * n_rep, S, 3).numpy()
+    np.testing.assert_array_equal(repeat_kv(k, n_rep * H_kv), hf)
+    if H_kv > 1:  # H must be a multiple of H_kv: n_rep is not a valid H
+        with pytest.raises(ValueError, match="multiple of the H_kv"):
+            repeat_kv(k, n_rep * H_kv + 1)
+
+
 def test_dot_product_attention_is_attention_with_scale_one():
     inputs = _make_case(L=4, S=6, D=16, mask=(4, 6), bias=(3, 4, 6), seed=3)
     scale = inputs.pop("scale")

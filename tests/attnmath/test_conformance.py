@@ -17,6 +17,7 @@ child process (small sizes; the interpreter runs every program in Python).
 
 from __future__ import annotations
 
+import re
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -25,12 +26,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from attnmath import attention, chunked, core, flash, kv_cache, linear, sparse, testing
 from attnmath.attention import attention_backward, scaled_dot_product_attention
 from attnmath.chunked import chunked_attention
 from attnmath.flash import flash_attention_backward, flash_attention_forward
-from attnmath.kv_cache import decode_step, kv_cache_append, kv_cache_init, prefill
+from attnmath.kv_cache import KVCache, decode_step, kv_cache_append, kv_cache_init, prefill
 from attnmath.sparse import sliding_window_attention
-from attnmath.testing import sdpa_oracle
+from attnmath.testing import random_qkv, sdpa_oracle
 
 torch = pytest.importorskip("torch")
 
@@ -207,8 +209,12 @@ def _oracle(p: Problem, dtype=np.float64, dout=False):
                        dout=p.dout if dout else None, dtype=dtype)
 
 
-def _check(name: str, actual, expected, torch_half, dtype):
-    """Compare with the float64 oracle under the tolerance of the input ``dtype``."""
+def _check(name: str, actual, expected, torch_half, dtype, ulps: float = 0.0):
+    """Compare with the float64 oracle under the tolerance of the input ``dtype``.
+
+    ``ulps``: float16 units in the last place allowed on top, at the largest expected magnitude,
+    for kernels that round their matmul inputs (P, dS) to float16 by design (Triton).
+    """
     assert actual.shape == expected.shape, f"{name}: shape {actual.shape} != {expected.shape}"
     assert actual.dtype == dtype, f"{name}: dtype {actual.dtype}, expected the input's {dtype}"
     if actual.size == 0:
@@ -216,7 +222,8 @@ def _check(name: str, actual, expected, torch_half, dtype):
     err = float(np.max(np.abs(actual.astype(np.float64) - expected)))
     if dtype == np.float16:
         torch_err = float(np.max(np.abs(torch_half.astype(np.float64) - expected)))
-        bound = 2.0 * torch_err + 2.0**-13 * max(1.0, float(np.max(np.abs(expected))))
+        top = max(1.0, float(np.max(np.abs(expected))))
+        bound = 2.0 * torch_err + 2.0**-13 * top + ulps * float(np.spacing(np.float16(top)))
     else:
         bound = TOL[np.dtype(dtype)] * max(1.0, float(np.max(np.abs(expected))))
     assert err <= bound, f"{name}: max error {err:.3e} > {bound:.3e} (dtype {dtype})"
@@ -334,7 +341,9 @@ def test_triton_kernels_match_the_torch_oracle(triton_kernels, p):
     expected, exp_grads = _oracle(p, dout=True)
     half = _oracle(p, np.float16, dout=True) if p.q.dtype == np.float16 else (None, (None,) * 3)
     dtype = p.q.dtype
-    _check("out", out.cpu().numpy(), expected, half[0], dtype)
+    # The kernels feed P and dS to tensor-core matmuls in the input's dtype (as flash kernels
+    # do): up to two float16 ulps more than torch's float16 SDPA, which rounds only at the end.
+    _check("out", out.cpu().numpy(), expected, half[0], dtype, ulps=2)
     for name, actual, exp, h in zip(("dq", "dk", "dv"), grads, exp_grads, half[1]):
         # float32 backward: products in float32 with sums over up to 20 keys of |dS K| <= ~20
         actual = actual.cpu().numpy()
@@ -343,7 +352,7 @@ def test_triton_kernels_match_the_torch_oracle(triton_kernels, p):
             err = float(np.max(np.abs(actual - exp))) if actual.size else 0.0
             assert err <= 1e-4 * max(1.0, float(np.max(np.abs(exp))) if exp.size else 1.0), (name, err)
         else:
-            _check(name, actual, exp, h, dtype)
+            _check(name, actual, exp, h, dtype, ulps=2)
 
 
 def test_triton_non_finite_inputs_raise_naming_the_argument(triton_kernels):
@@ -361,14 +370,8 @@ def test_triton_non_finite_inputs_raise_naming_the_argument(triton_kernels):
 # dtypes, empty or wrongly shaped arrays, mismatched heads and dims, negative sizes and seeds,
 # non-finite values, another method's cache. Each call must raise TypeError or ValueError whose
 # message names the argument (as a word); a numpy-internal message, another exception type or no
-# exception at all fails. ``PROBES`` maps each function to its valid arguments and the bad values
+# exception at all fails. ``_probes()`` lists each function with its valid arguments and the bad values
 # of each argument; ``_probe_outcomes`` classifies every call.
-
-import re  # noqa: E402
-
-from attnmath import attention, chunked, core, flash, kv_cache, linear, sparse, testing  # noqa: E402
-from attnmath.kv_cache import KVCache  # noqa: E402
-from attnmath.testing import random_qkv  # noqa: E402
 
 _NAN = float("nan")
 

@@ -136,6 +136,17 @@ def test_append_rejects_mismatched_shapes():
         kv_cache_append(cache, np.zeros((2, 2, 1, 3)), np.zeros((2, 2, 2, 3)))
 
 
+@pytest.mark.parametrize("length", [-1, -5, 7])
+def test_append_rejects_a_length_outside_zero_to_s_max(length):
+    cache = kv_cache_init(1, 1, 6, 2)
+    bad = cache._replace(length=length)
+    k_new = np.ones((1, 1, 1, 2))
+    with pytest.raises(ValueError, match="cache.length"):
+        kv_cache_append(bad, k_new, k_new)
+    with pytest.raises(ValueError, match="cache.length"):
+        decode_step(np.ones((1, 1, 1, 2)), bad)
+
+
 def test_append_rejects_something_that_is_not_a_cache():
     with pytest.raises(TypeError, match="cache must be a KVCache"):
         kv_cache_append((np.zeros((1, 1, 2, 2)), np.zeros((1, 1, 2, 2)), 0), np.zeros((1, 1, 1, 2)),

@@ -4,8 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from attnmath.testing import (assert_close, check_gradient, numerical_gradient, random_qkv, to_torch,
-                              uses_reference)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnmath.testing import (assert_close, check_gradient, numerical_gradient, random_qkv,
+                              sdpa_oracle, to_torch, uses_reference)
 
 
 def test_assert_close_accepts_equal_arrays_and_torch_tensors():
@@ -92,3 +95,47 @@ def test_uses_reference_passes_honest_code_and_catches_delegation():
     assert not uses_reference(_own)
     for fn in (direct, via_module, via_helper, via_import, via_torch):
         assert uses_reference(fn), fn.__name__
+
+
+def _softmax_attention_by_hand(q, k, v, allowed, bias, scale):
+    """The definition, row by row in float64: weights e^(s q.k + b) over the allowed keys."""
+    B, H, L, _ = q.shape
+    group = H // k.shape[1]
+    out = np.zeros((B, H, L, v.shape[-1]))
+    for b in range(B):
+        for h in range(H):
+            for i in range(L):
+                keys = np.flatnonzero(allowed[b, h, i] & np.isfinite(bias[b, h, i]))
+                if keys.size == 0:
+                    continue  # a fully masked row: zeros
+                z = scale * k[b, h // group, keys] @ q[b, h, i] + bias[b, h, i, keys]
+                w = np.exp(z - z.max())
+                out[b, h, i] = (w / w.sum()) @ v[b, h // group, keys]
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(L=st.integers(0, 5), S=st.integers(0, 5), H_kv=st.integers(1, 2), group=st.integers(1, 2),
+       causal=st.booleans(), alignment=st.sampled_from(["top_left", "bottom_right"]),
+       window=st.one_of(st.none(), st.integers(1, 4)), use_mask=st.booleans(), use_bias=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_sdpa_oracle_equals_the_definition_with_masks_windows_and_biases(
+        L, S, H_kv, group, causal, alignment, window, use_mask, use_bias, seed):
+    rng = np.random.default_rng(seed)
+    q, k, v = random_qkv(B=2, H=H_kv * group, L=L, S=S, D=3, D_v=2, H_kv=H_kv, seed=seed)
+    mask = rng.random((L, S)) > 0.3 if use_mask else None
+    bias = np.where(rng.random((L, S)) > 0.2, rng.standard_normal((L, S)), -np.inf) if use_bias else None
+    out = sdpa_oracle(q, k, v, mask=mask, bias=bias, scale=0.7, causal=causal,
+                      causal_alignment=alignment, window=window)
+    offset = S - L if alignment == "bottom_right" else 0
+    i, j = np.arange(L)[:, None] + offset, np.arange(S)[None, :]
+    allowed = np.ones((L, S), bool) if mask is None else mask.copy()
+    if causal:
+        allowed &= j <= i
+    if window is not None:
+        allowed &= j > i - window
+    shape = q.shape[:-1] + (S,)
+    full_bias = np.broadcast_to(np.zeros((L, S)) if bias is None else bias, shape)
+    expected = _softmax_attention_by_hand(q, k, v, np.broadcast_to(allowed, shape), full_bias, 0.7)
+    assert_close(out, expected, name="oracle")
+

@@ -40,10 +40,16 @@ def isolation(tmp_path_factory):
 
 
 class CorpusRun:
-    """One ``attngrade`` batch per assignment of the corpus; ``out``/``proc``/``summary`` are 01_softmax's."""
+    """One ``attngrade`` batch per assignment of the corpus.
 
-    def __init__(self, runs: dict, cases):
-        self.runs, self.cases = runs, cases
+    ``rows`` and ``all_cases`` cover every assignment; ``cases``, ``out``, ``proc``, ``summary``
+    and ``db_url`` are 01_softmax's batch.
+    """
+
+    def __init__(self, runs: dict, cases, db_urls: dict):
+        self.runs, self.all_cases = runs, cases
+        self.cases = [c for c in cases if c.assignment == "01_softmax"]
+        self.db_url = db_urls["01_softmax"]
         self.rows = {}
         self.summaries = {}
         for assignment, (out, proc) in runs.items():
@@ -60,7 +66,7 @@ def corpus_run(tmp_path_factory, empty_gradebook) -> CorpusRun:
     """Every corpus case built in nbgrader's layout and graded by one ``attngrade`` command per assignment."""
     base = tmp_path_factory.mktemp("corpus")
     cases = gk.corpus_cases()
-    runs = {}
+    runs, db_urls = {}, {}
     for assignment in sorted({c.assignment for c in cases}):
         submitted = base / assignment / "submitted"
         for case in cases:
@@ -72,4 +78,5 @@ def corpus_run(tmp_path_factory, empty_gradebook) -> CorpusRun:
             assignment, submitted, "--out", out, "--db", db_url, "--jobs", "2", "--timeout", "5"
         )
         runs[assignment] = (out, proc)
-    return CorpusRun(runs, cases)
+        db_urls[assignment] = db_url
+    return CorpusRun(runs, cases, db_urls)

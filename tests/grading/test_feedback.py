@@ -98,16 +98,18 @@ def test_feedback_names_the_kind_of_case_shows_the_code_and_renders_maths(tmp_pa
     proc = gk.run_attngrade("01_softmax", folder, "--out", out, "--no-gradebook", "--jobs", "2")
     assert proc.returncode == 0, proc.stderr[-2000:]
     page = (out / "feedback" / "memory.html").read_text()
-    kinds = {c.kind for p in load_parts(gk.SOLUTIONS / "01_softmax" / "hidden_tests.py").values() for c in make_cases(p)}
+    parts = load_parts(gk.SOLUTIONS / "01_softmax" / "hidden_tests.py").values()
+    kinds = {c.kind for p in parts for c in make_cases(p)}
     assert "the kind of case that failed: memory limit on long rows" in page
     assert "memory limit on long rows" in kinds
     assert html.escape("np.einsum('...ij,...i->...j', J, g)") in page  # the student's own code
     assert page.count("Your code for part") == 1  # only for the failed part
-    assert "graded by your instructor" in page  # an answered written part
+    assert "<td>graded by your instructor</td>" in page  # an answered written part
     # Maths stays verbatim for the local MathJax (no mangled "\,"), loaded from beside the page.
     assert "J = \\mathrm{diag}(p) - p\\,p^\\top" in page
     assert "src='mathjax/tex-chtml.js'" in page and (out / "feedback" / "mathjax" / "tex-chtml.js").is_file()
     page = (out / "feedback" / "raising.html").read_text()
     assert "raised ZeroDivisionError" in page and "is not defined" not in page
-    assert "not answered: 0 of 2 points" in page and "graded by your instructor" not in page
+    assert "Written answer: not answered: 0 of 2 points" in page
+    assert "<td>graded by your instructor</td>" not in page and "Written answer: graded" not in page
     assert "up to" not in page  # nothing promised for an unanswered written part

@@ -11,6 +11,12 @@ import gradingkit as gk
 PARTS = ["test_stable_softmax", "test_softmax_jacobian", "test_softmax_vjp"]
 
 
+def _softmax_run(corpus_run):
+    """The 01_softmax batch of the corpus: its gradebook URL and its cases."""
+    url = f"sqlite:///{corpus_run.out.parent / 'gradebook.db'}"
+    return url, [c for c in corpus_run.cases if c.assignment == "01_softmax"]
+
+
 def _gradebook(url):
     from nbgrader.api import Gradebook
 
@@ -18,11 +24,12 @@ def _gradebook(url):
 
 
 def test_the_gradebook_holds_every_submission_with_its_scores(corpus_run):
-    with _gradebook(corpus_run.db_url) as gb:
+    url, cases = _softmax_run(corpus_run)
+    with _gradebook(url) as gb:
         assignment = gb.find_assignment("01_softmax")
         assert {n.name for n in assignment.notebooks} == {"softmax"}
         assert assignment.max_score == 10.0  # 8 autograded + 2 written, from the release
-        for case in corpus_run.cases:
+        for case in cases:
             sub = gb.find_submission_notebook("softmax", "01_softmax", case.name)
             grades = {g.name: g for g in sub.grades}
             assert {g: grades[g].auto_score for g in PARTS} == case.expect, case.name
@@ -34,7 +41,7 @@ def test_the_gradebook_holds_every_submission_with_its_scores(corpus_run):
 
 def test_the_autograded_notebooks_are_the_rebuilt_release(corpus_run):
     folder = corpus_run.out / "autograded"
-    for case in corpus_run.cases:
+    for case in _softmax_run(corpus_run)[1]:
         path = folder / case.name / "01_softmax" / "softmax.ipynb"
         if case.status in ("missing", "malformed"):
             assert not path.exists()
@@ -53,7 +60,7 @@ def test_the_autograded_notebooks_are_the_rebuilt_release(corpus_run):
 
 def test_regrading_keeps_manual_scores_and_marks_them_for_review(corpus_run, tmp_path):
     db_path = tmp_path / "gradebook.db"
-    shutil.copy(corpus_run.db_url.removeprefix("sqlite:///"), db_path)
+    shutil.copy(_softmax_run(corpus_run)[0].removeprefix("sqlite:///"), db_path)
     url = f"sqlite:///{db_path}"
     with _gradebook(url) as gb:
         grade = gb.find_grade("test_softmax_jacobian", "softmax", "01_softmax", "39_warnings_and_prints")

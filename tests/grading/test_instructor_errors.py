@@ -27,17 +27,21 @@ def _flat(folder, notebooks: dict):
         ("missing path", ["no such file or folder", "give the folder or zip"]),
         ("empty folder", ["no notebooks found", "<student>/01_softmax/softmax.ipynb"]),
         ("unknown assignment", ["unknown assignment '01_sofmax'", "01_softmax", "05_multihead"]),
+        ("bad shard", ["--shard '3/2'", "i must be from 1 to n"]),
     ],
 )
 def test_an_instructor_error_is_a_clear_non_zero_exit_and_writes_nothing(tmp_path, case, words):
-    assignment, target = "01_softmax", tmp_path / "submissions"
+    assignment, target, extra = "01_softmax", tmp_path / "submissions", []
     if case == "empty folder":
         target.mkdir()
         (target / "readme.txt").write_text("nothing here")
     elif case == "unknown assignment":
         assignment = "01_sofmax"
         _flat(target, {"alice.ipynb": gk.release("01_softmax")})
-    proc, out = _run(tmp_path, assignment, target)
+    elif case == "bad shard":
+        extra = ["--shard", "3/2"]
+        _flat(target, {"alice.ipynb": gk.release("01_softmax")})
+    proc, out = _run(tmp_path, assignment, target, *extra)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     for word in words:
         assert word in proc.stderr, (word, proc.stderr)

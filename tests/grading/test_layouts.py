@@ -133,11 +133,21 @@ def _names(tmp_path, notebooks, names, kind="right"):
 
 
 def test_distinct_file_names_never_merge(tmp_path, notebooks):
-    names = ["s_1001.ipynb", "s_1002.ipynb", "team-01.ipynb", "team-02.ipynb", "alice_2.ipynb", "alice_3.ipynb"]
+    names = [f"{n}.ipynb" for n in ("s_1001", "s_1002", "team-01", "team-02", "alice_2", "alice_3")]
     _names(tmp_path, notebooks, names)
     subs = discover(tmp_path, "01_softmax", "softmax")
     assert sorted(s.student for s in subs) == sorted(n[:-6] for n in names)
     assert all(s.problem is None and not s.ignored for s in subs)
+
+
+def test_numbered_names_keep_their_number_when_the_folder_uses_the_notebook_suffix(tmp_path, notebooks):
+    """``student_01_softmax`` is ``student_01`` beside ``student_00_softmax``, not ``student``."""
+    _names(tmp_path, notebooks, [f"student_{i:02d}_softmax.ipynb" for i in range(3)])
+    assert [s.student for s in discover(tmp_path, "01_softmax", "softmax")] == [
+        "student_00", "student_01", "student_02"]
+    other = tmp_path / "long"
+    _names(other, notebooks, ["alice_01_softmax.ipynb", "bob_01_softmax.ipynb"])
+    assert [s.student for s in discover(other, "01_softmax", "softmax")] == ["alice", "bob"]
 
 
 def test_two_names_giving_one_id_are_ambiguous_not_dropped(tmp_path, notebooks):
@@ -182,6 +192,9 @@ def test_equal_times_are_a_reported_tie_not_a_guess(tmp_path, notebooks):
     (sub,) = discover(archive, "01_softmax", "softmax", workdir=str(work))
     assert sub.problem[0] == "ambiguous"
     assert "alice.ipynb" in sub.problem[1] and "alice (1).ipynb" in sub.problem[1]
+    assert sub.source == "" and sub.path is None
+    why = "ambiguous: not graded"
+    assert sub.ignored == [("alice (1).ipynb", why), ("alice.ipynb", why)]
 
 
 def test_the_lms_submission_id_beats_the_file_time_and_the_late_marker_is_kept(tmp_path, notebooks):
@@ -201,7 +214,9 @@ def test_other_notebooks_in_an_nbgrader_folder_are_listed_as_ignored(tmp_path, n
     assert sub.ignored == [("carol/01_softmax/softmax-Copy1.ipynb", "not the released name softmax.ipynb")]
 
 
-def test_a_class_from_a_zip_is_graded_with_the_right_file_for_each_student(tmp_path, notebooks, empty_gradebook):
+def test_a_class_from_a_zip_is_graded_with_the_right_file_for_each_student(
+    tmp_path, notebooks, empty_gradebook
+):
     """The issue's class in small: resubmissions, a tie, a late marker, ids that must not merge."""
     archive = tmp_path / "class.zip"
     old, new = (2026, 11, 1, 9, 0, 0), (2026, 11, 20, 9, 0, 0)
@@ -229,13 +244,15 @@ def test_a_class_from_a_zip_is_graded_with_the_right_file_for_each_student(tmp_p
         "tie": ("ambiguous", "0"),
         "dora": ("graded", "8"),
     }
-    assert rows["alice"]["file"] == "alice (1).ipynb" and rows["alice"]["ignored_files"] == "alice.ipynb (older)"
+    assert rows["alice"]["file"] == "alice (1).ipynb"
+    assert rows["alice"]["ignored_files"] == "alice.ipynb (older)"
     assert rows["dora"]["late"] == "marked late by the LMS"
     assert rows["alice"]["timestamp"] == "2026-11-20 09:00:00.000000 UTC"
     feedback = (out / "feedback" / "alice.html").read_text()
     assert "alice (1).ipynb" in feedback and "alice.ipynb</code> (older)" in feedback
     summary = (out / "summary.html").read_text()
-    assert "alice (1).ipynb" in summary and "alice.ipynb</code> (older)" in summary and "tie (1).ipynb" in summary
+    for text in ("alice (1).ipynb", "alice.ipynb</code> (older)", "tie (1).ipynb"):
+        assert text in summary
     from nbgrader.api import Gradebook
 
     with Gradebook(url, course_id="attnmath") as gb:

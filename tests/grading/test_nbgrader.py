@@ -104,7 +104,8 @@ def test_the_late_policy_is_applied_from_the_timestamps(course, tmp_path):
     )
     (late / "nbgrader_config.py").write_text(config)
     submitted = late / "submitted"
-    for student, stamp in (("solution", "2026-11-21 11:00:00 UTC"), ("alternative", "2026-11-21 13:00:00 UTC")):
+    stamps = {"solution": "2026-11-21 11:00:00 UTC", "alternative": "2026-11-21 13:00:00 UTC"}
+    for student, stamp in stamps.items():
         (submitted / student / "01_softmax" / "timestamp.txt").write_text(stamp)
     for folder in submitted.iterdir():
         if folder.name not in ("solution", "alternative"):

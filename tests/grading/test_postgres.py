@@ -71,3 +71,44 @@ def test_grading_into_postgresql(pg_schema_url, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     with Gradebook(database_url(pg_schema_url), course_id="attnmath") as gb:
         assert len(gb.assignment_submissions("01_softmax")) == 3
+
+
+def test_two_hosts_grade_one_class_into_one_postgresql_gradebook(pg_schema_url, tmp_path):
+    """``--shard 1/2`` and ``--shard 2/2`` at once, as two grading hosts would run them."""
+    import subprocess
+    import sys
+
+    from attngrade.cli import shard_of
+
+    rel = gk.release("01_softmax")
+    right = gk.fill_any(rel, gk.solution_answers("01_softmax"))
+    folder = tmp_path / "flat"
+    folder.mkdir()
+    students = [f"student_{i:02d}" for i in range(8)]
+    for i, student in enumerate(students):
+        nbformat.write(right if i % 2 == 0 else rel, folder / f"{student}.ipynb")
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "attngrade", "01_softmax", str(folder),
+             "--out", str(tmp_path / f"host{i}"), "--db", pg_schema_url, "--jobs", "1", "--shard", f"{i}/2",
+             "--autograded-dir", str(tmp_path / "autograded")],
+            cwd=gk.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for i in (1, 2)
+    ]
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=600)
+        assert p.returncode == 0, stdout[-2000:] + stderr[-2000:]
+    shares = [set(gk.read_grades(tmp_path / f"host{i}")) for i in (1, 2)]
+    assert shares[0].isdisjoint(shares[1]) and shares[0] | shares[1] == set(students)
+    assert shares[0] == {s for s in students if shard_of(s, 2) == 1}
+    from nbgrader.api import Gradebook
+
+    from attngrade.gradebook import database_url
+
+    with Gradebook(database_url(pg_schema_url), course_id="attnmath") as gb:
+        scores = {s.student.id: s.score for s in gb.assignment_submissions("01_softmax")}
+    assert scores == {s: (8.0 if i % 2 == 0 else 0.0) for i, s in enumerate(students)}
+    assert {p.name for p in (tmp_path / "autograded").iterdir()} == set(students)
