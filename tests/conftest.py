@@ -63,6 +63,23 @@ def requirements_of(item: pytest.Item) -> list[str]:
 
 _missing: dict[str, int] = {}
 
+# Expensive session- or module-scoped fixtures: every test that uses one runs on the same
+# pytest-xdist worker (``--dist loadgroup``), so each is built once per run.
+XDIST_GROUP_BY_FIXTURE = {"corpus_run": "grading-corpus"}  # (tests/exercises groups its own, per assignment)
+XDIST_GROUP_BY_FILE = {"tests/grading/test_nbgrader.py": "grading-nbgrader"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(True for _ in item.iter_markers("xdist_group")):
+            continue
+        group = XDIST_GROUP_BY_FILE.get(Path(str(item.path)).relative_to(ROOT).as_posix())
+        for name in getattr(item, "fixturenames", ()):
+            group = group or XDIST_GROUP_BY_FIXTURE.get(name)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -60,6 +60,14 @@ def merge_cases(rng):
     return cases
 
 
+def _kind(H, L, causal):
+    """The kind of a case, for the student's feedback: no shapes, no values."""
+    return ", ".join(
+        ["causal" if causal else "not causal", "one head" if H == 1 else "several heads"]
+        + (["one token"] if L == 1 else [])
+    )
+
+
 def forward_cases(rng):
     cases = []
     vis = np.random.default_rng(0)
@@ -67,25 +75,25 @@ def forward_cases(rng):
     ws = tuple(vis.standard_normal((6, 6)) * 0.5 for _ in range(4))
     for H, causal in [(2, False), (1, False), (2, True)]:
         cases.append(Case((x, *ws, H), {"causal": causal}, f"visible H={H} causal={causal}",
-                          _forward(x, *ws, H, causal)[0]))
+                          _forward(x, *ws, H, causal)[0], kind="a visible self-check"))
     for (B, L, C, H) in [(2, 5, 12, 3), (1, 1, 4, 2), (3, 7, 6, 1), (2, 6, 8, 8), (2, 9, 16, 4), (1, 3, 5, 5)]:
         for causal in (False, True):
             x = rng.standard_normal((B, L, C))
             ws = _weights(rng, C, H)
             cases.append(Case((x, *ws, H), {"causal": causal}, f"B={B} L={L} C={C} H={H} causal={causal}",
-                              _forward(x, *ws, H, causal)[0]))
+                              _forward(x, *ws, H, causal)[0], kind=_kind(H, L, causal)))
     # Value width different from the query/key width, and an output width equal to C.
     x = rng.standard_normal((2, 5, 8))
     ws = _weights(rng, 8, 2, D=3, D_v=5)
     for causal in (False, True):
         cases.append(Case((x, *ws, 2), {"causal": causal}, f"D=3 D_v=5 causal={causal}",
-                          _forward(x, *ws, 2, causal)[0]))
+                          _forward(x, *ws, 2, causal)[0], kind="head widths other than C / H"))
     # Scores in the thousands: a softmax that does not subtract the maximum overflows.
     x = 60.0 * rng.standard_normal((2, 6, 8))
     ws = _weights(rng, 8, 2, scale=1.0)
     for causal in (False, True):
         cases.append(Case((x, *ws, 2), {"causal": causal}, f"large scores causal={causal}",
-                          _forward(x, *ws, 2, causal)[0], tol=1e-8))
+                          _forward(x, *ws, 2, causal)[0], tol=1e-8, kind="scores in the thousands"))
     return cases
 
 
@@ -120,18 +128,20 @@ def backward_cases(rng):
     vis = np.random.default_rng(2)
     x, dout = vis.standard_normal((2, 3, 4)), vis.standard_normal((2, 3, 4))
     ws = tuple(vis.standard_normal((4, 4)) * 0.5 for _ in range(4))
-    cases.append(Case((x, *ws, 2, dout), {"causal": True}, "visible", _grads(x, *ws, 2, dout, True), tol=1e-8))
+    cases.append(Case((x, *ws, 2, dout), {"causal": True}, "visible", _grads(x, *ws, 2, dout, True), tol=1e-8,
+                      kind="a visible self-check"))
     cases.append(Case((x[:, :1], *ws, 2, dout[:, :1]), {}, "visible one token",
-                      _grads(x[:, :1], *ws, 2, dout[:, :1]), tol=1e-8))
+                      _grads(x[:, :1], *ws, 2, dout[:, :1]), tol=1e-8, kind="a visible self-check"))
     for (B, L, C, H) in [(2, 5, 12, 3), (1, 1, 4, 2), (3, 6, 6, 1), (2, 4, 8, 8), (1, 7, 10, 5)]:
         for causal in (False, True):
             x, dout = rng.standard_normal((B, L, C)), rng.standard_normal((B, L, C))
             ws = _weights(rng, C, H)
             cases.append(Case((x, *ws, H, dout), {"causal": causal}, f"B={B} L={L} C={C} H={H} causal={causal}",
-                              _grads(x, *ws, H, dout, causal), tol=1e-8))
+                              _grads(x, *ws, H, dout, causal), tol=1e-8, kind=_kind(H, L, causal)))
     x, dout = rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 5, 8))
     ws = _weights(rng, 8, 2, D=3, D_v=5)
-    cases.append(Case((x, *ws, 2, dout), {"causal": True}, "D=3 D_v=5", _grads(x, *ws, 2, dout, True), tol=1e-8))
+    cases.append(Case((x, *ws, 2, dout), {"causal": True}, "D=3 D_v=5", _grads(x, *ws, 2, dout, True), tol=1e-8,
+                      kind="head widths other than C / H"))
     return cases
 
 
