@@ -43,8 +43,8 @@ pdf: $(STAMP)
 	$(BIN)/python book/_ext/make_pdf.py --out _build/pdf/book.pdf
 
 # Tests run in parallel (pytest-xdist, one worker per CPU); tests that share one throw-away build
-# are kept on one worker (--dist loadgroup). The slowest tests are listed at the end.
-PYTEST := $(BIN)/python -m pytest -n auto --dist loadgroup --durations=15
+# are kept on one worker (tests/conftest.py schedules them). The slowest tests are listed last.
+PYTEST := $(BIN)/python -m pytest -n auto --durations=15
 
 test: $(STAMP)
 	$(PYTEST)

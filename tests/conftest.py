@@ -12,6 +12,7 @@ Builds that several test modules share across pytest-xdist workers are in ``test
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -61,24 +62,43 @@ def requirements_of(item: pytest.Item) -> list[str]:
     return sorted(set(needs))
 
 
-_missing: dict[str, int] = {}
+# pytest-xdist: the tests that share an expensive session- or module-scoped build run on one
+# worker, so each is built once per run (xdist's own ``--dist loadgroup`` cannot be used: with
+# pytest 9 its group suffix is lost). A group is a file, or an assignment of tests/exercises;
+# every other test is scheduled on its own. The book is shared through a file lock instead
+# (tests/support.py), so the book and browser tests may run on every worker.
+XDIST_GROUP_FILES = {
+    # the corpus batch (fixture corpus_run, tests/grading/conftest.py)
+    "tests/grading/test_corpus.py": "grading-corpus",
+    "tests/grading/test_feedback.py": "grading-corpus",
+    "tests/grading/test_gradebook.py": "grading-corpus",
+    # one nbgrader course graded by stock nbgrader and attngrade
+    "tests/grading/test_nbgrader.py": "grading-nbgrader",
+}
+_ASSIGNMENT_PARAM = re.compile(r"\[(\d\d_[A-Za-z0-9_]+)\]$")
 
-# Expensive session- or module-scoped fixtures: every test that uses one runs on the same
-# pytest-xdist worker (``--dist loadgroup``), so each is built once per run.
-XDIST_GROUP_BY_FIXTURE = {"corpus_run": "grading-corpus"}  # (tests/exercises groups its own, per assignment)
-XDIST_GROUP_BY_FILE = {"tests/grading/test_nbgrader.py": "grading-nbgrader"}
+
+def xdist_scope(nodeid: str) -> str:
+    """The scheduling unit of a test: its group, or the test itself."""
+    path, _, rest = nodeid.partition("::")
+    if path in XDIST_GROUP_FILES:
+        return XDIST_GROUP_FILES[path]
+    if path == "tests/exercises/test_assignments.py":
+        match = _ASSIGNMENT_PARAM.search(rest)
+        if match:  # the assignment's course is generated and autograded once (fixture graded)
+            return f"exercises-{match.group(1)}"
+    return nodeid
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if any(True for _ in item.iter_markers("xdist_group")):
-            continue
-        group = XDIST_GROUP_BY_FILE.get(Path(str(item.path)).relative_to(ROOT).as_posix())
-        for name in getattr(item, "fixturenames", ()):
-            group = group or XDIST_GROUP_BY_FIXTURE.get(name)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -89,7 +109,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if finder() is None:
             if in_ci():
                 pytest.fail(f"{message} (required under CI=true)", pytrace=False)
-            _missing[need] = _missing.get(need, 0) + 1
             pytest.skip(message)
 
 

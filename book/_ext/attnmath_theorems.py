@@ -23,7 +23,9 @@ class TheoremList(SphinxDirective):
     has_content = False
 
     def run(self):
-        return [theorem_list("")]
+        # The titles' formulas are added when the page is resolved; an empty formula in the
+        # placeholder tells Sphinx now that the page has mathematics, so that it loads MathJax.
+        return [theorem_list("", nodes.math("", ""))]
 
 
 def _titles(env, docname):

@@ -373,7 +373,7 @@ def discover(
             if c is not keep:
                 keep.ignored.extend(c.ignored)
         if keep.problem is not None:
-            keep.source, keep.path = "", None  # nothing graded: no file is named as graded
+            keep.source, keep.path, keep.timestamp = "", None, None  # nothing graded, no file named
         keep.late = any(c.late for c in ([keep] if keep.problem is None else cands))
         subs.append(keep)
     return subs

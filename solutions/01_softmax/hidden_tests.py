@@ -14,11 +14,13 @@ def softmax_cases(rng):
     cases = [Case((z,), {}, "visible", ref.softmax(z), kind="a visible self-check")
              for z in (np.array([1.0, 2.0, 3.0]), np.array([1000.0, 0.0]))]
     rows = np.array([[1.0, 2.0], [3.0, 5.0]])
-    cases.append(Case((rows,), {"axis": 0}, "visible axis 0", ref.softmax(rows, axis=0), kind="a visible self-check"))
+    cases.append(Case((rows,), {"axis": 0}, "visible axis 0", ref.softmax(rows, axis=0),
+                      kind="a visible self-check"))
     for shape, axis in [((7,), -1), ((4, 9), -1), ((4, 9), 0), ((2, 3, 5), 1), ((3, 4, 2), -3), ((1, 1), -1)]:
         x = rng.normal(scale=8.0, size=shape)
         kind = "another shape, last axis" if axis in (-1, len(shape) - 1) else "another axis"
-        cases.append(Case((x,), {"axis": axis}, f"shape {shape} axis {axis}", ref.softmax(x, axis=axis), kind=kind))
+        cases.append(Case((x,), {"axis": axis}, f"shape {shape} axis {axis}", ref.softmax(x, axis=axis),
+                          kind=kind))
     for dtype, tol in [(np.float16, 5e-3), (np.float32, 1e-3)]:
         x = np.array([[1e4, -1e4, 0.0, 9990.0], [-1e4, -1e4, -1e4, -1e4], [3.0, 3.0, 3.0, 3.0]], dtype=dtype)
         cases.append(Case((x,), {"axis": -1}, f"extreme {dtype.__name__}", ref.softmax(x.astype(np.float64)), tol,

@@ -41,22 +41,23 @@ def _weights(rng, C, H, D=None, D_v=None, H_kv=None, scale=0.5):
 
 def split_cases(rng):
     x = np.arange(2 * 3 * 6, dtype=float).reshape(2, 3, 6)
-    cases = [Case((x, 3), {}, "visible", ref.split_heads(x, 3)),
-             Case((x, 1), {}, "visible H=1", ref.split_heads(x, 1))]
+    cases = [Case((x, 3), {}, "visible", ref.split_heads(x, 3), kind="a visible self-check"),
+             Case((x, 1), {}, "visible H=1", ref.split_heads(x, 1), kind="a visible self-check")]
     for shape, H in [((2, 5, 12), 4), ((1, 1, 4), 4), ((3, 7, 6), 2), ((2, 3, 10), 5), ((1, 4, 9), 3)]:
         x = rng.standard_normal(shape)
-        cases.append(Case((x, H), {}, f"shape {shape} H={H}", ref.split_heads(x, H)))
+        cases.append(Case((x, H), {}, f"shape {shape} H={H}", ref.split_heads(x, H),
+                          kind="another shape and head count"))
     x = rng.standard_normal((2, 3, 8)).astype(np.float32)
-    cases.append(Case((x, 2), {}, "float32", ref.split_heads(x, 2)))
+    cases.append(Case((x, 2), {}, "float32", ref.split_heads(x, 2), kind="float32 input"))
     return cases
 
 
 def merge_cases(rng):
     heads = np.arange(2 * 3 * 4 * 2, dtype=float).reshape(2, 3, 4, 2)
-    cases = [Case((heads,), {}, "visible", ref.merge_heads(heads))]
+    cases = [Case((heads,), {}, "visible", ref.merge_heads(heads), kind="a visible self-check")]
     for shape in [(1, 1, 1, 1), (3, 2, 4, 5), (2, 6, 3, 1), (1, 1, 7, 3), (2, 4, 5, 2)]:
         h = rng.standard_normal(shape)
-        cases.append(Case((h,), {}, f"shape {shape}", ref.merge_heads(h)))
+        cases.append(Case((h,), {}, f"shape {shape}", ref.merge_heads(h), kind="another shape"))
     return cases
 
 
@@ -103,15 +104,18 @@ def numerical_cases(rng):
     x, dout = vis.standard_normal((1, 3, 4)), vis.standard_normal((1, 3, 4))
     ws = tuple(vis.standard_normal((4, 4)) * 0.5 for _ in range(4))
     grads = _grads(x, *ws, 2, dout, True)
-    cases.append(Case((x, *ws, 2, dout, "w_q"), {"causal": True}, "visible w_q", grads[1], tol=1e-5))
-    cases.append(Case((x, *ws, 2, dout, "x"), {}, "visible x", _grads(x, *ws, 2, dout)[0], tol=1e-5))
+    cases.append(Case((x, *ws, 2, dout, "w_q"), {"causal": True}, "visible w_q", grads[1], tol=1e-5,
+                      kind="a visible self-check"))
+    cases.append(Case((x, *ws, 2, dout, "x"), {}, "visible x", _grads(x, *ws, 2, dout)[0], tol=1e-5,
+                      kind="a visible self-check"))
     for (B, L, C, H), causal in [((2, 3, 4, 2), False), ((1, 4, 6, 3), True), ((2, 2, 3, 1), True)]:
         x, dout = rng.standard_normal((B, L, C)), rng.standard_normal((B, L, C))
         ws = _weights(rng, C, H)
         grads = _grads(x, *ws, H, dout, causal)
         for name, g in zip(GRAD_NAMES, grads):
             cases.append(Case((x, *ws, H, dout, name), {"causal": causal},
-                              f"B={B} L={L} C={C} H={H} causal={causal} wrt={name}", g, tol=1e-5))
+                              f"B={B} L={L} C={C} H={H} causal={causal} wrt={name}", g, tol=1e-5,
+                              kind=f"gradient with respect to {name}" + (", causal" if causal else "")))
     return cases
 
 
@@ -151,20 +155,22 @@ def gqa_cases(rng):
     w_q, w_o = vis.standard_normal((8, 8)) * 0.5, vis.standard_normal((8, 8)) * 0.5
     w_k, w_v = vis.standard_normal((8, 4)) * 0.5, vis.standard_normal((8, 4)) * 0.5
     cases = [Case((x, w_q, w_k, w_v, w_o, 4, 2), {}, "visible",
-                  _forward(x, w_q, w_k, w_v, w_o, 4, H_kv=2)[0]),
+                  _forward(x, w_q, w_k, w_v, w_o, 4, H_kv=2)[0], kind="a visible self-check"),
              Case((x[:, :1], w_q, w_k, w_v, w_o, 4, 2), {}, "visible one token",
-                  _forward(x[:, :1], w_q, w_k, w_v, w_o, 4, H_kv=2)[0])]
+                  _forward(x[:, :1], w_q, w_k, w_v, w_o, 4, H_kv=2)[0], kind="a visible self-check")]
     for (B, L, C, H, H_kv) in [(2, 5, 12, 6, 3), (1, 4, 8, 4, 1), (2, 6, 8, 4, 4), (3, 3, 16, 8, 2), (1, 1, 6, 6, 2)]:
         for causal in (False, True):
             x = rng.standard_normal((B, L, C))
             ws = _weights(rng, C, H, H_kv=H_kv)
             cases.append(Case((x, *ws, H, H_kv), {"causal": causal},
                               f"B={B} L={L} C={C} H={H} H_kv={H_kv} causal={causal}",
-                              _forward(x, *ws, H, causal, H_kv=H_kv)[0]))
+                              _forward(x, *ws, H, causal, H_kv=H_kv)[0],
+                              kind=_kind(H, L, causal)
+                              + (", grouped key-value heads" if H_kv < H else ", one key-value head per head")))
     x = 60.0 * rng.standard_normal((2, 5, 8))
     ws = _weights(rng, 8, 4, H_kv=2, scale=1.0)
     cases.append(Case((x, *ws, 4, 2), {"causal": True}, "large scores", _forward(x, *ws, 4, True, H_kv=2)[0],
-                      tol=1e-8))
+                      tol=1e-8, kind="scores in the thousands"))
     return cases
 
 

@@ -48,28 +48,34 @@ def visible_softmax_inputs():
 
 def softmax_cases(rng):
     x, rows = visible_softmax_inputs()
-    cases = [Case((x, 2), {}, "visible vector", chunked.online_softmax(x, block_size=2))]
-    cases += [Case((rows, b), {}, f"visible rows, block {b}", chunked.online_softmax(rows, block_size=b))
+    cases = [Case((x, 2), {}, "visible vector", chunked.online_softmax(x, block_size=2),
+                  kind="a visible self-check")]
+    cases += [Case((rows, b), {}, f"visible rows, block {b}", chunked.online_softmax(rows, block_size=b),
+                   kind="a visible self-check")
               for b in (1, 3)]
     for shape in [(1,), (37,), (4, 9), (2, 3, 16)]:
         x = rng.normal(scale=5.0, size=shape)
         n = shape[-1]
         for b in sorted({1, 2, 3, 7, n, n + 5}):
-            cases.append(Case((x, b), {}, f"shape {shape} block {b}", chunked.online_softmax(x, block_size=b)))
+            cases.append(Case((x, b), {}, f"shape {shape} block {b}", chunked.online_softmax(x, block_size=b),
+                              kind="another shape and block size"))
     x = rng.normal(scale=3.0, size=(6, 20))
     x[rng.random((6, 20)) < 0.5] = -np.inf  # masked entries, whole blocks of them
     x[:, 13] = rng.normal(size=6)  # one finite entry per row, late in the row
     x[2, :13] = -np.inf
     for b in (1, 4, 6):
-        cases.append(Case((x, b), {}, f"masked, block {b}", chunked.online_softmax(x, block_size=b)))
+        cases.append(Case((x, b), {}, f"masked, block {b}", chunked.online_softmax(x, block_size=b),
+                          kind="rows with masked entries"))
     x = np.array([[1e4, -1e4, 0.0, 9990.0, 1e4 - 1.0], [-1e4, -1e4, -1e4, -1e4, -1e4]])
-    cases.append(Case((x, 2), {}, "extreme float64", chunked.online_softmax(x, block_size=2)))
+    cases.append(Case((x, 2), {}, "extreme float64", chunked.online_softmax(x, block_size=2),
+                      kind="rows of +-1e4"))
     # float32 spacing near 1e4 is 1e-3: a log-sum-exp formula exp(x - lse) is accurate to about that.
     cases.append(Case((x.astype(np.float32), 2), {}, "extreme float32", chunked.online_softmax(x, block_size=2),
-                      tol=1e-3))
+                      tol=1e-3, kind="rows of +-1e4, float32 input"))
     # Increasing maxima in every block: the rescaling is used at every step.
     x = np.linspace(-50.0, 700.0, 31)
-    cases.append(Case((x, 4), {}, "rising logits", chunked.online_softmax(x, block_size=4)))
+    cases.append(Case((x, 4), {}, "rising logits", chunked.online_softmax(x, block_size=4),
+                      kind="a larger maximum in every block"))
     return cases
 
 
@@ -88,7 +94,8 @@ def _forward(q, k, v, bq, bk, causal):
 
 def forward_cases(rng):
     q, k, v = visible_forward_inputs()
-    cases = [Case((q, k, v, 2, 3), {"causal": c}, f"visible causal={c}", _forward(q, k, v, 2, 3, c))
+    cases = [Case((q, k, v, 2, 3), {"causal": c}, f"visible causal={c}", _forward(q, k, v, 2, 3, c),
+                  kind="a visible self-check")
              for c in (False, True)]
     for lead, L, S, D, D_v, bq, bk in [((), 7, 7, 4, 4, 3, 2), ((2, 3), 10, 13, 8, 5, 4, 5),
                                        ((1, 2), 13, 6, 3, 2, 5, 4), ((2,), 9, 16, 4, 4, 16, 3),
@@ -96,19 +103,22 @@ def forward_cases(rng):
         q, k, v = _qkv(rng, lead, L, S, D, D_v)
         for c in (False, True):
             cases.append(Case((q, k, v, bq, bk), {"causal": c}, f"{lead} L={L} S={S} tiles {bq}x{bk} causal={c}",
-                              _forward(q, k, v, bq, bk, c)))
+                              _forward(q, k, v, bq, bk, c),
+                              kind="another shape and tile size" + (", causal" if c else "")))
     q, k, v = _qkv(rng, (2,), 11, 9, 4, 4, scale=30.0)  # scores in the thousands
     for c in (False, True):
-        cases.append(Case((q, k, v, 4, 3), {"causal": c}, f"huge scores causal={c}", _forward(q, k, v, 4, 3, c)))
+        cases.append(Case((q, k, v, 4, 3), {"causal": c}, f"huge scores causal={c}", _forward(q, k, v, 4, 3, c),
+                          kind="scores in the thousands" + (", causal" if c else "")))
     q, k, v = _qkv(rng, (2,), 12, 10, 8, 4, dtype=np.float32)
     q64, k64, v64 = (a.astype(np.float64) for a in (q, k, v))
-    cases.append(Case((q, k, v, 5, 4), {"causal": True}, "float32", _forward(q64, k64, v64, 5, 4, True), tol=1e-4))
+    cases.append(Case((q, k, v, 5, 4), {"causal": True}, "float32", _forward(q64, k64, v64, 5, 4, True), tol=1e-4,
+                      kind="float32 input, causal"))
     # Memory: tiles of 100 x 128 and 64 x 96 over L = S = 2048.
     q, k, v = _qkv(rng, (1,), 2048, 2048, 16, 16)
     cases.append(Case((q, k, v, 100, 128), {}, "memory", _forward(q, k, v, 100, 128, False),
-                      max_peak_bytes=3 * MiB))
+                      max_peak_bytes=3 * MiB, kind="memory limit on long rows"))
     cases.append(Case((q, k, v, 64, 96), {"causal": True}, "memory causal", _forward(q, k, v, 64, 96, True),
-                      max_peak_bytes=3 * MiB))
+                      max_peak_bytes=3 * MiB, kind="memory limit on long rows, causal"))
     return cases
 
 
@@ -129,22 +139,27 @@ def visible_backward_inputs():
 
 def backward_cases(rng):
     q, k, v, dout = visible_backward_inputs()
-    cases = [_backward_case(q, k, v, dout, 2, 3, c, f"visible causal={c}") for c in (False, True)]
+    cases = [_backward_case(q, k, v, dout, 2, 3, c, f"visible causal={c}", kind="a visible self-check")
+             for c in (False, True)]
     for lead, L, S, D, D_v, bq, bk in [((), 7, 7, 4, 4, 3, 2), ((2, 3), 10, 13, 8, 5, 4, 5),
                                        ((1, 2), 13, 6, 3, 2, 5, 4), ((2,), 9, 16, 4, 4, 16, 3),
                                        ((), 1, 1, 1, 1, 1, 1), ((), 6, 11, 2, 3, 1, 1)]:
         q, k, v = _qkv(rng, lead, L, S, D, D_v)
         dout = rng.standard_normal(lead + (L, D_v))
         for c in (False, True):
-            cases.append(_backward_case(q, k, v, dout, bq, bk, c, f"{lead} L={L} S={S} tiles {bq}x{bk} causal={c}"))
+            cases.append(_backward_case(q, k, v, dout, bq, bk, c, f"{lead} L={L} S={S} tiles {bq}x{bk} causal={c}",
+                                        kind="another shape and tile size" + (", causal" if c else "")))
     q, k, v = _qkv(rng, (2,), 11, 9, 4, 4, scale=30.0)
     dout = rng.standard_normal((2, 11, 4))
-    cases.append(_backward_case(q, k, v, dout, 4, 3, True, "huge scores", tol=1e-8))
+    cases.append(_backward_case(q, k, v, dout, 4, 3, True, "huge scores", tol=1e-8,
+                                kind="scores in the thousands, causal"))
     # Memory: L = S = 2048, tiles 64 x 80 and 128 x 100.
     q, k, v = _qkv(rng, (1,), 2048, 2048, 16, 16)
     dout = rng.standard_normal((1, 2048, 16))
-    cases.append(_backward_case(q, k, v, dout, 64, 80, False, "memory", max_peak_bytes=3 * MiB))
-    cases.append(_backward_case(q, k, v, dout, 128, 100, True, "memory causal", max_peak_bytes=3 * MiB))
+    cases.append(_backward_case(q, k, v, dout, 64, 80, False, "memory", max_peak_bytes=3 * MiB,
+                                kind="memory limit on long rows"))
+    cases.append(_backward_case(q, k, v, dout, 128, 100, True, "memory causal", max_peak_bytes=3 * MiB,
+                                kind="memory limit on long rows, causal"))
     return cases
 
 

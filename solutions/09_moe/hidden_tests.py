@@ -16,6 +16,17 @@ VISIBLE_X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
 VISIBLE_W = np.array([[2.0, 0.0, 1.0], [0.0, 1.0, 3.0]])
 
 
+def _kind(label):
+    """The kind of a case named ``label``, for the student's feedback: no sizes, no values."""
+    if label.startswith("visible"):
+        return "a visible self-check"
+    for start, kind in [("integer ties", "experts with exactly tied probabilities"), ("uniform", "uniform rows"),
+                        ("logits near", "very large or very negative logits"), ("unused", "unused experts")]:
+        if label.startswith(start):
+            return kind
+    return "another router and k"
+
+
 def _routing_inputs(rng):
     """(label, x, w_g, k) for the two routing parts."""
     inputs = [("visible", VISIBLE_X, VISIBLE_W, 2), ("visible k=1", VISIBLE_X, VISIBLE_W, 1),
@@ -61,7 +72,7 @@ def top_k_cases(rng):
     cases = []
     for label, x, w_g, k in _routing_inputs(rng):
         r = ref.top_k_route(ref.softmax_gating(x, w_g), k)
-        cases.append(Case((x, w_g, k), {}, label, (r.expert_index, r.gate), tol=1e-6))
+        cases.append(Case((x, w_g, k), {}, label, (r.expert_index, r.gate), tol=1e-6, kind=_kind(label)))
     return cases
 
 
@@ -69,7 +80,7 @@ def renormalized_cases(rng):
     cases = []
     for label, x, w_g, k in _routing_inputs(rng):
         r = ref.top_k_route_renormalized(ref.softmax_gating(x, w_g), k)
-        cases.append(Case((x, w_g, k), {}, label, (r.expert_index, r.gate), tol=1e-6))
+        cases.append(Case((x, w_g, k), {}, label, (r.expert_index, r.gate), tol=1e-6, kind=_kind(label)))
     return cases
 
 
@@ -96,17 +107,20 @@ def capacity_cases(rng):
                (np.array([[0, 1], [0, 1], [0, 2], [1, 0]]), 3, 0.75),
                (np.array([[0, 1], [0, 1], [0, 2], [1, 0]]), 3, 2.0)]
     for idx, E, cf in visible:
-        cases.append(Case((idx, E, cf), {}, "visible", _kept(idx, E, cf)))
+        cases.append(Case((idx, E, cf), {}, "visible", _kept(idx, E, cf), kind="a visible self-check"))
     # Uneven routers; E a power of two or N K a multiple of E, dyadic factors: no rounding ambiguity.
     for N, E, K in [(16, 4, 1), (16, 4, 2), (24, 8, 3), (12, 6, 2), (9, 3, 1), (32, 8, 2), (10, 2, 2)]:
         x = rng.standard_normal((N, 3))
         w_g = rng.standard_normal((3, E)) + np.linspace(1.5, -1.5, E)[None, :]
         idx = ref.top_k_route(ref.softmax_gating(x, w_g), K).expert_index
         for cf in (0.25, 0.5, 1.0, 1.25, 2.0):
-            cases.append(Case((idx, E, cf), {}, f"N={N} E={E} K={K} factor {cf}", _kept(idx, E, cf)))
-    cases.append(Case((np.zeros((5, 1), dtype=np.int64), 1, 1.0), {}, "one expert", np.ones((5, 1), dtype=bool)))
+            cases.append(Case((idx, E, cf), {}, f"N={N} E={E} K={K} factor {cf}", _kept(idx, E, cf),
+                              kind="another router and capacity factor"))
+    cases.append(Case((np.zeros((5, 1), dtype=np.int64), 1, 1.0), {}, "one expert", np.ones((5, 1), dtype=bool),
+                      kind="a single expert"))
     collapsed = np.tile(np.array([[2, 0]]), (8, 1))
-    cases.append(Case((collapsed, 4, 1.0), {}, "collapsed router", _kept(collapsed, 4, 1.0)))
+    cases.append(Case((collapsed, 4, 1.0), {}, "collapsed router", _kept(collapsed, 4, 1.0),
+                      kind="every token sent to the same experts"))
     return cases
 
 
@@ -123,7 +137,8 @@ def loss_cases(rng):
             inputs.append((f"N={N} E={E} K={K}", probs, ref.top_k_route(probs, K).expert_index))
     probs = ref.softmax_gating(rng.standard_normal((9, 3)), rng.standard_normal((3, 4)))
     inputs.append(("unused experts", probs, np.array([[1, 3]] * 9)))
-    return [Case((p, idx), {}, label, ref.load_balancing_loss(p, idx), tol=1e-9) for label, p, idx in inputs]
+    return [Case((p, idx), {}, label, ref.load_balancing_loss(p, idx), tol=1e-9, kind=_kind(label))
+            for label, p, idx in inputs]
 
 
 PARTS = [

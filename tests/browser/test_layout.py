@@ -8,6 +8,7 @@ artifacts folder (``tests/browser/artifacts/`` or ``$ATTNMATH_ARTIFACTS``).
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -66,7 +67,11 @@ _MEASURE = r"""() => {
     eqnos: Array.from(main.querySelectorAll('.eqno')).map((e) => e.textContent.trim()),
     captions: Array.from(main.querySelectorAll('.caption-number')).map((e) => e.textContent.trim()),
     takeaways: Array.from(main.querySelectorAll('.admonition.takeaways')).map((e) => ({
-      last: !e.nextElementSibling && e.parentElement.closest('section') === main.querySelector('section'),
+      last: (() => {  // nothing of the chapter follows it, at any level of its sections
+        for (let n = e; n && !n.matches('article, main'); n = n.parentElement)
+          if (n.nextElementSibling && !n.nextElementSibling.matches('script, style')) return false;
+        return true;
+      })(),
       links: Array.from(e.querySelectorAll('a[href$=".ipynb"]')).map((a) => a.href)})),
     sidebar: Array.from(document.querySelectorAll('.bd-sidebar-primary a')).map((a) => a.textContent.trim()),
     background: getComputedStyle(document.body).backgroundColor,
@@ -133,7 +138,7 @@ def test_chapter_is_numbered_and_ends_with_takeaways_and_its_exercise(reader, si
     for href in links:
         path = site.file_for(href)
         assert path is not None and path.exists(), f"{doc}: the exercise link {href} is not served"
-        assert '"nbformat"' in path.read_text()[:20000], f"{doc}: {href} is not a notebook"
+        assert json.loads(path.read_text()).get("nbformat") == 4, f"{doc}: {href} is not a notebook"
 
 
 @pytest.mark.parametrize("doc", DOCS)

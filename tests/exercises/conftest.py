@@ -45,10 +45,9 @@ def notebook_name(assignment: str) -> str:
     return names[0]
 
 
-# Under pytest-xdist every test of one assignment runs on the same worker (``--dist loadgroup``),
-# so each assignment is generated and autograded once per run.
-@pytest.fixture(scope="session", params=[
-    pytest.param(a, marks=pytest.mark.xdist_group(f"exercises-{a}")) for a in ASSIGNMENTS])
+# Under pytest-xdist every test of one assignment runs on the same worker (tests/conftest.py's
+# scheduler), so each assignment is generated and autograded once per run.
+@pytest.fixture(scope="session", params=ASSIGNMENTS)
 def graded(request, tmp_path_factory) -> GradedCourse:
     """Generate, submit the solution, the untouched release and every sample, autograde all."""
     assignment = request.param

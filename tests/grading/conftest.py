@@ -75,7 +75,7 @@ def corpus_run(tmp_path_factory, empty_gradebook) -> CorpusRun:
         db_url = gk.copy_gradebook(empty_gradebook, base / assignment / "gradebook.db")
         out = base / assignment / "out"
         proc = gk.run_attngrade(
-            assignment, submitted, "--out", out, "--db", db_url, "--jobs", "2", "--timeout", "5"
+            assignment, submitted, "--out", out, "--db", db_url, "--jobs", "2", "--timeout", "10"
         )
         runs[assignment] = (out, proc)
         db_urls[assignment] = db_url

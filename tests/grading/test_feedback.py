@@ -113,3 +113,17 @@ def test_feedback_names_the_kind_of_case_shows_the_code_and_renders_maths(tmp_pa
     assert "Written answer: not answered: 0 of 2 points" in page
     assert "<td>graded by your instructor</td>" not in page and "Written answer: graded" not in page
     assert "up to" not in page  # nothing promised for an unanswered written part
+
+
+def test_every_hidden_case_has_a_kind_that_gives_nothing_away():
+    parts = 0
+    for assignment in gk.ASSIGNMENTS:
+        for part in load_parts(gk.SOLUTIONS / assignment / "hidden_tests.py").values():
+            parts += 1
+            cases = make_cases(part)
+            for case in cases:
+                assert case.kind.strip(), (assignment, part.grade_id, case.label)
+                assert not re.search(r"[=(\[]|\d+\s*[x,]\s*\d+", case.kind), (assignment, case.kind)
+            if len(cases) > 3:  # the feedback tells the kinds of a part's cases apart
+                assert len({c.kind for c in cases}) > 1, (assignment, part.grade_id)
+    assert parts >= 4 * len(gk.ASSIGNMENTS)
