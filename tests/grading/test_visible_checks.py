@@ -96,6 +96,23 @@ MISTAKES = [
 ]
 
 
+# The words each message must use to name the mistake (the older checks above are not listed).
+NAMED = {
+    "scores divided by D instead of sqrt(D)": "divided by D instead of sqrt(D)", "an inverted mask": "inverted",
+    "dq missing 1/sqrt(D)": "lacks the factor", "dk with its sign flipped": "sign is flipped",
+    "a masked backward missing 1/sqrt(D)": "lacks the factor", "a dropout dk missing 1/sqrt(D)": "lacks the factor",
+    "a causal mask without its diagonal": "off by one", "an inverted causal mask": "inverted",
+    "a bottom-right mask shifted the wrong way": "bottom-right", "a padding mask off by one": "off by one",
+    "masked attention without the scale": "not scaled", "RoPE rotating the wrong way": "wrong way",
+    "an ALiBi bias with the wrong sign": "sign", "flash forward without the scale": "not scaled",
+    "a causal tile mask off by one": "off by one", "a flash backward dk missing 1/sqrt(D)": "lacks the factor",
+    "experts sorted least probable first": "wrong order", "a softmax over the tokens": "not over the tokens",
+    "a kernel divided by 2h instead of 2h^2": "not by 2h^2", "transposed weights": "transposed",
+    "a gradient step missing 1/N": "1/N is missing", "layer norm with the unbiased variance": "biased variance",
+    "a summed instead of averaged loss": "not the sum",
+}
+
+
 @pytest.mark.parametrize("assignment", sorted({m[0] for m in MISTAKES}))
 def test_the_solution_passes_every_visible_check(assignment):
     assert _run_visible(assignment) == "passed"
@@ -103,7 +120,9 @@ def test_the_solution_passes_every_visible_check(assignment):
 
 @pytest.mark.parametrize("assignment, mistake, cell, change", MISTAKES, ids=[m[1] for m in MISTAKES])
 def test_a_common_mistake_fails_a_visible_check(assignment, mistake, cell, change):
-    assert _run_visible(assignment, change).startswith(f"{cell}: "), mistake
+    message = _run_visible(assignment, change)
+    assert message.startswith(f"{cell}: "), (mistake, message)
+    assert NAMED.get(mistake, "") in message, (mistake, message)
 
 
 def test_no_visible_message_gives_the_flop_count_away():
