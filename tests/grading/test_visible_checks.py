@@ -125,6 +125,10 @@ def test_a_common_mistake_fails_a_visible_check(assignment, mistake, cell, chang
     assert NAMED.get(mistake, "") in message, (mistake, message)
 
 
+def test_every_named_mistake_is_tried():
+    assert set(NAMED) <= {m[1] for m in MISTAKES}
+
+
 def test_no_visible_message_gives_the_flop_count_away():
     release = next(c for c in gk.release("07_efficiency").cells if cell_grade_id(c) == "test_attention_costs")
     for number in ("1_280_000", "1280000", "100_000_000", "100000000", "4 n^2 d", "422400", "422_400"):
