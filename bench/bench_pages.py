@@ -25,7 +25,6 @@ import http.server
 import json
 import os
 import platform
-import shutil
 import sys
 import threading
 import time
@@ -34,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "book"))
 from build import toc_files  # noqa: E402  (tests/book/build.py: the table of contents)
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from headless_chromium import ARGS, HOW_TO_GET, find_chromium  # noqa: E402  (book/_ext)
 
 TARGETS = {"chapter_bytes": 1_500_000, "mathjax_seconds": 2.0, "cls": 0.1}
 
@@ -72,12 +73,13 @@ def measure(html: Path, repeat: int) -> dict:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
-    chromium = os.environ.get("ATTNMATH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    chromium = find_chromium()
+    if chromium is None:
+        raise SystemExit(f"Chromium not found: the page benchmark needs it ({HOW_TO_GET})")
     pages = {}
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium, headless=True,
-                                        args=["--no-sandbox", "--disable-gpu"])
+            browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
             for doc in toc_files():
                 runs = []
                 for _ in range(repeat):

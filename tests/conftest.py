@@ -13,26 +13,20 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from headless_chromium import HOW_TO_GET, find_chromium  # noqa: E402  (book/_ext)
 BROWSER_DIR = Path(__file__).resolve().parent / "browser"
 
 
 def in_ci() -> bool:
     """True under CI (``CI=true``, as .ci/run is run): optional software is required there."""
     return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
-def find_chromium() -> str | None:
-    """``$ATTNMATH_CHROMIUM`` if set (an empty value hides Chromium), else chromium on ``PATH``."""
-    if "ATTNMATH_CHROMIUM" in os.environ:
-        path = os.environ["ATTNMATH_CHROMIUM"]
-        return path if path and os.access(path, os.X_OK) else None
-    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def find_postgres() -> str | None:
@@ -43,8 +37,7 @@ def find_postgres() -> str | None:
 #: requirement -> (finder, what is missing and how to get it)
 OPTIONAL = {
     "chromium": (find_chromium,
-                 "Chromium not found: the browser tests need it (apt-get install chromium, "
-                 "or set ATTNMATH_CHROMIUM=/path/to/chromium)"),
+                 f"Chromium not found: the browser tests need it ({HOW_TO_GET})"),
     "postgres": (find_postgres,
                  "no PostgreSQL server: set ATTNGRADE_TEST_PG_URL=postgresql://user@127.0.0.1/db "
                  "(apt-get install postgresql; .ci/run starts one on loopback)"),

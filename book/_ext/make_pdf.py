@@ -23,6 +23,9 @@ import sys
 import threading
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from headless_chromium import ARGS, HOW_TO_GET, find_chromium  # noqa: E402  (book/_ext)
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "_build" / "pdf" / "book.pdf"
 
@@ -36,10 +39,9 @@ _SETTLE = """async () => {
 
 
 def chromium() -> str:
-    path = os.environ.get("ATTNMATH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.access(path, os.X_OK):
-        raise SystemExit("Chromium not found: make pdf prints with it (apt-get install chromium, "
-                         "or set ATTNMATH_CHROMIUM=/path/to/chromium)")
+    path = find_chromium()
+    if path is None:
+        raise SystemExit(f"Chromium not found: make pdf prints with it ({HOW_TO_GET})")
     return path
 
 
@@ -88,8 +90,7 @@ def print_pdf(html: Path, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium(), headless=True,
-                                        args=["--no-sandbox", "--disable-gpu"])
+            browser = p.chromium.launch(executable_path=chromium(), headless=True, args=ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(f"http://127.0.0.1:{server.server_address[1]}/{page_file}",
                       wait_until="load", timeout=300_000)

@@ -19,6 +19,7 @@ from ._validate import (
     FloatArray,
     check_alignment,
     check_bool_mask,
+    check_float_dtype,
     check_int_array,
     check_positive_int,
 )
@@ -217,10 +218,5 @@ def mask_to_bias(mask: ArrayLike, dtype: DTypeLike = np.float64) -> FloatArray:
     *allowed* score.
     """
     mask = check_bool_mask(mask, "mask")
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"dtype must be a floating NumPy dtype, got {dtype!r}") from None
-    if not np.issubdtype(dtype, np.floating):
-        raise TypeError(f"dtype must be a floating dtype (the bias holds -inf), got {dtype}")
+    dtype = check_float_dtype(dtype, "dtype")  # the bias holds -inf
     return np.where(mask, 0.0, -np.inf).astype(dtype)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import shutil
 import sys
 import threading
 import time
@@ -31,10 +30,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book"))
 from build import book_html  # tests/book/build.py
 
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
+from headless_chromium import ARGS, HOW_TO_GET, find_chromium  # noqa: E402  (book/_ext)
+
 DESKTOP = {"width": 1280, "height": 900}
 
 # After the load event: wait until MathJax (if the page loads it) has typeset the page and the
@@ -47,10 +45,9 @@ _SETTLE = """async () => {
 
 
 def chromium_path() -> str:
-    path = os.environ.get("ATTNMATH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.path.exists(path):
-        pytest.fail(f"Chromium not found at {path}: install it (apt-get install chromium) "
-                    "or set ATTNMATH_CHROMIUM", pytrace=False)
+    path = find_chromium()
+    if path is None:  # tests/conftest.py skips (or, under CI, fails) before this is reached
+        pytest.fail(f"Chromium not found ({HOW_TO_GET})", pytrace=False)
     return path
 
 
@@ -110,7 +107,7 @@ def browser():
     executable = chromium_path()
     with sync_playwright() as p:
         # Playwright starts the browser with a fresh temporary profile and removes it afterwards.
-        b = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=executable, headless=True, args=ARGS)
         try:
             yield b
         finally:
