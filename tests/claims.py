@@ -64,6 +64,9 @@ MODULE_CHAPTER = {
     "test_theory": "10_theory",
     "test_nn": "11_capstone",
     "test_encoder": "11_capstone",
+    "test_induction": "12_induction",
+    "test_serving": "13_serving",
+    "test_long_context": "14_long_context",
 }
 
 #: Chapter titles, in reading order (the order of ``_toc.yml``).
@@ -79,6 +82,9 @@ CHAPTERS = {
     "09_moe": "Mixture of experts",
     "10_theory": "Theory",
     "11_capstone": "Capstone",
+    "12_induction": "What trained heads learn",
+    "13_serving": "Serving attention",
+    "14_long_context": "Long context",
 }
 
 

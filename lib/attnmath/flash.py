@@ -29,11 +29,12 @@ References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2023).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import check_positive_int
+from ._validate import as_array, check_positive_int
 from .core import AttentionGrads, check_cache, check_dout, prepare
 
 __all__ = [
@@ -41,6 +42,9 @@ __all__ = [
     "flash_attention_forward",
     "flash_attention_backward",
     "attention_matrix_bytes",
+    "AttentionState",
+    "attention_state",
+    "merge_attention_states",
 ]
 
 
@@ -304,3 +308,123 @@ def attention_matrix_bytes(L: int, S: int, H: int = 1, B: int = 1, bytes_per_ele
     for value, name in ((L, "L"), (S, "S"), (H, "H"), (B, "B"), (bytes_per_elem, "bytes_per_elem")):
         check_positive_int(value, name)
     return int(B) * int(H) * int(L) * int(S) * int(bytes_per_elem)
+
+
+# ---------------------------------------------------------------------------------------------
+# Partial attention states and their exact merge (flash-decoding, paged and ring attention)
+# ---------------------------------------------------------------------------------------------
+
+
+class AttentionState(NamedTuple):
+    r"""Attention of some queries over one set of keys, in a form that merges exactly.
+
+    ``out (..., H, L, D_v)`` is the attention output over the keys of the set, normalised over
+    them alone; ``lse (..., H, L)`` is the log-sum-exp of the (scaled, biased) scores over the
+    same keys, :math:`-\infty` for a row that sees none of them. Two states over disjoint key
+    sets determine the state over their union (:func:`merge_attention_states`).
+    """
+
+    out: np.ndarray
+    lse: np.ndarray
+
+
+def attention_state(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = False,
+                    causal_alignment: str = "top_left", window: int | None = None,
+                    block_q: int = 64, block_k: int = 64) -> AttentionState:
+    r"""The :class:`AttentionState` of queries ``q`` over the keys ``k`` and values ``v``.
+
+    .. math::
+
+        \operatorname{lse}_i = \log \sum_{j \text{ allowed}} e^{z_{ij}}, \qquad
+        o_i = \sum_{j \text{ allowed}} e^{z_{ij} - \operatorname{lse}_i}\, v_j,
+        \qquad z_{ij} = s\, q_i \cdot k_j + b_{ij}.
+
+    Parameters are those of :func:`flash_attention_forward`, which computes the state (the
+    same validation, masks, grouped heads and working dtype as every exact variant). A key
+    block that is a slice of a longer sequence needs the matching slice of the mask (or of
+    the bias) for causal masking by global positions.
+
+    Returns
+    -------
+    AttentionState
+        ``out (..., H, L, D_v)`` and ``lse (..., H, L)`` in the working dtype (float32 for
+        float16 inputs), so that merging does not see the output's rounding.
+    """
+    _, cache = flash_attention_forward(q, k, v, block_q=block_q, block_k=block_k, mask=mask,
+                                       bias=bias, causal=causal,
+                                       causal_alignment=causal_alignment, window=window,
+                                       scale=scale)
+    return AttentionState(cache.out, cache.lse)
+
+
+def _check_state(state, i: int) -> tuple[np.ndarray, np.ndarray]:
+    if not (isinstance(state, tuple) and len(state) == 2):
+        raise TypeError(f"states[{i}] must be an AttentionState (out, lse), "
+                        f"got {type(state).__name__}")
+    out = as_array(state[0], f"states[{i}].out")
+    lse = as_array(state[1], f"states[{i}].lse")
+    if out.ndim < 1 or lse.shape != out.shape[:-1]:
+        raise ValueError(f"states[{i}].lse must have the shape of out without its last axis, "
+                         f"got out {out.shape} and lse {lse.shape}")
+    if not np.isfinite(out).all():
+        raise ValueError(f"states[{i}].out must be finite (NaN or inf found)")
+    if np.isnan(lse).any() or np.isposinf(lse).any():
+        raise ValueError(f"states[{i}].lse must not contain NaN or +inf (-inf: no key seen)")
+    return out, lse
+
+
+def merge_attention_states(states: Sequence[AttentionState]) -> AttentionState:
+    r"""The state over the union of disjoint key sets, from the states over each set.
+
+    With :math:`m = \max_t \operatorname{lse}^{(t)}` and
+    :math:`w_t = e^{\operatorname{lse}^{(t)} - m}`:
+
+    .. math::
+
+        \operatorname{lse} = m + \log \sum_t w_t, \qquad
+        o = \frac{\sum_t w_t\, o^{(t)}}{\sum_t w_t}.
+
+    It is exact: :math:`e^{\operatorname{lse}^{(t)}} o^{(t)}` is the unnormalised output of set
+    :math:`t`, and sums of those over disjoint sets are the unnormalised output of the union.
+    Hence the merge is commutative and associative (any order, any tree of merges), which is
+    what flash-decoding (split-K), paged attention and ring attention rely on.
+
+    Parameters
+    ----------
+    states : sequence of AttentionState
+        At least one; all ``out`` of one shape ``(..., L, D_v)``, each ``lse`` of shape
+        ``(..., L)``; ``lse = -inf`` marks a row that saw no key of that set (its ``out`` is
+        ignored).
+
+    Returns
+    -------
+    AttentionState
+        In the common dtype of the outputs; a row that saw no key in any set gets ``out = 0``
+        and ``lse = -inf`` (the convention of :func:`flash_attention_forward`).
+    """
+    if isinstance(states, AttentionState) or not isinstance(states, Sequence) \
+            or isinstance(states, (str, bytes)):
+        raise TypeError("states must be a sequence (list or tuple) of AttentionState, "
+                        f"got {type(states).__name__}")
+    if len(states) == 0:
+        raise ValueError("states must hold at least one AttentionState, got none")
+    pairs = [_check_state(state, i) for i, state in enumerate(states)]
+    shape = pairs[0][0].shape
+    for i, (out, _) in enumerate(pairs):
+        if out.shape != shape:
+            raise ValueError(f"states[{i}].out has shape {out.shape}, states[0].out {shape}: "
+                             "the states must be of the same queries")
+    dtype = np.result_type(*(out for out, _ in pairs), *(lse for _, lse in pairs))
+    m = np.max(np.stack([lse for _, lse in pairs]), axis=0).astype(dtype)  # (..., L)
+    shift = np.where(np.isneginf(m), 0.0, m)  # finite: a row that saw nothing stays at -inf
+    total = np.zeros(shape[:-1], dtype=dtype)  # (..., L): sum_t w_t
+    acc = np.zeros(shape, dtype=dtype)  # (..., L, D_v): sum_t w_t o_t
+    for out, lse in pairs:
+        w = np.exp(lse - shift)  # (..., L), in [0, 1]; 0 where the set saw nothing
+        total += w
+        acc += w[..., None] * out
+    seen = total > 0.0
+    out = acc / np.where(seen, total, 1.0)[..., None]
+    with np.errstate(divide="ignore"):
+        lse = np.where(seen, shift + np.log(np.where(seen, total, 1.0)), -np.inf)
+    return AttentionState(out, lse.astype(dtype, copy=False))

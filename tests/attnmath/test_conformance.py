@@ -460,6 +460,13 @@ def _probes():
          {"dout": _arrays(dout) + [dout[..., :1]], "cache": [c for c in caches_bad if c is not fl_cache]
           + [fl_cache._replace(lse=fl_cache.lse[..., :1]), fl_cache._replace(scale=_NAN),
              fl_cache._replace(causal=1), fl_cache._replace(block_q=0)]}),
+        (flash.attention_state, qkv,
+         {**attn_bad, **masks_bad, **causal_bad, "block_q": _INT1, "block_k": _INT1}),
+        (flash.merge_attention_states, dict(states=[flash.attention_state(**qkv)]),
+         {"states": [None, "text", [], flash.attention_state(**qkv), [None], [(1, 2, 3)],
+                     [flash.AttentionState(dout, dout)], [flash.AttentionState(_nonfinite(dout), dout[..., 0])],
+                     [flash.AttentionState(dout, np.full(dout.shape[:-1], np.nan))],
+                     [flash.attention_state(**qkv), flash.AttentionState(dout[..., :1, :], dout[..., :1, 0])]]}),
         (flash.attention_matrix_bytes, dict(L=4, S=4),
          {"L": _INT1, "S": _INT1, "H": _INT1, "B": _INT1, "bytes_per_elem": _INT1}),
         (sparse.local_mask, dict(L=4, radius=1), {"L": _INT1, "S": [0, -1, 1.5], "radius": _INT0}),

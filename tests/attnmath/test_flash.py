@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tracemalloc
 
 import numpy as np
@@ -13,7 +14,10 @@ from hypothesis import strategies as st
 from attnmath.attention import attention_backward, scaled_dot_product_attention
 from attnmath.core import AttentionGrads
 from attnmath.flash import (
+    AttentionState,
     FlashCache,
+    attention_state,
+    merge_attention_states,
     attention_matrix_bytes,
     flash_attention_backward,
     flash_attention_forward,
@@ -401,3 +405,102 @@ def test_flash_rejects_bad_input():
     with pytest.raises(ValueError, match="bytes_per_elem"):
         attention_matrix_bytes(4, 4, bytes_per_elem=0)
     assert isinstance(cache, FlashCache)
+
+
+# --------------------------------------------------------------------------- merging states
+
+
+@st.composite
+def _split_problem(draw):
+    """q, k, v with grouped heads, a mask (rows may be fully masked) and a split of the keys."""
+    H_kv = draw(st.integers(1, 2))
+    g = draw(st.integers(1, 2))
+    L, S = draw(st.integers(1, 6)), draw(st.integers(0, 12))
+    D, D_v = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**16))
+    q, k, v = random_qkv(B=1, H=H_kv * g, L=L, S=S, D=D, D_v=D_v, H_kv=H_kv, seed=seed)
+    mask = np.random.default_rng(seed + 1).random((1, 1, L, S)) < draw(st.floats(0.0, 1.0))
+    cuts = sorted(draw(st.lists(st.integers(0, S), max_size=4)))
+    bounds = [0, *cuts, S]
+    return q, k, v, mask, list(zip(bounds[:-1], bounds[1:]))
+
+
+def _states(q, k, v, mask, blocks):
+    return [attention_state(q, k[..., a:b, :], v[..., a:b, :], mask=mask[..., a:b])
+            for a, b in blocks]
+
+
+@SETTINGS
+@given(problem=_split_problem(), order_seed=st.integers(0, 2**16))
+def test_merged_states_over_any_split_in_any_order_equal_plain_attention(problem, order_seed):
+    q, k, v, mask, blocks = problem
+    states = _states(q, k, v, mask, blocks)
+    rng = np.random.default_rng(order_seed)
+    # Any order and any tree: merge random neighbours of a shuffled list until one is left.
+    work = [states[i] for i in rng.permutation(len(states))]
+    while len(work) > 1:
+        i = int(rng.integers(0, len(work) - 1))
+        j = int(rng.integers(i + 1, len(work))) + 1
+        work[i:j] = [merge_attention_states(work[i:j])]
+    merged = work[0]
+    expected = sdpa_oracle(q, k, v, mask=mask)
+    seen = mask.any(axis=-1)  # (1, 1, L): rows with at least one key
+    expected = np.where(seen[..., None], expected, 0.0)  # no key: out = 0 by convention
+    assert_close(merged.out, expected, name="out")
+    scores = np.where(mask, np.einsum("bhld,bhsd->bhls", q, np.repeat(k, q.shape[1] // k.shape[1],
+                                                                       axis=1)) / np.sqrt(q.shape[-1]),
+                      -np.inf)
+    with np.errstate(divide="ignore"):
+        lse = np.log(np.sum(np.exp(scores), axis=-1)) if scores.shape[-1] else \
+            np.full(scores.shape[:-1], -np.inf)
+    assert np.array_equal(np.isneginf(merged.lse), ~np.broadcast_to(seen, lse.shape))
+    assert_close(np.where(np.isneginf(lse), 0.0, merged.lse), np.where(np.isneginf(lse), 0.0, lse),
+                 name="lse")
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**16), n=st.integers(1, 5), dead=st.floats(0.0, 1.0))
+def test_merge_is_commutative_and_associative(seed, n, dead):
+    rng = np.random.default_rng(seed)
+    states = [AttentionState(rng.standard_normal((2, 3, 4)),
+                             np.where(rng.random((2, 3)) < dead, -np.inf,
+                                      rng.uniform(-30, 30, (2, 3))))
+              for _ in range(n)]
+    flat = merge_attention_states(states)
+    reordered = merge_attention_states(states[::-1])
+    nested = merge_attention_states([merge_attention_states(states[:1]),
+                                     merge_attention_states(states[1:])]) if n > 1 else flat
+    for other in (reordered, nested):
+        assert np.array_equal(np.isneginf(other.lse), np.isneginf(flat.lse))
+        assert_close(other.out, flat.out, rtol=1e-12, atol=1e-14, name="out")
+        finite = np.isfinite(flat.lse)
+        assert_close(other.lse[finite], flat.lse[finite], rtol=1e-12, atol=1e-14, name="lse")
+    # A row that no state saw has out = 0; one state alone is returned as it is.
+    assert np.all(flat.out[np.isneginf(flat.lse)] == 0.0)
+    single = merge_attention_states(states[:1])
+    seen = np.isfinite(states[0].lse)
+    assert np.array_equal(single.out[seen], states[0].out[seen])
+
+
+def test_merge_keeps_float32_and_stays_finite_for_extreme_lse():
+    a = AttentionState(np.ones((1, 2), np.float32), np.array([80.0], np.float32))
+    b = AttentionState(np.zeros((1, 2), np.float32), np.array([-80.0], np.float32))
+    merged = merge_attention_states([a, b])
+    assert merged.out.dtype == np.float32 and np.isfinite(merged.out).all()
+    assert_close(merged.out, np.ones((1, 2)), rtol=1e-6, name="out")
+
+
+@pytest.mark.parametrize("states, kind, words", [
+    ([], ValueError, "at least one"),
+    (AttentionState(np.zeros((1, 2)), np.zeros(1)), TypeError, "sequence"),
+    ([(np.zeros((1, 2)),)], TypeError, "states[0]"),
+    ([AttentionState(np.zeros((1, 2)), np.zeros(2))], ValueError, "states[0].lse"),
+    ([AttentionState(np.zeros((1, 2)), np.zeros(1)), AttentionState(np.zeros((2, 2)), np.zeros(2))],
+     ValueError, "states[1].out"),
+    ([AttentionState(np.zeros((1, 2)), np.array([np.nan]))], ValueError, "states[0].lse"),
+    ([AttentionState(np.zeros((1, 2)), np.array([np.inf]))], ValueError, "states[0].lse"),
+    ([AttentionState(np.full((1, 2), np.nan), np.zeros(1))], ValueError, "states[0].out"),
+])
+def test_merge_rejects_bad_states_naming_them(states, kind, words):
+    with pytest.raises(kind, match=re.escape(words)):
+        merge_attention_states(states)
