@@ -8,12 +8,15 @@ each in a fresh browser context (an empty cache: a first visit). For each page i
   Python's http.server, does not compress), and the bytes a server that gzips its responses
   (level 6) would send;
 * when MathJax has typeset the page, in seconds after navigation start;
-* the cumulative layout shift (CLS) until then and one second after.
+* the cumulative layout shift (CLS) until then and one second after;
+* what the bytes are: each resource of the first load with its raw and gzipped size, and their
+  sums by kind (the page, theme CSS/JS, fonts, MathJax, figures, ...).
 
-Prints a table and writes ``bench/results/pages.json``. Targets (issue 15): a chapter's first
+Prints a table and the breakdown of the heaviest chapter, and writes ``bench/results/pages.json``
+(or ``--out``). Targets (issue 15): a chapter's first
 load at most 1.5 MB, MathJax done within 2 s, CLS at most 0.1.
 
-    python bench/bench_pages.py [--html _build/html] [--repeat 3]
+    python bench/bench_pages.py [--html _build/html] [--repeat 3] [--out FILE]
 """
 
 from __future__ import annotations
@@ -51,6 +54,37 @@ const __poll = setInterval(() => {
   }
 }, 2);
 """
+
+
+def kind(path: str) -> str:
+    """The kind of a resource of a page, for the breakdown of its weight."""
+    path = path.split("?")[0]
+    if "/mathjax/" in path:
+        return "MathJax fonts" if "/fonts/woff" in path else "MathJax scripts"
+    if path.endswith((".woff", ".woff2", ".ttf", ".otf")):
+        return "fonts"
+    if path.startswith("/_images/") or path.endswith((".svg", ".png", ".jpg", ".gif")):
+        return "figures and images"
+    if "search" in path or "language_data" in path:
+        return "search"
+    if path.endswith(".css"):
+        return "stylesheets"
+    if path.endswith(".js"):
+        return "scripts"
+    if path.endswith(".html"):
+        return "page"
+    return "other"
+
+
+def breakdown(resources: list) -> dict:
+    """Raw and gzipped bytes of a page's first load, summed by kind of resource."""
+    kinds: dict = {}
+    for path, raw, gz in resources:
+        entry = kinds.setdefault(kind(path), {"bytes": 0, "gzip_bytes": 0, "requests": 0})
+        entry["bytes"] += raw
+        entry["gzip_bytes"] += gz
+        entry["requests"] += 1
+    return dict(sorted(kinds.items(), key=lambda item: -item[1]["bytes"]))
 
 
 class CountingHandler(http.server.SimpleHTTPRequestHandler):
@@ -93,8 +127,12 @@ def measure(html: Path, repeat: int) -> dict:
                     done = page.evaluate("() => window.__mathjaxDone")
                     cls_at_mathjax = page.evaluate("() => window.__cls")
                     page.wait_for_timeout(1000)
+                    resources = sorted(log, key=lambda r: -r[1])
                     runs.append({"bytes": sum(n for _, n, _ in log), "requests": len(log),
                                  "gzip_bytes": sum(g for _, _, g in log),
+                                 "by_kind": breakdown(resources),
+                                 "resources": [{"path": p.split("?")[0], "bytes": n, "gzip_bytes": g}
+                                               for p, n, g in resources],
                                  "mathjax_seconds": None if done is None else round(done / 1000, 3),
                                  "cls": round(max(cls_at_mathjax, page.evaluate("() => window.__cls")), 4)})
                     context.close()
@@ -112,6 +150,8 @@ def main(argv=None) -> None:
     parser.add_argument("--html", type=Path,
                         default=Path(os.environ.get("ATTNMATH_BOOK_HTML") or ROOT / "_build" / "html"))
     parser.add_argument("--repeat", type=int, default=3, help="loads per page (the median is kept)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "pages.json",
+                        help="where the figures are written")
     args = parser.parse_args(argv)
     if not (args.html / "index.html").exists():
         raise SystemExit(f"no built book at {args.html}: run `make book` or pass --html")
@@ -132,13 +172,21 @@ def main(argv=None) -> None:
     print("worst chapter load {:.2f} MB ({:.2f} MB gzipped), slowest MathJax {:.2f} s, largest CLS "
           "{:.3f}".format(summary["chapter_bytes_max"] / 1e6, summary["chapter_gzip_bytes_max"] / 1e6,
                           summary["mathjax_seconds_max"], summary["cls_max"]))
-    out = ROOT / "bench" / "results" / "pages.json"
+    heaviest = max(chapters, key=lambda d: chapters[d]["bytes"])
+    print(f"\nweight of {heaviest} by kind of resource:")
+    for name, k in chapters[heaviest]["by_kind"].items():
+        print(f"  {name:24} {k['bytes'] / 1000:7.0f} KB {k['gzip_bytes'] / 1000:7.0f} KB gzip "
+              f"{k['requests']:4d} requests")
+    print("  largest resources:")
+    for r in chapters[heaviest]["resources"][:8]:
+        print(f"  {r['path']:60.60} {r['bytes'] / 1000:7.0f} KB {r['gzip_bytes'] / 1000:7.0f} KB gzip")
+    out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"pages": pages, "summary": summary, "targets": TARGETS,
                                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
                                "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))},
                               indent=2) + "\n")
-    print(f"written {out.relative_to(ROOT)}")
+    print(f"written {out}")
 
 
 if __name__ == "__main__":

@@ -138,7 +138,14 @@ NOT_VERIFIABLE = (
           "degrade there. Long-context RoPE models rely on interpolating or rescaling the "
           "frequencies.", "06_positional", "corr-rope-extrapolation", (),
           reason="a claim about trained models' perplexity beyond their training length; it "
-                 "needs training runs at scale, which the book cites instead (Press et al., 2022).")
+                 "needs training runs at scale, which the book cites instead (Press et al., 2022)."),
+    Claim("001 Multi-Head Attention", "Each head can learn different relationships (syntax, "
+          "semantics, coreference, etc.)", UNVERIFIABLE, None, "12_induction", None, (),
+          reason="syntax, semantics and coreference are relations of natural language: deciding "
+                 "what a head tracks needs a model trained on language and a labelled measure of "
+                 "each relation. The CPU-sized model here is trained on random tokens; it shows "
+                 "heads specialising (previous-token, induction, sink) but cannot test these "
+                 "linguistic labels."),
 )
 
 

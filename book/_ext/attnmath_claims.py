@@ -1,8 +1,8 @@
 """The appendix "Claims and errata": verdicts shown next to the outcome of their tests, in one build.
 
-When the builder starts, this extension runs every test that carries a ``@pytest.mark.claim``
-marker (``tests/claims.py``: ``pytest -m claim -p no:cacheprovider`` in a subprocess, about 20 s)
-and keeps the outcome of each. The directives below then write the appendix from the markers and
+When the builder starts, this extension starts every test that carries a ``@pytest.mark.claim``
+marker (``tests/claims.py``: ``pytest -m claim -p no:cacheprovider`` in a subprocess, about 20 s),
+which runs while Sphinx reads the chapters, and keeps the outcome of each. The directives below then write the appendix from the markers and
 those outcomes:
 
 * ``{claims-summary}``: the counts of each verdict and of the tests that decided them;
@@ -20,8 +20,10 @@ drafts: every outcome then reads "not run" and the build warns.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -54,6 +56,11 @@ def _math(text: str) -> str:
     return to_myst(_cell(text))
 
 
+def _prose(text: str) -> str:
+    """A domain or a reason: plain text, whose ``$...$`` (if any) is typeset as maths."""
+    return _cell(text) if "$" not in text else _math(text)
+
+
 def _name(test: str) -> str:
     """The test's function name with break opportunities after underscores (never cut off)."""
     return test.partition("::")[2].replace("_", "_\u200b")
@@ -68,20 +75,50 @@ def _cell(text: str) -> str:
     return " ".join(text.split())
 
 
+#: The claim tests still running, per application: a Python process that runs them
+#: (:func:`claims.run_claim_tests`) while Sphinx reads and executes the chapters.
+_PENDING: dict[int, subprocess.Popen] = {}
+_RUNNER = ("import json, sys; sys.path.insert(0, sys.argv[1]); import claims; "
+           "print(json.dumps(claims.run_claim_tests(sys.argv[2])))")
+
+
 def run_tests(app):
+    """Start the claim tests in the background."""
     claims = _claims_module()
     app.env.attnmath_claim_outcomes = {}
     if os.environ.get("ATTNMATH_SKIP_CLAIM_TESTS"):
-        outcomes = {m.test: "not run" for m in claims.collect_markers(ROOT / "tests")}
-    else:
-        logger.info("running the claim tests (pytest -m claim) ...")
-        outcomes = claims.run_claim_tests(ROOT)
+        _record(app, {m.test: "not run" for m in claims.collect_markers(ROOT / "tests")})
+        return
+    logger.info("running the claim tests (pytest -m claim) while the chapters are read ...")
+    _PENDING[id(app)] = subprocess.Popen(
+        [sys.executable, "-c", _RUNNER, str(ROOT / "tests"), str(ROOT)], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def claim_outcomes(app) -> dict[str, str]:
+    """The outcome of every claim test, waiting for the run that :func:`run_tests` started."""
+    proc = _PENDING.pop(id(app), None)
+    if proc is not None:
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"the claim tests did not run (exit {proc.returncode}):\n{err[-3000:]}")
+        _record(app, json.loads(out.strip().splitlines()[-1]))
+    return getattr(app.env, "attnmath_claim_outcomes", {})
+
+
+def _record(app, outcomes: dict[str, str]) -> None:
+    claims = _claims_module()
     for problem in claims.inconsistent_groups(ROOT / "tests"):
         logger.warning(f"claim markers: {problem}", type="attnmath", subtype="claims")
     for test, outcome in sorted(outcomes.items()):
         if outcome != "passed":
             logger.warning(f"claim test {test}: {outcome}", type="attnmath", subtype="claims")
     app.env.attnmath_claim_outcomes = outcomes
+
+
+def wait_for_tests(app, env):
+    """Every build reports its claim tests' outcomes, also one that does not read the appendix."""
+    claim_outcomes(app)
 
 
 def always_reread(app, env, added, changed, removed):
@@ -96,7 +133,7 @@ class _ClaimsDirective(SphinxDirective):
 
     @property
     def outcomes(self) -> dict[str, str]:
-        return getattr(self.env, "attnmath_claim_outcomes", {})
+        return claim_outcomes(self.env.app)
 
 
 class ClaimsSummary(_ClaimsDirective):
@@ -122,13 +159,13 @@ class ClaimsTable(_ClaimsDirective):
         if c.box:
             claim += f" {{ref}}`(Correction box) <{c.box}>`"
         if c.reason:
-            claim += f" <br> *Not tested here:* {_cell(c.reason)}"
+            claim += f" <br> *Not tested here:* {_prose(c.reason)}"
         evidence = []
         for test, domain in c.tests:
             outcome = OUTCOME.get(self.outcomes.get(test, "not run"), "not run")
             line = f"{{ref}}`{_name(test)} <{_label(test)}>` {outcome}"
             if domain:
-                line += f" <br> *Domain:* {_cell(domain)}"
+                line += f" <br> *Domain:* {_prose(domain)}"
             evidence.append(line)
         return [f"* - {claim}", f"  - {{bdg-{BADGE[c.verdict]}}}`{c.verdict}`",
                 f"  - {' <br> '.join(evidence) if evidence else '—'}"]
@@ -175,6 +212,7 @@ class ClaimsTests(_ClaimsDirective):
 def setup(app):
     app.connect("builder-inited", run_tests)
     app.connect("env-get-outdated", always_reread)
+    app.connect("env-updated", wait_for_tests)
     app.add_directive("claims-summary", ClaimsSummary)
     app.add_directive("claims-table", ClaimsTable)
     app.add_directive("claims-tests", ClaimsTests)

@@ -17,7 +17,8 @@ repository: while it is empty, the repository, issues, edit and launch buttons a
 Lighter, steadier pages: Font Awesome's 1.5 MB script is removed from every page
 (``_static/icons.css`` draws the theme's few icons), and so are the search index and tools except
 on the search page, every SVG figure gets its width and height so
-that the text does not jump when it loads, and the download menu loses its ".pdf" entry (the
+that the text does not jump when it loads (and loads lazily), the theme's stylesheets and icon
+font keep only what the pages use (``attnmath_weight.py``), and the download menu loses its ".pdf" entry (the
 browser's print of one page; the whole book is ``make pdf``). The single-page build that
 ``make pdf`` prints gets the HTML translators that sphinx-proof and sphinx-exercise register for
 the ``html`` builder only.
@@ -46,6 +47,27 @@ def drop_repeated_scripts(app, pagename, templatename, context, doctree):
             seen.add(key)
             unique.append(script)
     context["script_files"] = unique
+
+
+def _asset_name(asset) -> str:
+    name = str(getattr(asset, "filename", asset) or "")
+    body = str((getattr(asset, "attributes", {}) or {}).get("body", ""))
+    return name + body
+
+
+def drop_unused_assets(app, pagename, templatename, context, doctree):
+    """Without launch buttons (no repository) nothing starts Thebe's live code, so its script,
+    configuration and style are left out; sphinx-design's tab script only goes to pages with
+    tabs."""
+    unused = []
+    if not app.config.html_theme_options.get("launch_buttons"):
+        unused += ["sphinx-thebe", "THEBE_JS_URL"]
+    if "sd-tab-set" not in (context.get("body") or ""):
+        unused.append("design-tabs.js")
+    for key in ("script_files", "css_files"):
+        assets = context.get(key)
+        if assets:
+            context[key] = [a for a in assets if not any(u in _asset_name(a) for u in unused)]
 
 
 def add_cached_outputs(app, pagename, templatename, context, doctree):
@@ -93,6 +115,7 @@ def make_standalone(app, pagename, templatename, context, doctree):
 
 
 _IMG = re.compile(r'<img (?P<attrs>[^>]*?)src="(?P<src>[^"]+\.svg)"(?P<rest>[^>]*)>')
+_ANY_IMG = re.compile(r'<img (?![^>]*\bloading=)')
 _SVG_SIZE = re.compile(r'<svg[^>]*?\swidth="(?P<w>[\d.]+)(?P<wu>pt|px)?"[^>]*?\sheight="(?P<h>[\d.]+)(?P<hu>pt|px)?"')
 
 
@@ -107,7 +130,8 @@ def svg_size(path: Path) -> tuple[int, int] | None:
 
 def image_sizes(app, pagename, templatename, context, doctree):
     """Give every SVG figure of the page its width and height attributes, so the browser reserves
-    its space before it loads (no layout shift); the CSS scales it to the column."""
+    its space before it loads (no layout shift); the CSS scales it to the column. Images load
+    when the reader comes near them (``loading="lazy"``), not all with the page."""
     body = context.get("body")
     images = getattr(app.builder, "images", None)
     if not body or not images:
@@ -124,7 +148,10 @@ def image_sizes(app, pagename, templatename, context, doctree):
         return (f'<img {match["attrs"]}src="{match["src"]}" width="{size[0]}" '
                 f'height="{size[1]}"{match["rest"]}>')
 
-    context["body"] = _IMG.sub(add_size, body)
+    body = _IMG.sub(add_size, body)
+    if app.builder.name == "html":  # not in the single page that make pdf prints
+        body = _ANY_IMG.sub(r'<img loading="lazy" decoding="async" ', body)
+    context["body"] = body
 
 
 _FONTAWESOME = re.compile(r'\s*<(script|link)\b[^>]*fontawesome[^>]*>(\s*</script>)?')
@@ -146,6 +173,9 @@ def lighten_pages(app, exception):
             lighter = _SEARCH_TOOLS.sub("", lighter)
         if lighter != text:
             page.write_text(lighter)
+    from attnmath_weight import lighten_static
+
+    lighten_static(outdir)
 
 
 def drop_print_button(app, pagename, templatename, context, doctree):
@@ -180,12 +210,14 @@ def repository_buttons(app, config):
 
 def setup(app):
     app.connect("html-page-context", drop_repeated_scripts, priority=900)
+    app.connect("html-page-context", drop_unused_assets, priority=900)
     # before sphinx-book-theme copies the notebook for download (priority 501)
     app.connect("html-page-context", add_cached_outputs, priority=400)
     app.connect("html-page-context", make_standalone, priority=450)
     app.connect("html-page-context", image_sizes)
     app.connect("html-page-context", drop_print_button, priority=600)
-    app.connect("build-finished", lighten_pages)
+    # after pydata-sphinx-theme writes pygments.css (build-finished, priority 500)
+    app.connect("build-finished", lighten_pages, priority=900)
     app.connect("config-inited", repository_buttons, priority=900)
     app.connect("builder-inited", html_handlers_for_single_page)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -29,6 +29,7 @@ References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2023).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -45,6 +46,12 @@ __all__ = [
     "AttentionState",
     "attention_state",
     "merge_attention_states",
+    "IOCount",
+    "FastMemory",
+    "flash_block_sizes",
+    "standard_attention_io",
+    "flash_attention_io",
+    "flash_attention_2_io",
 ]
 
 
@@ -428,3 +435,355 @@ def merge_attention_states(states: Sequence[AttentionState]) -> AttentionState:
     with np.errstate(divide="ignore"):
         lse = np.where(seen, shift + np.log(np.where(seen, total, 1.0)), -np.inf)
     return AttentionState(out, lse.astype(dtype, copy=False))
+
+
+# --------------------------------------------------------------------------- IO complexity
+
+
+class IOCount(NamedTuple):
+    """Slow-memory traffic of one attention schedule, counted in elements (not bytes).
+
+    ``reads`` and ``writes`` are the elements moved from and to slow memory (HBM); ``peak`` is
+    the largest number of elements the fast memory (SRAM) held at once during the schedule.
+    """
+
+    reads: int
+    writes: int
+    peak: int
+
+    @property
+    def total(self) -> int:
+        """All slow-memory accesses, ``reads + writes``: the count of Theorem 2 of the paper."""
+        return self.reads + self.writes
+
+
+class FastMemory:
+    r"""A fast memory of ``M`` elements that charges every transfer to and from slow memory.
+
+    :func:`standard_attention_io`, :func:`flash_attention_io` and
+    :func:`flash_attention_2_io` drive it: ``load`` brings a block in from slow memory (its
+    elements are *read*), ``hold`` makes room for a block computed on chip (no traffic),
+    ``store`` writes a block that is held out to slow memory (its elements are
+    *written*, and it stays held), ``free`` releases a block. Every call that adds a
+    block checks that the blocks held together fit in ``M`` elements and raises
+    ``ValueError`` otherwise, so a schedule that runs through has never held more than ``M``.
+
+    Parameters
+    ----------
+    M : int
+        Size of the fast memory in elements, ``>= 1``.
+
+    Notes
+    -----
+    This is the two-level memory model of the IO-complexity analysis of FlashAttention
+    (Dao et al., 2022, Section 3.2): a small fast memory, a large slow memory, and a cost
+    that is the number of elements moved between them. Arithmetic is free in this model, and
+    the model knows nothing about bandwidth, latency or parallelism across streaming
+    multiprocessors.
+    """
+
+    def __init__(self, M: int) -> None:
+        self.M = check_positive_int(M, "M")
+        self.held = 0
+        self.peak = 0
+        self.reads = 0
+        self.writes = 0
+
+    def _take(self, n: int) -> int:
+        n = check_positive_int(n, "n", allow_zero=True)
+        if self.held + n > self.M:
+            raise ValueError(
+                f"fast memory overflow: a block of {n} elements on top of the {self.held} held "
+                f"needs {self.held + n} > M = {self.M} elements; use smaller blocks "
+                f"(block_r, block_c) or a larger M"
+            )
+        self.held += n
+        self.peak = max(self.peak, self.held)
+        return n
+
+    def load(self, n: int) -> int:
+        """Read ``n`` elements from slow memory into fast memory; returns ``n``."""
+        self.reads += self._take(n)
+        return n
+
+    def hold(self, n: int) -> int:
+        """Make room for ``n`` elements computed on chip (no slow-memory traffic); returns ``n``."""
+        return self._take(n)
+
+    def store(self, n: int) -> None:
+        """Write ``n`` of the held elements to slow memory (they stay held until freed)."""
+        n = check_positive_int(n, "n", allow_zero=True)
+        if n > self.held:
+            raise ValueError(f"cannot store n = {n} elements: only {self.held} are held")
+        self.writes += n
+
+    def free(self, n: int) -> None:
+        """Release ``n`` held elements."""
+        n = check_positive_int(n, "n", allow_zero=True)
+        if n > self.held:
+            raise ValueError(f"cannot free n = {n} elements: only {self.held} are held")
+        self.held -= n
+
+    def count(self) -> IOCount:
+        """The traffic charged so far and the peak occupancy."""
+        return IOCount(self.reads, self.writes, self.peak)
+
+
+def _check_io_sizes(N: object, d: object, M: object) -> tuple[int, int, int]:
+    return (check_positive_int(N, "N"), check_positive_int(d, "d"), check_positive_int(M, "M"))
+
+
+def _flash_live(block_r: int, block_c: int, d: int) -> int:
+    """Elements a flash inner step holds: two blocks of rows each side, the tile, 4 statistics."""
+    return 2 * (block_r + block_c) * d + block_r * block_c + 4 * max(block_r, block_c)
+
+
+def flash_block_sizes(d: int, M: int) -> tuple[int, int]:
+    r"""Block sizes ``(B_r, B_c)`` of FlashAttention's Algorithm 1 for a fast memory of ``M``.
+
+    .. math::
+
+        B_c = \min\Bigl(\Bigl\lceil \frac{M}{4d} \Bigr\rceil,\ B_{\text{fit}}\Bigr), \qquad
+        B_r = \min(B_c, d),
+
+    where :math:`B_{\text{fit}}` is the largest :math:`B` whose inner step fits:
+    :math:`2(b + B)d + bB + 4B \le M` with :math:`b = \min(B, d)` (two blocks of rows of
+    :math:`Q, O` and of :math:`K, V`, the :math:`b \times B` score tile and four row
+    statistics).
+
+    Parameters
+    ----------
+    d : int
+        Head dimension.
+    M : int
+        Fast-memory size in elements; at least ``4 d + 5`` (one row of each block).
+
+    Returns
+    -------
+    (int, int)
+        ``(B_r, B_c)``: query rows and key rows per block for Algorithm 1
+        (:func:`flash_attention_io`); FlashAttention-2's order uses them the other way round
+        (:func:`flash_attention_2_io`).
+
+    Notes
+    -----
+    The paper (Dao et al., 2022, Algorithm 1) takes :math:`B_c = \lceil M/4d \rceil` so that
+    each of :math:`K_j, V_j, Q_i, O_i` takes about a quarter of the fast memory. The score
+    tile and the statistics need room too: for :math:`M < 8d^2 + 16d` or so the paper's blocks
+    hold more than ``M`` elements, and they are lowered here until they fit. The constants
+    change, the :math:`\Theta` of Theorem 2 does not.
+    """
+    d = check_positive_int(d, "d")
+    M = check_positive_int(M, "M")
+    if _flash_live(1, 1, d) > M:
+        raise ValueError(f"M = {M} is too small for d = {d}: one row of each of Q, K, V, O and "
+                         f"its statistics need {_flash_live(1, 1, d)} elements")
+    linear = (M - 2 * d * d) // (3 * d + 4)  # B >= d: 2(d + B)d + dB + 4B <= M
+    if linear >= d:
+        fit = linear
+    else:  # B < d: B^2 + (4d + 4)B <= M
+        fit = (math.isqrt((4 * d + 4) ** 2 + 4 * M) - (4 * d + 4)) // 2
+        while _flash_live(fit + 1, fit + 1, d) <= M:
+            fit += 1
+        while _flash_live(fit, fit, d) > M:
+            fit -= 1
+    block_c = min(-(-M // (4 * d)), fit)
+    return min(block_c, d), block_c
+
+
+def _flash_blocks(d: int, M: int, block_r: object, block_c: object,
+                  swap: bool) -> tuple[int, int]:
+    if block_r is None and block_c is None:
+        small, big = flash_block_sizes(d, M)
+        return (big, small) if swap else (small, big)
+    if block_r is None or block_c is None:
+        raise ValueError("give both block_r and block_c, or neither (then flash_block_sizes)")
+    return check_positive_int(block_r, "block_r"), check_positive_int(block_c, "block_c")
+
+
+def standard_attention_io(N: int, d: int, M: int) -> IOCount:
+    r"""Simulated slow-memory traffic of standard attention with a fast memory of ``M`` elements.
+
+    The three kernels of the paper's Algorithm 0, each tiled to fit ``M``:
+    :math:`S = QK^\top` in :math:`b \times b` tiles written out, a row-wise softmax that reads
+    :math:`S` and writes :math:`P`, and :math:`O = PV` in tiles. The count equals
+
+    .. math::
+
+        \text{reads} = Nd + 2TNd + (r + 1)N^2, \qquad \text{writes} = 2N^2 + Nd,
+
+    with :math:`b` the largest tile with :math:`2bd + b^2 \le M`, :math:`T = \lceil N/b
+    \rceil`, and :math:`r = 1` when a row of :math:`S` fits (:math:`N + 2 \le M`), else 2.
+
+    Parameters
+    ----------
+    N : int
+        Sequence length (``L = S = N``).
+    d : int
+        Head dimension (``D = D_v = d``).
+    M : int
+        Fast-memory size in elements, at least ``2 d + 1``.
+
+    Returns
+    -------
+    IOCount
+        Reads, writes and the peak fast-memory occupancy, in elements, for one head.
+
+    Notes
+    -----
+    The count is made by running the loops against a :class:`FastMemory`, not by the
+    formula above, which the tests compare with it. Theorem 2 of Dao et al. (2022) states
+    :math:`\Theta(Nd + N^2)`; the re-reads :math:`2TNd` of the two tiled products are
+    :math:`O(N^2)` when :math:`b \ge d` (:math:`M \ge 3d^2`), and grow to :math:`\approx
+    N^2 d / b` below.
+    """
+    N, d, M = _check_io_sizes(N, d, M)
+    b = math.isqrt(d * d + M) - d  # the largest b with 2bd + b^2 <= M
+    if b < 1:
+        raise ValueError(f"M = {M} is too small for d = {d}: a tile of S = QK^T needs "
+                         f"{2 * d + 1} elements")
+    fast = FastMemory(M)
+    blocks = [(j0, min(N, j0 + b)) for j0 in range(0, N, b)]
+    for i0, i1 in blocks:  # S = Q K^T, tile by tile
+        q_i = fast.load((i1 - i0) * d)
+        for j0, j1 in blocks:
+            k_j = fast.load((j1 - j0) * d)
+            s_ij = fast.hold((i1 - i0) * (j1 - j0))
+            fast.store(s_ij)
+            fast.free(s_ij + k_j)
+        fast.free(q_i)
+    chunk = min(N, M - 2)  # P = softmax(S), row by row, with a running max and sum
+    for _ in range(N):
+        stats = fast.hold(2)
+        if chunk == N:  # the row fits: read it once, write P in its place
+            fast.store(fast.load(N))
+            fast.free(N)
+        else:  # two passes: the online max and sum, then normalise and write P
+            for c0 in range(0, N, chunk):
+                fast.free(fast.load(min(chunk, N - c0)))
+            for c0 in range(0, N, chunk):
+                part = fast.load(min(chunk, N - c0))
+                fast.store(part)
+                fast.free(part)
+        fast.free(stats)
+    for i0, i1 in blocks:  # O = P V, tile by tile, accumulated on chip
+        o_i = fast.hold((i1 - i0) * d)
+        for j0, j1 in blocks:
+            p_ij = fast.load((i1 - i0) * (j1 - j0))
+            v_j = fast.load((j1 - j0) * d)
+            fast.free(p_ij + v_j)
+        fast.store(o_i)
+        fast.free(o_i)
+    return fast.count()
+
+
+def flash_attention_io(N: int, d: int, M: int, *, block_r: int | None = None,
+                       block_c: int | None = None) -> IOCount:
+    r"""Simulated slow-memory traffic of FlashAttention's Algorithm 1 (Dao et al., 2022).
+
+    Outer loop over the :math:`T_c = \lceil N/B_c \rceil` blocks :math:`K_j, V_j`, inner loop
+    over the blocks :math:`Q_i` with :math:`O_i, \ell_i, m_i` read and written back at every
+    inner step; :math:`O, \ell, m` are initialised in slow memory first. The count equals
+
+    .. math::
+
+        \text{reads} = 2Nd + T_c\,(2Nd + 2N), \qquad
+        \text{writes} = (T_c + 1)(Nd + 2N).
+
+    Parameters
+    ----------
+    N : int
+        Sequence length (``L = S = N``).
+    d : int
+        Head dimension (``D = D_v = d``).
+    M : int
+        Fast-memory size in elements.
+    block_r, block_c : int, optional
+        Query rows and key rows per block; both or neither (default:
+        :func:`flash_block_sizes`). Blocks that do not fit in ``M`` raise ``ValueError``.
+
+    Returns
+    -------
+    IOCount
+        Reads, writes and the peak fast-memory occupancy, in elements, for one head.
+
+    Notes
+    -----
+    Counted by running the loops against a :class:`FastMemory`; the formula is what the
+    tests compare with. With :math:`B_c \approx M/4d`, :math:`T_c \approx 4Nd/M` and the
+    total is :math:`\approx 12N^2d^2/M`: Theorem 2's :math:`\Theta(N^2d^2/M)` for
+    :math:`d \le M \le Nd`.
+    """
+    N, d, M = _check_io_sizes(N, d, M)
+    block_r, block_c = _flash_blocks(d, M, block_r, block_c, swap=False)
+    fast = FastMemory(M)
+    for i0 in range(0, N, block_r):  # initialise O = 0, l = 0, m = -inf in slow memory
+        rows = min(block_r, N - i0)
+        init = fast.hold(rows * (d + 2))
+        fast.store(init)
+        fast.free(init)
+    for j0 in range(0, N, block_c):
+        kv_j = fast.load(2 * min(block_c, N - j0) * d)  # K_j, V_j
+        for i0 in range(0, N, block_r):
+            rows = min(block_r, N - i0)
+            q_i = fast.load(rows * d)
+            o_i = fast.load(rows * (d + 2))  # O_i, l_i, m_i
+            s_ij = fast.hold(rows * min(block_c, N - j0) + 2 * rows)  # S_ij, 2 row stats
+            fast.store(o_i)  # O_i, l_i, m_i written back
+            fast.free(q_i + o_i + s_ij)
+        fast.free(kv_j)
+    return fast.count()
+
+
+def flash_attention_2_io(N: int, d: int, M: int, *, block_r: int | None = None,
+                         block_c: int | None = None) -> IOCount:
+    r"""Simulated slow-memory traffic of FlashAttention-2's loop order (Dao, 2023).
+
+    Outer loop over the :math:`T_r = \lceil N/B_r \rceil` blocks :math:`Q_i`, whose
+    output accumulator and statistics stay on chip; inner loop over the blocks
+    :math:`K_j, V_j`;
+    :math:`O_i` and :math:`\operatorname{lse}_i` are written once. The count equals
+
+    .. math::
+
+        \text{reads} = Nd + 2T_r\,Nd, \qquad \text{writes} = Nd + N.
+
+    Parameters
+    ----------
+    N : int
+        Sequence length (``L = S = N``).
+    d : int
+        Head dimension (``D = D_v = d``).
+    M : int
+        Fast-memory size in elements.
+    block_r, block_c : int, optional
+        Query rows and key rows per block; both or neither. The default is
+        :func:`flash_block_sizes` the other way round: the large block on the queries,
+        whose loop is now the outer one, ``B_c = min(B_r, d)``.
+
+    Returns
+    -------
+    IOCount
+        Reads, writes and the peak fast-memory occupancy, in elements, for one head.
+
+    Notes
+    -----
+    Counted by running the loops against a :class:`FastMemory`. With
+    :math:`B_r \approx M/4d` the total is :math:`\approx 8N^2d^2/M`: the same
+    :math:`\Theta(N^2d^2/M)` as Algorithm 1 with a smaller constant, since the output
+    never makes a round trip through slow memory.
+    """
+    N, d, M = _check_io_sizes(N, d, M)
+    block_r, block_c = _flash_blocks(d, M, block_r, block_c, swap=True)
+    fast = FastMemory(M)
+    for i0 in range(0, N, block_r):
+        rows = min(block_r, N - i0)
+        q_i = fast.load(rows * d)
+        o_i = fast.hold(rows * (d + 2))  # the output accumulator, m and l
+        for j0 in range(0, N, block_c):
+            kv_j = fast.load(2 * min(block_c, N - j0) * d)  # K_j, V_j
+            s_ij = fast.hold(rows * min(block_c, N - j0) + 2 * rows)  # S_ij, 2 row stats
+            fast.free(kv_j + s_ij)
+        fast.store(rows * (d + 1))  # O_i and lse_i
+        fast.free(q_i + o_i)
+    return fast.count()

@@ -22,9 +22,14 @@ import numpy as np
 import pytest
 
 import attnmath
-from attnmath import counting, encoder, masking, moe, multihead, positional, scaling, softmax, theory
+from attnmath import (counting, encoder, masking, moe, multihead, positional, scaling, serving, softmax,
+                      theory)
+from attnmath import long_context
+from attnmath import induction
+from attnmath import flash  # only its IO-complexity functions are probed here
 
-MODULES = (softmax, masking, multihead, counting, encoder, positional, moe, theory, scaling)
+MODULES = (softmax, masking, multihead, counting, encoder, positional, moe, theory, scaling, serving, long_context,
+           induction)
 PACKAGE_DIR = pathlib.Path(attnmath.__file__).resolve().parent
 
 _rng = np.random.default_rng(0)
@@ -49,9 +54,29 @@ LAW = theory.gd_linear_attention_weights(2, 4, lr=0.1)
 REG = (_a(4, 2), _a(4), _a(2))
 PERM = np.array([2, 0, 1])
 POS = np.arange(3)
+PAGED = serving.paged_append(serving.paged_cache_init(4, 1, 2, 3), 0, _a(1, 3, 3), _a(1, 3, 3))
+MLA = serving.init_mla_params(8, 2, 3, 4, 2)
+MLA_LATENT = serving.mla_latent(_a(5, 8), MLA, np.arange(5))
+LLAMA = serving.PUBLISHED_MODELS["Llama-2-7B"]
+CAUSAL = _probs(2, 5, 5) * np.tril(np.ones((5, 5)))  # (2, 5, 5): attention-like patterns
+TINY_RUN = induction.InductionConfig(V=8, T=3, min_T=2, C=8, H=2, steps=1, batch=2, log_every=1,
+                                     eval_batch=2)
+INDUCTION_DATA = str(PACKAGE_DIR.parents[1] / "book" / "data" / "induction.npz")
 
 # function -> (args, kwargs) of one valid call
 VALID = {
+    induction.repeated_sequence: ((np.array([3, 1, 2]), 7), {}),
+    induction.predictable_mask: ((4,), {"L": 12}),
+    induction.repeated_batch: ((2, 4, 8, 0), {"min_T": 2}),
+    induction.previous_token_score: ((CAUSAL,), {}),
+    induction.first_token_score: ((CAUSAL,), {}),
+    induction.mean_attention_distance: ((CAUSAL,), {}),
+    induction.induction_score: ((CAUSAL, np.array([0, 1, 2, 1, 2])), {}),
+    induction.ov_circuit: ((_a(5, 4), _a(4, 2), _a(2, 4), _a(4, 5)), {}),
+    induction.copying_score: ((_a(4, 4),), {}),
+    induction.phase_change: ((np.arange(5), np.array([3.0, 2.9, 1.0, 0.2, 0.1])), {"plateau": 0}),
+    induction.train_induction: ((TINY_RUN,), {}),
+    induction.load_run: ((INDUCTION_DATA,), {}),
     softmax.softmax: ((X3,), {"axis": -1, "temperature": 1.0}),
     softmax.log_softmax: ((X3,), {"axis": -1, "temperature": 1.0}),
     softmax.logsumexp: ((X3,), {"axis": -1, "keepdims": False}),
@@ -141,6 +166,49 @@ VALID = {
     scaling.softmax_jacobian_norm: ((_a(3, 4),), {"axis": -1}),
     scaling.softmax_gradient_norm: ((_a(3, 4),), {"axis": -1}),
     scaling.gradient_magnitude_curve: (([2, 4],), {"n_keys": 4, "n_queries": 4, "seed": 0}),
+    serving.paged_cache_init: ((4, 1, 2, 3), {"D_v": 2, "dtype": np.float64}),
+    serving.paged_append: ((PAGED, 0, _a(1, 2, 3), _a(1, 2, 3)), {}),
+    serving.paged_free: ((PAGED, 0), {}),
+    serving.gather_blocks: ((PAGED.k_pool, np.array([0, 1]), 3), {}),
+    serving.paged_gather: ((PAGED, 0), {}),
+    serving.paged_attention: ((_a(2, 1, 3), PAGED, 0), {"scale": 0.5}),
+    serving.paged_unused_slots: ((PAGED,), {}),
+    serving.flash_decoding: ((_a(1, 2, 1, 3), _a(1, 1, 5, 3), _a(1, 1, 5, 2)),
+                             {"num_splits": 2, "mask": np.ones((1, 5), bool), "scale": 0.5}),
+    serving.init_mla_params: ((8, 2, 3, 4, 2), {"D_v": 3, "seed": 0}),
+    serving.mla_latent: ((_a(5, 8), MLA, np.arange(5)), {}),
+    serving.mla_attention: ((_a(2, 8),) + MLA_LATENT + (MLA,), {"q_positions": np.arange(3, 5)}),
+    serving.mla_attention_absorbed: ((_a(2, 8),) + MLA_LATENT + (MLA,),
+                                     {"q_positions": np.arange(3, 5)}),
+    serving.quantize_symmetric: ((_a(4, 3),), {"bits": 8, "per": "channel"}),
+    serving.dequantize: ((serving.quantize_symmetric(_a(4, 3), bits=4, per="token"),), {}),
+    serving.quantized_attention_error_bound: ((_a(2, 3), _a(4, 2), _a(4, 3) ** 2, _a(4, 2) ** 2),
+                                              {"scale": 0.5}),
+    serving.kv_bytes_per_token: ((LLAMA,), {"itemsize": 2}),
+    serving.decoder_param_count: ((LLAMA,), {}),
+    serving.step_cost: ((LLAMA,), {"B": 2, "L": 1, "S": 10, "itemsize": 2}),
+    serving.roofline: ((np.array([1.0, 500.0]),), {"peak_flops": 1e15, "bandwidth": 3e12}),
+    long_context.interpolated_frequencies: ((8, 4.0), {"base": 100.0}),
+    long_context.ntk_frequencies: ((8, 4.0), {"base": 100.0}),
+    long_context.yarn_frequencies: ((8, 4.0, 64), {"base": 100.0, "beta_fast": 32.0, "beta_slow": 1.0}),
+    long_context.yarn_ramp: ((np.array([0.5, 4.0, 40.0]),), {"beta_fast": 32.0, "beta_slow": 1.0}),
+    long_context.yarn_attention_factor: ((4.0,), {}),
+    long_context.rope_rotations: ((np.array([1.0, 0.1]), 64), {}),
+    long_context.sink_cache_kept: ((10,), {"n_sink": 2, "window": 3}),
+    long_context.sink_window_mask: ((4, 6), {"n_sink": 1, "window": 2, "alignment": "top_left"}),
+    long_context.streaming_attention: ((_a(1, 2, 5, 4), _a(1, 1, 5, 4), _a(1, 1, 5, 3)),
+                                       {"n_sink": 1, "window": 2, "rope_base": 100.0, "scale": 0.5}),
+    long_context.ring_attention: ((_a(1, 2, 5, 4), _a(1, 1, 6, 4), _a(1, 1, 6, 3)),
+                                  {"P": 2, "causal": True, "causal_alignment": "top_left", "scale": 0.5}),
+    long_context.ring_step_cost: ((64, 16), {"D_v": 8, "H": 4, "H_kv": 2, "bytes_per_elem": 2}),
+    long_context.ring_min_block: ((1e12, 1e10), {"bytes_per_elem": 2, "H": 4, "H_kv": 2}),
+    long_context.marker_batch: ((2, 5), {"V": 3, "p_marker": 0.5, "seed": 0}),
+    long_context.extrapolation_experiment: ((long_context.ExtrapolationConfig(
+        positions=("alibi",), L_train=4, lengths=(6,), seeds=(0,), steps=1, batch=2, eval_batch=2),), {}),
+    flash.flash_block_sizes: ((8, 200), {}),
+    flash.standard_attention_io: ((16, 8, 200), {}),
+    flash.flash_attention_io: ((16, 8, 200), {"block_r": 2, "block_c": 4}),
+    flash.flash_attention_2_io: ((16, 8, 200), {"block_r": 4, "block_c": 2}),
 }
 
 # Bad calls written by hand: (function, args, kwargs, the argument the message must name).
@@ -161,6 +229,19 @@ def _with(fn, name, value):
 
 
 EXTRA = [
+    _with(induction.repeated_batch, "T", 8),  # T > V - 1
+    _with(induction.repeated_batch, "min_T", 5),  # min_T > T
+    _with(induction.repeated_sequence, "segment", np.array([0, 1])),  # 0 is BOS
+    _with(induction.previous_token_score, "probs", _a(2, 3, 4)),  # not square
+    _with(induction.induction_score, "tokens", np.array([0, 1, 2, 3, 4])),  # nothing repeats
+    _with(induction.induction_score, "tokens", np.array([0, 1, 2, 1])),  # wrong length
+    _with(induction.ov_circuit, "W_O", _a(3, 4)),
+    _with(induction.copying_score, "M", np.zeros((3, 3))),
+    _with(induction.phase_change, "loss", np.full(5, np.nan)),
+    _with(induction.phase_change, "steps", np.array([0, 2, 1, 3, 4])),
+    _with(induction.phase_change, "plateau", 4),
+    _with(induction.train_induction, "config", "text"),
+    _with(induction.train_induction, "config", induction.InductionConfig(V=8, T=8)),
     # empty arrays where the result would be meaningless (an empty softmax is empty, as torch's)
     _with(scaling.attention_entropy, "probs", E((3, 0))),
     _with(scaling.max_weight, "probs", E((3, 0))),
@@ -174,6 +255,12 @@ EXTRA = [
     _with(theory.attention_output_rank, "probs", E((3, 0))),
     _with(positional.apply_rope, "x", E((2, 3, 0))),
     _with(scaling.saturation_curve, "d_k_values", []),
+    # sizes of the IO-complexity simulations: a fast memory too small, blocks that do not fit
+    _with(flash.flash_block_sizes, "M", 36),
+    _with(flash.standard_attention_io, "M", 16),
+    _with(flash.flash_attention_io, "block_c", 40),
+    _with(flash.flash_attention_2_io, "block_r", 40),
+    _with(flash.flash_attention_io, "N", 0),
     # wrong number of dimensions
     _with(softmax.softmax, "x", 1.0),
     _with(multihead.merge_heads, "x", _a(3, 4)),
@@ -245,6 +332,40 @@ EXTRA = [
     _with(positional.sinusoidal_encoding, "C", 5),
     _with(positional.alibi_slopes, "H", 0),
     _with(moe.expert_capacity, "N", -1),
+    _with(serving.paged_attention, "q", _a(2, 4, 3)),  # more queries than cached tokens
+    _with(serving.paged_append, "k_new", _a(2, 2, 3)),
+    _with(serving.paged_free, "seq", 5),
+    _with(serving.gather_blocks, "length", 5),
+    _with(serving.gather_blocks, "block_table", np.array([0, 9])),
+    _with(serving.flash_decoding, "num_splits", 0),
+    _with(serving.flash_decoding, "mask", np.ones((1, 4), bool)),
+    _with(serving.init_mla_params, "d_rope", 3),
+    _with(serving.mla_attention, "q_positions", np.arange(3)),
+    _with(serving.mla_attention, "c_kv", _a(5, 3)),
+    _with(serving.quantize_symmetric, "bits", 9),
+    _with(serving.quantize_symmetric, "x", np.full((2, 2), np.nan)),
+    _with(serving.quantized_attention_error_bound, "k_error", -_a(4, 3) ** 2),
+    _with(serving.roofline, "intensity", np.array([-1.0])),
+    _with(serving.decoder_param_count, "shape", serving.PUBLISHED_MODELS["Falcon-7B"]),
+    _with(serving.kv_bytes_per_token, "shape", LLAMA._replace(H_kv=3)),
+    _with(long_context.ntk_frequencies, "D", 2),
+    _with(long_context.interpolated_frequencies, "D", 7),
+    _with(long_context.interpolated_frequencies, "scale", 0.5),
+    _with(long_context.yarn_frequencies, "original_context", 0),
+    _with(long_context.yarn_ramp, "beta_fast", 0.5),
+    _with(long_context.yarn_ramp, "rotations", np.array([-1.0])),
+    _with(long_context.rope_rotations, "inv_freq", np.zeros((2, 2))),
+    _with(long_context.rope_rotations, "inv_freq", np.array([1.0, -0.1])),
+    _with(long_context.sink_cache_kept, "window", 0),
+    _with(long_context.sink_cache_kept, "n_sink", -1),
+    _with(long_context.streaming_attention, "k", _a(1, 1, 4, 4)),
+    _with(long_context.streaming_attention, "q", np.full((1, 2, 5, 4), np.nan)),
+    _with(long_context.ring_attention, "P", 0),
+    _with(long_context.ring_attention, "v", _a(1, 1, 5, 3)),
+    _with(long_context.ring_step_cost, "H_kv", 3),
+    _with(long_context.ring_min_block, "bytes_per_s", 0.0),
+    _with(long_context.marker_batch, "p_marker", 1.5),
+    _with(long_context.marker_batch, "V", 1),
     # bad values of numbers and flags
     _with(softmax.softmax, "temperature", 0.0),
     _with(softmax.softmax, "axis", 3),

@@ -18,9 +18,15 @@ from attnmath.flash import (
     FlashCache,
     attention_state,
     merge_attention_states,
+    FastMemory,
+    IOCount,
     attention_matrix_bytes,
+    flash_attention_2_io,
     flash_attention_backward,
     flash_attention_forward,
+    flash_attention_io,
+    flash_block_sizes,
+    standard_attention_io,
 )
 from attnmath.masking import causal_mask, combine_masks
 from attnmath.testing import assert_close, check_gradient, random_qkv, sdpa_oracle, to_torch
@@ -504,3 +510,244 @@ def test_merge_keeps_float32_and_stays_finite_for_extreme_lse():
 def test_merge_rejects_bad_states_naming_them(states, kind, words):
     with pytest.raises(kind, match=re.escape(words)):
         merge_attention_states(states)
+
+
+# --------------------------------------------------------------------------- IO complexity
+#
+# The counts of attnmath.flash.*_io are made by running the loops against a FastMemory; the
+# closed forms below are derived in book/08_flash.md ("IO complexity") and must agree exactly.
+
+IO_SETTINGS = settings(max_examples=25, deadline=None)
+
+
+def _flash_live(block_r, block_c, d):
+    """Elements held by one inner step: Q_i, O_i, K_j, V_j, the tile and four statistics."""
+    return 2 * (block_r + block_c) * d + block_r * block_c + 4 * max(block_r, block_c)
+
+
+@st.composite
+def _n_d_m(draw, max_n=160, max_d=16):
+    """(N, d, M) with d <= M <= N d, M large enough for one row of every block."""
+    d = draw(st.integers(1, max_d))
+    N = draw(st.integers(4 + -(-5 // d), max_n))  # so that N d >= 4 d + 5
+    M = draw(st.integers(4 * d + 5, N * d))
+    return N, d, M
+
+
+@IO_SETTINGS
+@given(st.integers(1, 64), st.integers(1, 40_000))
+def test_flash_block_sizes_are_the_papers_unless_they_overflow_then_the_largest_that_fit(d, M):
+    if M < 4 * d + 5:
+        with pytest.raises(ValueError, match="M"):
+            flash_block_sizes(d, M)
+        return
+    block_r, block_c = flash_block_sizes(d, M)
+    paper = -(-M // (4 * d))  # B_c = ceil(M / 4d)
+    assert block_r == min(block_c, d)
+    assert _flash_live(block_r, block_c, d) <= M
+    if _flash_live(min(paper, d), paper, d) <= M:
+        assert block_c == paper
+    else:
+        assert block_c < paper
+        assert _flash_live(min(block_c + 1, d), block_c + 1, d) > M
+
+
+@IO_SETTINGS
+@given(_n_d_m())
+def test_flash_attention_io_equals_its_closed_form(ndm):
+    N, d, M = ndm
+    block_r, block_c = flash_block_sizes(d, M)
+    T_c = -(-N // block_c)
+    count = flash_attention_io(N, d, M)
+    assert count.reads == 2 * N * d + T_c * (2 * N * d + 2 * N)
+    assert count.writes == (T_c + 1) * (N * d + 2 * N)
+    assert count.total == count.reads + count.writes
+    assert count.peak <= M
+
+
+@IO_SETTINGS
+@given(_n_d_m())
+def test_flash_attention_2_io_equals_its_closed_form(ndm):
+    N, d, M = ndm
+    small, big = flash_block_sizes(d, M)
+    T_r = -(-N // big)  # FlashAttention-2 puts the large block on the queries
+    count = flash_attention_2_io(N, d, M)
+    assert count.reads == N * d + 2 * T_r * N * d
+    assert count.writes == N * d + N
+    assert count.peak <= M
+
+
+@IO_SETTINGS
+@given(st.integers(1, 200), st.integers(1, 16), st.integers(3, 3000))
+def test_standard_attention_io_equals_its_closed_form(N, d, M):
+    if M < 2 * d + 1:
+        with pytest.raises(ValueError, match="M"):
+            standard_attention_io(N, d, M)
+        return
+    b = max(b for b in range(1, M + 1) if 2 * b * d + b * b <= M)  # the largest tile of S
+    T = -(-N // b)
+    r = 1 if N + 2 <= M else 2  # a row of S read once if it fits, else twice
+    count = standard_attention_io(N, d, M)
+    assert count.reads == N * d + 2 * T * N * d + (r + 1) * N * N
+    assert count.writes == 2 * N * N + N * d
+    assert count.peak <= M
+
+
+@IO_SETTINGS
+@given(_n_d_m(max_n=128), st.integers(1, 40), st.integers(1, 40))
+def test_the_fast_memory_refuses_blocks_that_do_not_fit(ndm, block_r, block_c):
+    # The counter's own bookkeeping decides; it must agree with the live set of one inner
+    # step: Q_i, O_i, K_j, V_j, the score tile and four statistics per query row.
+    N, d, M = ndm
+    rows, cols = min(block_r, N), min(block_c, N)  # blocks never exceed the sequence
+    live = 2 * (rows + cols) * d + rows * cols + 4 * rows
+    for simulate in (flash_attention_io, flash_attention_2_io):
+        if live <= M:
+            assert simulate(N, d, M, block_r=block_r, block_c=block_c).peak == live
+        else:
+            with pytest.raises(ValueError, match="fast memory overflow"):
+                simulate(N, d, M, block_r=block_r, block_c=block_c)
+
+
+def test_the_papers_block_sizes_overflow_a_small_fast_memory():
+    # B_c = ceil(M / 4d), B_r = min(B_c, d) leave no room for the score tile when M < 8 d^2.
+    d, M = 16, 1024
+    with pytest.raises(ValueError, match="fast memory overflow"):
+        flash_attention_io(64, d, M, block_r=min(-(-M // (4 * d)), d), block_c=-(-M // (4 * d)))
+    assert flash_attention_io(64, d, M).peak <= M
+
+
+@pytest.mark.claim(
+    "003 §5.2",
+    "Flash attention gives a speed improvement through reduced I/O",
+    "clarified",
+    correction="In the two-level memory model flash attention moves Theta(N^2 d^2 / M) elements "
+               "to and from slow memory against Theta(N^2 + N d) for standard attention: fewer "
+               "only when the fast memory M is larger than a few d^2 (for the paper's loop order "
+               "the counts cross near M = 2 d^2, for FlashAttention-2's near M = d^2). On an H100 "
+               "(228 KB of shared memory per SM, 116,736 bf16 elements) that holds for d = 64 "
+               "and 128 in both orders; for d = 256 not in the paper's order.",
+    domain="d in 2..16, N in 16 d..16 d + 256, M in 16 d^2..N d (fewer accesses, hypothesis); d = "
+           "32, 64, 128, N = 256 and 1024, M = d^2 / 2 (more accesses for Algorithm 1)",
+    box="corr-flash-io")
+@IO_SETTINGS
+@given(st.data())
+def test_flash_moves_fewer_elements_than_standard_attention_only_when_m_exceeds_a_few_d_squared(data):
+    d = data.draw(st.integers(2, 16))
+    N = data.draw(st.integers(16 * d, 16 * d + 256))
+    M = data.draw(st.integers(16 * d * d, N * d))
+    standard = standard_attention_io(N, d, M).total
+    assert flash_attention_io(N, d, M).total < standard
+    assert flash_attention_2_io(N, d, M).total < standard
+
+
+@pytest.mark.claim(
+    "003 §5.2",
+    "Flash attention gives a speed improvement through reduced I/O",
+    "clarified",
+    correction="In the two-level memory model flash attention moves Theta(N^2 d^2 / M) elements "
+               "to and from slow memory against Theta(N^2 + N d) for standard attention: fewer "
+               "only when the fast memory M is larger than a few d^2 (for the paper's loop order "
+               "the counts cross near M = 2 d^2, for FlashAttention-2's near M = d^2). On an H100 "
+               "(228 KB of shared memory per SM, 116,736 bf16 elements) that holds for d = 64 "
+               "and 128 in both orders; for d = 256 not in the paper's order.",
+    domain="d in 2..16, N in 16 d..16 d + 256, M in 16 d^2..N d (fewer accesses, hypothesis); d = "
+           "32, 64, 128, N = 256 and 1024, M = d^2 / 2 (more accesses for Algorithm 1)",
+    box="corr-flash-io")
+@pytest.mark.parametrize("d", [32, 64, 128])
+@pytest.mark.parametrize("N", [256, 1024])
+def test_flash_moves_more_elements_than_standard_attention_when_m_is_below_d_squared(d, N):
+    M = d * d // 2
+    assert flash_attention_io(N, d, M).total > standard_attention_io(N, d, M).total
+
+
+@pytest.mark.claim(
+    "004 Efficient Attention Computation",
+    "Flash attention: Q, K, V from HBM -> compute in shared memory -> output to HBM "
+    "(traditional: store attn, read attn)",
+    "corrected",
+    correction="Standard attention does write and read back the N x N scores and weights (4 N^2 "
+               "of its accesses). Flash attention never does, but it does not read Q, K, V once "
+               "either: unless one block covers the whole sequence it re-reads Q and O (the "
+               "paper's Algorithm 1) or K and V (FlashAttention-2) once per outer step, "
+               "Theta(N^2 d^2 / M) accesses in all.",
+    domain="4 d + 5 <= M <= N d with d in 1..16, N up to 160 (hypothesis)",
+    box="corr-flash-io")
+@IO_SETTINGS
+@given(_n_d_m())
+def test_flash_reads_its_inputs_once_only_when_one_block_covers_the_sequence(ndm):
+    N, d, M = ndm
+    small, big = flash_block_sizes(d, M)
+    standard = standard_attention_io(N, d, M)
+    assert standard.writes >= 2 * N * N and standard.reads >= 2 * N * N  # S and P, both ways
+    fa1, fa2 = flash_attention_io(N, d, M), flash_attention_2_io(N, d, M)
+    one_pass = 3 * N * d  # Q, K and V read once
+    assert (fa2.reads == one_pass) == (N <= big)
+    if N > big:  # a second outer step re-reads K, V (FlashAttention-2) or Q, O, l, m (Algorithm 1)
+        assert fa2.reads >= one_pass + 2 * N * d
+        assert fa1.reads >= one_pass + N * d + 2 * (N * d + 2 * N)
+    assert fa2.writes == N * d + N  # O and lse, once
+
+
+@IO_SETTINGS
+@given(_n_d_m())
+def test_flash_io_is_theta_of_n2_d2_over_m(ndm):
+    # Theorem 2 of Dao et al. (2022): Theta(N^2 d^2 / M) for d <= M <= N d. The constants
+    # 6 <= count / (N^2 d^2 / M) <= 138 (Algorithm 1) and 4 <= . <= 41 (FlashAttention-2)
+    # are derived in book/08_flash.md from 1 <= B_c <= ceil(M / 4d) and B_c >= M / (18 d).
+    N, d, M = ndm
+    unit = N * N * d * d / M
+    assert 6 <= flash_attention_io(N, d, M).total / unit <= 138
+    assert 4 <= flash_attention_2_io(N, d, M).total / unit <= 41
+
+
+@IO_SETTINGS
+@given(st.integers(1, 200), st.integers(1, 16), st.data())
+def test_standard_attention_io_is_theta_of_n2_plus_nd_once_tiles_are_d_wide(N, d, data):
+    # The paper's Theta(Nd + N^2) reads Q, K, V once; a tiled product re-reads them
+    # ceil(N / b) times, O(N^2) in all once b >= d, that is M >= 3 d^2.
+    M = data.draw(st.integers(3 * d * d, 3 * d * d + 4000))
+    ratio = standard_attention_io(N, d, M).total / (N * N + N * d)
+    assert 4 <= ratio <= 7
+
+
+@pytest.mark.parametrize("d", [8, 32, 64])
+def test_standard_attention_io_grows_like_n2_d_when_m_is_below_d_squared(d):
+    # With M = 3d the tile of S is 1 x 1: Q and K (and P and V) are re-read N times.
+    N = 2 * d
+    assert standard_attention_io(N, d, 3 * d).total / (N * N + N * d) >= d
+
+
+@IO_SETTINGS
+@given(_n_d_m(max_n=128))
+def test_flash_io_decreases_as_the_fast_memory_grows(ndm):
+    N, d, M = ndm
+    for simulate in (flash_attention_io, flash_attention_2_io):
+        now, doubled, quadrupled = (simulate(N, d, m).total for m in (M, 2 * M, 4 * M))
+        assert doubled <= now and quadrupled <= doubled
+        if N > flash_block_sizes(d, M)[1]:  # more than one outer step: 4 M halves them at least
+            assert quadrupled < now
+
+
+def test_io_simulations_reject_bad_sizes():
+    with pytest.raises(ValueError, match="N"):
+        flash_attention_io(0, 4, 100)
+    with pytest.raises(TypeError, match="d"):
+        flash_attention_2_io(8, 4.0, 100)
+    with pytest.raises(ValueError, match="M"):
+        flash_attention_io(8, 4, 20)
+    with pytest.raises(ValueError, match="block_c"):
+        flash_attention_io(8, 4, 100, block_r=2)
+    with pytest.raises(ValueError, match="M"):
+        standard_attention_io(8, 4, 8)
+    fast = FastMemory(10)
+    fast.load(6)
+    with pytest.raises(ValueError, match="fast memory overflow"):
+        fast.hold(5)
+    with pytest.raises(ValueError, match="n"):
+        fast.store(7)
+    with pytest.raises(ValueError, match="n"):
+        fast.free(7)
+    fast.store(6)
+    fast.free(6)
+    assert fast.count() == IOCount(reads=6, writes=6, peak=6)

@@ -164,6 +164,10 @@ class Reader:
             page.wait_for_url(self.site.url(expect), timeout=30_000)
             page.wait_for_load_state("load")
         page.evaluate(_SETTLE)
+        # Figures load when a reader scrolls near them (loading="lazy"); the checks look at
+        # every figure, so load them all now.
+        page.evaluate("() => document.querySelectorAll('img[loading=lazy]')"
+                      ".forEach((img) => { img.loading = 'eager'; })")
         page.wait_for_function("() => Array.from(document.images).every((img) => img.complete)",
                                timeout=30_000)
         deadline = time.monotonic() + 30
