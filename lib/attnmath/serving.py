@@ -203,7 +203,8 @@ def paged_append(cache: PagedKVCache, seq: int, k_new: ArrayLike,
     v_new = as_array(v_new, "v_new", ndim=3)
     T = k_new.shape[1]
     if k_new.shape != (H_kv, T, D):
-        raise ValueError(f"k_new must have shape (H_kv={H_kv}, T, D={D}), got {k_new.shape}")
+        raise ValueError(f"k_new must have shape (H_kv={H_kv}, T, D={D}), "
+                         f"got {k_new.shape}")
     if v_new.shape != (H_kv, T, D_v):
         raise ValueError(f"v_new must have shape (H_kv={H_kv}, T={T}, D_v={D_v}), "
                          f"got {v_new.shape}")
@@ -213,12 +214,12 @@ def paged_append(cache: PagedKVCache, seq: int, k_new: ArrayLike,
     length = cache.lengths.get(seq, 0)
     need = -(-(length + T) // block_size) - len(table)
     if need > len(cache.free):
-        raise ValueError(f"the block pool is exhausted: sequence {seq} needs {need} more "
-                         f"blocks, {len(cache.free)} are free; free a sequence first")
+        raise ValueError(f"the block pool is exhausted: sequence {seq} needs {need} "
+                         f"more blocks, {len(cache.free)} are free; free a sequence")
     table += cache.free[:need]
     k_pool, v_pool = cache.k_pool.copy(), cache.v_pool.copy()
     t = np.arange(length, length + T)  # (T,) positions in the sequence
-    blocks = np.asarray(table, dtype=np.intp)[t // block_size]  # (T,) block of each token
+    blocks = np.asarray(table, dtype=np.intp)[t // block_size]  # (T,) token's block
     slots = t % block_size  # (T,)
     k_pool[blocks, :, slots, :] = np.swapaxes(k_new, 0, 1)  # (T, H_kv, D) scattered
     v_pool[blocks, :, slots, :] = np.swapaxes(v_new, 0, 1)  # (T, H_kv, D_v)
@@ -326,8 +327,8 @@ def paged_attention(q: ArrayLike, cache: PagedKVCache, seq: int, *,
     S = cache.lengths[seq]
     L = q.shape[1]
     if not 1 <= L <= S:
-        raise ValueError(f"q must hold 1 <= L <= S={S} queries (the newest tokens of sequence "
-                         f"{seq}), got shape {q.shape}")
+        raise ValueError(f"q must hold 1 <= L <= S={S} queries (the newest tokens of "
+                         f"sequence {seq}), got shape {q.shape}")
     allowed = causal_mask(L, S, alignment="bottom_right")  # (L, S)
     states = []
     for i, b in enumerate(cache.tables[seq]):
@@ -405,7 +406,7 @@ def flash_decoding(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, num_splits: int,
     v = as_array(v, "v")
     if mask is not None:
         mask = broadcast_mask(mask, q.shape[:-1] + (S,))  # (B, H, L, S), a view
-    bounds = [S * t // num_splits for t in range(num_splits + 1)]  # chunk t: [b_t, b_{t+1})
+    bounds = [S * t // num_splits for t in range(num_splits + 1)]  # chunk t: [b_t, b_t+1)
     states = []
     for j0, j1 in zip(bounds[:-1], bounds[1:]):
         chunk_mask = None if mask is None else mask[..., j0:j1]
@@ -710,7 +711,8 @@ def quantize_symmetric(x: ArrayLike, *, bits: int, per: str) -> QuantizedTensor:
     qmax = 2 ** (bits - 1) - 1
     x = x.astype(np.float64)
     axis = -1 if per == "token" else -2  # the axis a scale is shared along
-    amax = np.max(np.abs(x), axis=axis, keepdims=True, initial=0.0)  # (..., S, 1) or (..., 1, D)
+    # (..., S, 1) per token or (..., 1, D) per channel:
+    amax = np.max(np.abs(x), axis=axis, keepdims=True, initial=0.0)
     scale = np.where(amax > 0.0, amax / qmax, 1.0)
     codes = np.clip(np.rint(x / scale), -qmax, qmax).astype(np.int8)
     return QuantizedTensor(codes, scale, bits)
@@ -929,7 +931,8 @@ class StepCost(NamedTuple):
         return self.flops / self.bytes
 
 
-def step_cost(shape: ModelShape, *, B: int, L: int, S: int, itemsize: int = 2) -> StepCost:
+def step_cost(shape: ModelShape, *, B: int, L: int, S: int,
+              itemsize: int = 2) -> StepCost:
     r"""FLOPs and memory traffic of one step: ``B`` sequences, ``L`` new tokens each, ``S`` cached.
 
     .. math::

@@ -58,7 +58,7 @@ def previous_cases(rng):
               ("two positions", _causal_patterns(rng, (), 2), "two positions")]
     for shape, L in [((), 9), ((3,), 6), ((2, 4), 11), ((2, 2, 3), 5)]:
         inputs.append((f"shape {shape} L={L}", _causal_patterns(rng, shape, L),
-                       "leading axes (layers, heads)" if shape else "another pattern"))
+                       "leading axes: layers and heads" if shape else "another pattern"))
     inputs.append(("uniform 30", _uniform(30), "uniform attention"))
     inputs.append(("sink", np.tile(np.eye(12)[:, :1], (1, 12)), "a head that attends to the first token"))
     return [Case((A,), {}, label, ref.previous_token_score(A), tol=1e-9, kind=kind) for label, A, kind in inputs]
@@ -75,7 +75,7 @@ def induction_cases(rng):
     for T, shape in [(2, ()), (5, (3,)), (9, (2, 4)), (1, ())]:
         t = ref.repeated_sequence(rng.permutation(np.arange(1, 40))[:T])
         inputs.append((f"repeat T={T}", _causal_patterns(rng, shape, len(t)), t,
-                       "leading axes (layers, heads)" if shape else "another repeated sequence"))
+                       "leading axes: layers and heads" if shape else "another repeated sequence"))
     t = ref.repeated_sequence(rng.permutation(np.arange(1, 40))[:4], 17)  # four copies, cut
     inputs.append(("several copies", _causal_patterns(rng, (2,), 17), t, "a segment repeated several times"))
     t = rng.integers(0, 3, size=14)  # many repeats of few tokens

@@ -77,11 +77,13 @@ def _yarn_check(case, out):
 
 
 def sink_cases(rng):
-    inputs = [("visible", "a visible self-check", 10, 2, 3), ("visible short", "a visible self-check", 4, 2, 3),
+    inputs = [("visible", "a visible self-check", 10, 2, 3),
+              ("visible short", "a visible self-check", 4, 2, 3),
               ("visible no sink", "a visible self-check", 7, 0, 2)]
     for S, n_sink, window in [(0, 4, 8), (1, 4, 8), (12, 4, 8), (13, 4, 8), (1000, 4, 1020),
                               (5000, 4, 1020), (50, 1, 1), (50, 0, 1), (9, 9, 9), (30, 10, 3)]:
-        kind = ("an empty stream" if S == 0 else "a stream shorter than the cache" if S <= n_sink + window
+        kind = ("an empty stream" if S == 0
+                else "a stream shorter than the cache" if S <= n_sink + window
                 else "no sinks" if n_sink == 0 else "a long stream")
         inputs.append((f"S={S} n_sink={n_sink} window={window}", kind, S, n_sink, window))
     S = int(rng.integers(100, 400))

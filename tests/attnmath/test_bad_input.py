@@ -28,8 +28,8 @@ from attnmath import long_context
 from attnmath import induction
 from attnmath import flash  # only its IO-complexity functions are probed here
 
-MODULES = (softmax, masking, multihead, counting, encoder, positional, moe, theory, scaling, serving, long_context,
-           induction)
+MODULES = (softmax, masking, multihead, counting, encoder, positional, moe, theory, scaling, serving,
+           long_context, induction)
 PACKAGE_DIR = pathlib.Path(attnmath.__file__).resolve().parent
 
 _rng = np.random.default_rng(0)

@@ -117,7 +117,8 @@ MISTAKES = [
     ("14_long_context", "an NTK base raised by s^D", "test_ntk_frequencies",
      {"ntk_frequencies": ("scale ** (D / (D - 2))", "scale ** D")}),
     ("14_long_context", "a YaRN ramp the wrong way round", "test_yarn",
-     {"yarn": ("(1.0 - gamma) * theta / scale + gamma * theta", "gamma * theta / scale + (1.0 - gamma) * theta")}),
+     {"yarn": ("(1.0 - gamma) * theta / scale + gamma * theta",
+               "gamma * theta / scale + (1.0 - gamma) * theta")}),
     ("14_long_context", "a YaRN factor with log10", "test_yarn",
      {"yarn": ("math.log(scale)", "math.log10(scale)")}),
     ("14_long_context", "a window one token too wide", "test_sink_cache_kept",
@@ -149,9 +150,10 @@ NAMED = {
     "the earlier occurrence instead of the token after it": "not the occurrence itself",
     "induction scores averaged over every query": "queries that have an earlier occurrence",
     "crossing indices instead of steps": "not their indices",
-    "interpolation multiplying the frequencies by s": "multiplied by s", "an NTK base raised by s^D": "not by s^D",
-    "a YaRN ramp the wrong way round": "keep their frequency", "a YaRN factor with log10": "natural log",
-    "a window one token too wide": "exactly `window` tokens", "a ring mask by local positions": "global positions",
+    "interpolation multiplying the frequencies by s": "multiplied by s",
+    "an NTK base raised by s^D": "not by s^D", "a YaRN ramp the wrong way round": "keep their frequency",
+    "a YaRN factor with log10": "natural log", "a window one token too wide": "exactly `window` tokens",
+    "a ring mask by local positions": "global positions",
 }
 
 
