@@ -6,11 +6,12 @@ twice with the README's flags (``-n -W --keep-going``): first cold, then again w
 the first build filled. Prints both wall-clock times and each chapter's execution time (from
 the jupyter-cache records), and writes ``bench/results/book.json``.
 
-    python bench/bench_book.py
+    python bench/bench_book.py [--out bench/results/book.json]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -49,7 +50,12 @@ def chapter_times(root: Path) -> dict[str, float]:
     return times
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "book.json",
+                        help="where the figures are written")
+    args = parser.parse_args(argv)
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     work = Path(tempfile.mkdtemp(prefix="bench-book-"))
     try:
         for rel in COPY:
@@ -71,13 +77,14 @@ def main() -> None:
             "cold_seconds": round(cold, 1), "cached_seconds": round(cached, 1),
             "chapter_execution_seconds": chapters, "target_cold_seconds": 120,
             "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+            "load_average_before": load_before,
             "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         }
-        out = ROOT / "bench" / "results" / "book.json"
+        out = args.out
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2) + "\n")
-        print(f"written: {out.relative_to(ROOT)}")
+        print(f"written: {out}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -16,10 +16,11 @@ repository: while it is empty, the repository, issues, edit and launch buttons a
 
 Lighter, steadier pages: Font Awesome's 1.5 MB script is removed from every page
 (``_static/icons.css`` draws the theme's few icons), and so are the search index and tools except
-on the search page, every SVG figure gets its width and height so
-that the text does not jump when it loads (and loads lazily), the theme's stylesheets and icon
-font keep only what the pages use (``attnmath_weight.py``), and the download menu loses its ".pdf" entry (the
-browser's print of one page; the whole book is ``make pdf``). The single-page build that
+on the search page; every SVG figure gets its width and height so that the text does not jump
+when it loads (and it loads when the reader comes near it); Thebe's and sphinx-design's tab
+scripts are left out where nothing uses them; code blocks, the theme's stylesheets and its icon
+font keep only what the pages use (``attnmath_weight.py``); and the download menu loses its
+".pdf" entry (the browser's print of one page; the whole book is ``make pdf``). The single-page build that
 ``make pdf`` prints gets the HTML translators that sphinx-proof and sphinx-exercise register for
 the ``html`` builder only.
 """

@@ -1,10 +1,10 @@
-"""Lighter pages: the theme's stylesheets keep only the rules this book's pages can use, and the
-icon font keeps only the icons those rules draw.
+"""Lighter pages: the theme's stylesheets keep only the rules this book's pages can use, the icon
+font only the icons those rules draw, and code blocks only the markup that shows.
 
 pydata-sphinx-theme ships Bootstrap, Font Awesome's stylesheet (a rule for each of its 2,000
 icons) and its own styles in one 400 kB file, and sphinx-design, myst-nb and the other extensions
-add 150 kB more; a chapter uses a small part of them. After the build, :func:`trim_stylesheets` rewrites each of
-these files with only the rules whose selectors can match something in the book: a selector is
+add 150 kB more; a chapter uses a small part of them. After the build, :func:`trim_css` rewrites
+each of these files with only the rules whose selectors can match something in the book: a selector is
 kept unless it names a class or an id that appears nowhere in the written pages and nowhere in the
 book's scripts (which add classes such as ``show`` or ``collapsing`` while a reader uses the
 page), or a class of Font Awesome's icons that no page uses. Attribute selectors, pseudo-classes
@@ -140,7 +140,8 @@ def used_icons(outdir: Path) -> set[str]:
 
 
 _PUA_ESCAPE = re.compile(r"\\(f[0-9a-f]{3}|e[0-9a-f]{3})\b", re.I)
-_SOLID_FACE = re.compile(r"url\((?P<path>[^)'\"]*fa-solid-900)\.woff2\)\s*format\(\"woff2\"\)")
+_SOLID_FACE = re.compile(
+    r"url\((?P<path>[^)'\"]*fa-solid-900)\.woff2\)\s*format\(\"woff2\"\)")
 
 
 def subset_icon_font(static: Path, css_path: Path) -> None:
@@ -200,6 +201,7 @@ def unwrap_plain_tokens(html: str, plain: set[str]) -> str:
 
 
 def lighten_static(outdir: Path) -> None:
+    """Lighten the written book in ``outdir`` (see the module): code spans, stylesheets, icons."""
     static = outdir / "_static"
     pygments = static / "pygments.css"
     plain = plain_tokens(pygments.read_text()) if pygments.exists() else set()

@@ -366,7 +366,7 @@ def test_decoding_is_memory_bound_and_a_long_prefill_compute_bound_on_an_h100(na
 def test_each_cached_token_adds_h_over_h_kv_flops_per_byte_in_bf16():
     # One more cached token: 4 n_layers H D FLOPs (scores and values) against 4 n_layers H_kv D
     # bytes read (a key and a value in bf16), whatever the batch: the attention of a decode step
-    # has intensity H / H_kv, 1 for MHA and 8 for Llama-3-8B and Llama-2-70B.
+    # has intensity H / H_kv: 1 for MHA, 4 for Llama-3-8B and Mistral-7B, 8 for Llama-2-70B.
     for name in ("Llama-2-7B", "Llama-3-8B", "Llama-2-70B", "Mistral-7B"):
         shape = sv.PUBLISHED_MODELS[name]
         for B in (1, 64):
