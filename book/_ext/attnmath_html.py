@@ -71,6 +71,18 @@ def drop_unused_assets(app, pagename, templatename, context, doctree):
             context[key] = [a for a in assets if not any(u in _asset_name(a) for u in unused)]
 
 
+#: A page with more formulas than this (the API reference) is shown at once, before MathJax has
+#: typeset it, instead of after (book/_static/attnmath.js): MathJax needs seconds for it.
+PROGRESSIVE_MATH = 600
+
+
+def typeset_progressively(app, pagename, templatename, context, doctree):
+    """Mark the pages with so many formulas that they are better read while MathJax works."""
+    if (context.get("body") or "").count('class="math notranslate') > PROGRESSIVE_MATH:
+        context["metatags"] = (context.get("metatags") or "") + (
+            '\n    <meta name="attnmath-typeset" content="progressive" />')
+
+
 def add_cached_outputs(app, pagename, templatename, context, doctree):
     config = getattr(app.env, "mystnb_config", None)
     if config is None or config.execution_mode != "cache" or not config.execution_cache_path:
@@ -212,6 +224,7 @@ def repository_buttons(app, config):
 def setup(app):
     app.connect("html-page-context", drop_repeated_scripts, priority=900)
     app.connect("html-page-context", drop_unused_assets, priority=900)
+    app.connect("html-page-context", typeset_progressively)
     # before sphinx-book-theme copies the notebook for download (priority 501)
     app.connect("html-page-context", add_cached_outputs, priority=400)
     app.connect("html-page-context", make_standalone, priority=450)

@@ -23,7 +23,7 @@ def _freq_inputs(rng, min_D=2):
                 inputs.append((f"D={D} s={s}", "another head dim and factor", D, s, 10000.0))
     for base in (100.0, 500000.0):
         inputs.append((f"base {base:g}", "another base", 64, 8.0, base))
-    inputs.append(("no extension", "a factor of 1 (no extension)", 128, 1.0, 10000.0))
+    inputs.append(("no extension", "a factor of 1, no extension", 128, 1.0, 10000.0))
     s = float(rng.uniform(1.0, 40.0))
     inputs.append(("random factor", "another head dim and factor", 96, s, 10000.0))
     return inputs
