@@ -279,7 +279,8 @@ def mean_attention_distance(probs: ArrayLike) -> FloatArray:
     probs = _check_pattern(probs, min_L=2)
     L = probs.shape[-1]
     offset = np.arange(L)[:, None] - np.arange(L)[None, :]  # (L, L): i - j
-    return (probs[..., 1:, :] * offset[1:]).sum(axis=-1).mean(axis=-1)
+    distance = (probs[..., 1:, :] * offset[1:]).sum(axis=-1).mean(axis=-1)  # (...)
+    return distance.astype(probs.dtype, copy=False)
 
 
 def induction_score(probs: ArrayLike, tokens: ArrayLike) -> FloatArray:

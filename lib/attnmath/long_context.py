@@ -113,7 +113,13 @@ def rope_rotations(inv_freq: ArrayLike, context: int) -> FloatArray:
     """
     theta = _check_frequencies(inv_freq)
     L = check_positive_int(context, "context")
-    return L * theta / (2.0 * np.pi)  # (D/2,)
+    return (L * theta / (2.0 * np.pi)).astype(_float_dtype(inv_freq), copy=False)  # (D/2,)
+
+
+def _float_dtype(x: object) -> np.dtype:
+    """The floating dtype of an input array, float64 for integer or non-array input."""
+    dtype = np.asarray(x).dtype
+    return dtype if np.issubdtype(dtype, np.floating) else np.dtype(np.float64)
 
 
 def _check_frequencies(inv_freq: object) -> FloatArray:
@@ -236,7 +242,7 @@ def yarn_ramp(rotations: ArrayLike, *, beta_fast: float = 32.0,
     lo = check_real(beta_slow, "beta_slow", positive=True)
     if not hi > lo:
         raise ValueError(f"beta_fast must exceed beta_slow, got beta_fast={hi}, beta_slow={lo}")
-    return np.clip((r - lo) / (hi - lo), 0.0, 1.0)
+    return np.clip((r - lo) / (hi - lo), 0.0, 1.0).astype(_float_dtype(rotations), copy=False)
 
 
 def yarn_frequencies(D: int, scale: float, original_context: int, *,
@@ -591,7 +597,8 @@ def ring_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, P: int,
         if final is not None:  # None: no queries, or no visible key at all
             out[..., rows[w], :] = final.out
             lse[..., rows[w]] = final.lse
-    return RingAttention(out.astype(prob.out_dtype, copy=False), lse, sent, computed)
+    return RingAttention(out.astype(prob.out_dtype, copy=False),
+                         lse.astype(prob.out_dtype, copy=False), sent, computed)
 
 
 def ring_step_cost(block: int, D: int, D_v: int | None = None, *, H: int = 1,

@@ -412,7 +412,9 @@ def flash_decoding(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, num_splits: int,
         chunk_mask = None if mask is None else mask[..., j0:j1]
         states.append(attention_state(q, k[..., j0:j1, :], v[..., j0:j1, :],
                                       mask=chunk_mask, scale=scale))
-    return merge_attention_states(states)
+    merged = merge_attention_states(states)  # in the working dtype (float32 for float16)
+    dtype = np.result_type(q, k, v)
+    return AttentionState(merged.out.astype(dtype, copy=False), merged.lse.astype(dtype, copy=False))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -658,7 +660,7 @@ class QuantizedTensor(NamedTuple):
     """Integer codes and the scales that turn them back into numbers: ``x ~ codes * scale``.
 
     ``codes`` (int8, values in ``[-qmax, qmax]``, ``qmax = 2**(bits-1) - 1``) has the
-    tensor's shape; ``scale`` (float64) broadcasts against it: ``(..., S, 1)`` per token,
+    tensor's shape; ``scale`` (the input's dtype, rounded up) broadcasts against it: ``(..., S, 1)`` per token,
     ``(..., 1, D)`` per channel.
     """
 
@@ -709,17 +711,22 @@ def quantize_symmetric(x: ArrayLike, *, bits: int, per: str) -> QuantizedTensor:
     if per not in ("token", "channel"):
         raise ValueError(f'per must be "token" or "channel", got {per!r}')
     qmax = 2 ** (bits - 1) - 1
+    dtype = x.dtype  # the scales are stored in the input's dtype
     x = x.astype(np.float64)
     axis = -1 if per == "token" else -2  # the axis a scale is shared along
     # (..., S, 1) per token or (..., 1, D) per channel:
     amax = np.max(np.abs(x), axis=axis, keepdims=True, initial=0.0)
-    scale = np.where(amax > 0.0, amax / qmax, 1.0)
-    codes = np.clip(np.rint(x / scale), -qmax, qmax).astype(np.int8)
+    exact = np.where(amax > 0.0, amax / qmax, 1.0)
+    # Rounded to the stored dtype upwards, so that |x| / scale <= qmax: no code is clipped.
+    scale = exact.astype(dtype)
+    low = scale.astype(np.float64) < exact
+    scale[low] = np.nextafter(scale[low], np.asarray(np.inf, dtype=dtype))
+    codes = np.clip(np.rint(x / scale.astype(np.float64)), -qmax, qmax).astype(np.int8)
     return QuantizedTensor(codes, scale, bits)
 
 
 def dequantize(qt: QuantizedTensor) -> FloatArray:
-    """The numbers ``codes * scale`` (float64) that a quantised tensor stands for."""
+    """The numbers ``codes * scale`` (in the scales' dtype) that a quantised tensor stands for."""
     if not isinstance(qt, QuantizedTensor):
         raise TypeError(f"qt must be a QuantizedTensor (from quantize_symmetric), got "
                         f"{type(qt).__name__}")
@@ -728,7 +735,7 @@ def dequantize(qt: QuantizedTensor) -> FloatArray:
         raise TypeError(f"qt.codes must be integers, got {codes.dtype}")
     scale = as_array(qt.scale, "qt.scale")
     try:
-        return codes.astype(np.float64) * scale
+        return codes.astype(scale.dtype) * scale  # in the scales' dtype
     except ValueError:
         raise ValueError(f"qt.scale of shape {scale.shape} does not broadcast to qt.codes "
                          f"{codes.shape}") from None
@@ -990,7 +997,7 @@ def roofline(intensity: ArrayLike, *, peak_flops: float = H100_SXM_BF16_FLOPS,
     Returns
     -------
     ndarray
-        Same shape as ``intensity``. The ridge point :math:`\pi / \beta` (295 FLOP/byte for
+        Same shape as ``intensity``, float64 (FLOP/s overflow float16). The ridge point :math:`\pi / \beta` (295 FLOP/byte for
         the defaults) separates memory-bound from compute-bound steps (Williams et al. 2009).
     """
     intensity = as_array(intensity, "intensity", allow_int=True)
@@ -998,4 +1005,5 @@ def roofline(intensity: ArrayLike, *, peak_flops: float = H100_SXM_BF16_FLOPS,
         raise ValueError("intensity must be finite and >= 0")
     peak_flops = check_real(peak_flops, "peak_flops", positive=True)
     bandwidth = check_real(bandwidth, "bandwidth", positive=True)
-    return np.minimum(peak_flops, bandwidth * intensity)
+    # float64 whatever the input: FLOP/s (about 1e15) overflow float16.
+    return np.minimum(peak_flops, bandwidth * intensity.astype(np.float64))
