@@ -167,15 +167,24 @@ def main(argv=None) -> None:
         print(f"{doc:28} {r['bytes'] / 1000:7.0f} {r['gzip_bytes'] / 1000:7.0f} {r['requests']:8d} "
               f"{mj:>9} {r['cls']:6.3f}")
     chapters = {d: r for d, r in pages.items() if Path(d).name[:2].isdigit()}
+    # the API reference: its index and a page per library module (book/api/<module>)
+    api = {d: r for d, r in pages.items() if d == "book/api" or d.startswith("book/api/")}
     summary = {
         "chapter_bytes_max": max(r["bytes"] for r in chapters.values()),
         "chapter_gzip_bytes_max": max(r["gzip_bytes"] for r in chapters.values()),
+        "api_pages": len(api),
+        "api_bytes_max": max((r["bytes"] for r in api.values()), default=None),
+        "api_mathjax_seconds_max": max((r["mathjax_seconds"] or 0 for r in api.values()), default=None),
         "mathjax_seconds_max": max(r["mathjax_seconds"] or 0 for r in pages.values()),
         "cls_max": max(r["cls"] for r in pages.values()),
     }
     print("worst chapter load {:.2f} MB ({:.2f} MB gzipped), slowest MathJax {:.2f} s, largest CLS "
           "{:.3f}".format(summary["chapter_bytes_max"] / 1e6, summary["chapter_gzip_bytes_max"] / 1e6,
                           summary["mathjax_seconds_max"], summary["cls_max"]))
+    if api:
+        print("API reference, {} pages: heaviest load {:.2f} MB, slowest MathJax {:.2f} s, largest CLS "
+              "{:.3f}".format(len(api), summary["api_bytes_max"] / 1e6, summary["api_mathjax_seconds_max"],
+                              max(r["cls"] for r in api.values())))
     heaviest = max(chapters, key=lambda d: chapters[d]["bytes"])
     print(f"\nweight of {heaviest} by kind of resource:")
     for name, k in chapters[heaviest]["by_kind"].items():

@@ -50,17 +50,6 @@ def _claims_module():
     return claims
 
 
-def _math(text: str) -> str:
-    from attnmath_claims_tex import to_myst
-
-    return to_myst(_cell(text))
-
-
-def _prose(text: str) -> str:
-    """A domain or a reason: plain text, whose ``$...$`` (if any) is typeset as maths."""
-    return _cell(text) if "$" not in text else _math(text)
-
-
 def _name(test: str) -> str:
     """The test's function name with break opportunities after underscores (never cut off)."""
     return test.partition("::")[2].replace("_", "_\u200b")
@@ -71,7 +60,7 @@ def _label(test: str) -> str:
 
 
 def _cell(text: str) -> str:
-    """One-line Markdown for a table cell: pipes and line breaks would end the cell."""
+    """One line of a table cell (the markers' strings are MyST: maths in ``$...$``)."""
     return " ".join(text.split())
 
 
@@ -152,20 +141,20 @@ class ClaimsTable(_ClaimsDirective):
     required_arguments = 1
 
     def _row(self, c, claims) -> list[str]:
-        claim = f"**{c.source}** {_math(c.text)}"
+        claim = f"**{_cell(c.source)}** {_cell(c.text)}"
         if c.correction:
             head = "Correct statement" if c.verdict == "corrected" else "Caveat"
-            claim += f" <br> *{head}:* {_math(c.correction)}"
+            claim += f" <br> *{head}:* {_cell(c.correction)}"
         if c.box:
             claim += f" {{ref}}`(Correction box) <{c.box}>`"
         if c.reason:
-            claim += f" <br> *Not tested here:* {_prose(c.reason)}"
+            claim += f" <br> *Not tested here:* {_cell(c.reason)}"
         evidence = []
         for test, domain in c.tests:
             outcome = OUTCOME.get(self.outcomes.get(test, "not run"), "not run")
             line = f"{{ref}}`{_name(test)} <{_label(test)}>` {outcome}"
             if domain:
-                line += f" <br> *Domain:* {_prose(domain)}"
+                line += f" <br> *Domain:* {_cell(domain)}"
             evidence.append(line)
         return [f"* - {claim}", f"  - {{bdg-{BADGE[c.verdict]}}}`{c.verdict}`",
                 f"  - {' <br> '.join(evidence) if evidence else '—'}"]

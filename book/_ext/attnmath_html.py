@@ -71,8 +71,9 @@ def drop_unused_assets(app, pagename, templatename, context, doctree):
             context[key] = [a for a in assets if not any(u in _asset_name(a) for u in unused)]
 
 
-#: A page with more formulas than this (the API reference) is shown at once, before MathJax has
-#: typeset it, instead of after (book/_static/attnmath.js): MathJax needs seconds for it.
+#: A page with more formulas than this is shown at once, before MathJax has typeset it, instead
+#: of after (book/_static/attnmath.js): MathJax needs seconds for it. No page has as many since
+#: the API reference has a page per module (the whole reference had 900).
 PROGRESSIVE_MATH = 600
 
 

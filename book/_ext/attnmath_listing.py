@@ -5,15 +5,21 @@ the code the tests check. The library's own layout is written for an editor, not
 column, so for a ``:pyobject:`` listing this extension
 
 * replaces every docstring in the listed object by its summary line (the full docstring, with its
-  rendered mathematics, is in the API reference, ``book/api.md``);
+  rendered mathematics, is in the API reference: ``book/api.md`` and a page per module,
+  ``book/api/<module>.md``);
 * lays out lines longer than :data:`WIDTH` characters again without changing the code: a trailing
   comment moves to its own line above, and a line breaks after a comma inside brackets, the
   continuation aligned under the opening bracket (Python's implicit line joining);
 * adds a link under the listing to the object's entry in the API reference.
 
-It also provides the ``attnmath-api`` directive, which documents every module of the
-``attnmath`` package with autodoc, so that a module added, renamed or split needs no edit of the
-API page.
+The API reference is one light page per module rather than one page of a thousand formulas.
+Each module's page, ``book/api/<module>.md``, is the heading and the ``automodule`` that
+:func:`api_page` writes (``python book/_ext/attnmath_listing.py --api-pages`` writes the missing
+ones; ``tests/book/test_api_pages.py`` checks that every page is exactly that and is in
+``_toc.yml`` under ``book/api``). The ``attnmath-api`` directive of ``book/api.md`` lists every
+public module with the first sentence of its docstring and a link to its page: a module without
+a page is a reference that ``-n -W`` turns into a failed build, and a page of a module that is
+gone fails at its ``automodule``.
 """
 
 from __future__ import annotations
@@ -310,35 +316,84 @@ class LibraryListing(LiteralInclude):
         return result
 
 
-class ApiReference(SphinxDirective):
-    """Every public module of ``attnmath``, alphabetically: a section per module with autodoc's
-    entries of its members (written for a MyST page, as ``book/api.md`` is)."""
+#: Where the pages of the API reference are, relative to the book's root: ``book/api.md`` is the
+#: index, ``book/api/<module>.md`` the page of ``attnmath.<module>``.
+API_INDEX = "book/api"
+
+
+def public_modules(skip=()) -> list[str]:
+    """The public modules of ``attnmath`` (``softmax``, ``flash`` ...), alphabetically."""
+    package = importlib.import_module("attnmath")
+    return sorted(info.name for info in pkgutil.iter_modules(package.__path__)
+                  if not info.name.startswith("_") and info.name not in skip)
+
+
+def api_page(module: str) -> str:
+    """The source of the API page of ``attnmath.<module>`` (``book/api/<module>.md``): its
+    docstring and every documented member, by autodoc."""
+    return (f"(api-{module.replace('_', '-')})=\n"
+            f"# attnmath.{module}\n\n"
+            f"% Written by `python book/_ext/attnmath_listing.py --api-pages`;\n"
+            f"% tests/book/test_api_pages.py checks that it is unchanged.\n\n"
+            f"```{{eval-rst}}\n"
+            f".. automodule:: attnmath.{module}\n"
+            f"   :members:\n"
+            f"```\n")
+
+
+def module_summary(docstring: str) -> str:
+    """The first sentence of a docstring's first paragraph, on one line, its reST kept."""
+    para = " ".join(textwrap.dedent(docstring or "").strip().split("\n\n")[0].split())
+    match = re.match(r"(.+?\.)(\s|$)", para)
+    return match.group(1) if match else para
+
+
+class ApiIndex(SphinxDirective):
+    """The index of the API reference: every public module of ``attnmath``, alphabetically, with
+    the first sentence of its docstring and a link to its page (written for a MyST page, as
+    ``book/api.md`` is). The package itself is a target here (docstrings refer to
+    :mod:`attnmath`)."""
 
     has_content = False
 
     def run(self):
-        package = importlib.import_module("attnmath")
-        # the package itself is a target too (docstrings refer to :mod:`attnmath`)
-        anchor = nodes.container()
-        self.state.nested_parse(StringList(["```{eval-rst}", ".. py:module:: attnmath", "```"],
-                                           source="attnmath-api"), self.content_offset, anchor)
-        sections = list(anchor.children)
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            if info.name.startswith("_") or info.name in self.config.attnmath_api_skip:
-                continue
-            name = f"attnmath.{info.name}"
-            section = nodes.section(ids=[nodes.make_id(f"api-{name}")])
-            section += nodes.title(name, name)
-            # autodoc writes reStructuredText: parse it as such inside the MyST page
-            body = ["```{eval-rst}", f".. automodule:: {name}", "   :members:", "```"]
-            self.state.nested_parse(StringList(body, source="attnmath-api"), self.content_offset,
-                                    section)
-            sections.append(section)
-        return sections
+        rst = [".. py:module:: attnmath", ""]
+        for name in public_modules(self.config.attnmath_api_skip):
+            module = importlib.import_module(f"attnmath.{name}")
+            rst.append(f"* :mod:`attnmath.{name}` — {module_summary(module.__doc__)}")
+        container = nodes.container()
+        # autodoc and the summaries are reStructuredText: parse them as such inside the MyST page
+        self.state.nested_parse(StringList(["```{eval-rst}", *rst, "```"], source="attnmath-api"),
+                                self.content_offset, container)
+        return list(container.children)
+
+
+def write_api_pages(root: Path, skip=()) -> list[str]:
+    """Write the API page of every public module that has none (see :func:`api_page`); the
+    pages written, relative to ``root``."""
+    written = []
+    for name in public_modules(skip):
+        path = root / API_INDEX / f"{name}.md"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(api_page(name))
+            written.append(path.relative_to(root).as_posix())
+    return written
 
 
 def setup(app):
     app.add_config_value("attnmath_api_skip", [], "env")
     app.add_directive("literalinclude", LibraryListing, override=True)
-    app.add_directive("attnmath-api", ApiReference)
+    app.add_directive("attnmath-api", ApiIndex)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--api-pages"]:
+        raise SystemExit("usage: python book/_ext/attnmath_listing.py --api-pages")
+    ROOT = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(ROOT / "lib"))
+    for page in write_api_pages(ROOT):
+        print(f"wrote {page}: add it to _toc.yml under {API_INDEX}")

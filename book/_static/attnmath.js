@@ -13,8 +13,8 @@ const attnmathMarkWide = () => {
 
 // A page with mathematics is shown once MathJax has typeset it, so that the text does not jump
 // when the TeX source turns into formulas: attnmath.css hides the article meanwhile (for 3 s at
-// most, should MathJax never finish). A page with hundreds of formulas (the API reference,
-// marked by book/_ext/attnmath_html.py) is shown at once and typeset while the reader reads.
+// most, should MathJax never finish). A page with hundreds of formulas (marked by
+// book/_ext/attnmath_html.py; none today) is shown at once and typeset while the reader reads.
 if (window.MathJax) {
   if (!document.querySelector('meta[name="attnmath-typeset"][content="progressive"]')) {
     document.documentElement.classList.add("attnmath-typesetting");

@@ -114,19 +114,20 @@ CASE_PARAMS = [pytest.param(case, id=name) for name, case in CASES.items()]
 
 @pytest.mark.claim(
     "000 Scaled Dot-Product Attention",
-    "Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V with Q (n x d_k), K (m x d_k), V (m x d_v) "
-    "and an n x d_v output",
+    r"$\operatorname{Attention}(Q, K, V)$ $= \softmax(QK^\top / \sqrt{d_k})\, V$ with $Q$ "
+    r"($n \times d_k$), $K$ ($m \times d_k$), $V$ ($m \times d_v$) and an $n \times d_v$ output",
     "verified",
-    domain="16 shape cases against torch: B, H, L, S with L != S, D != D_v, grouped and multi-query "
-           "heads, every mask and bias broadcast shape, custom scales, fully masked rows, a plain "
-           "(L, D) matrix; float64")
+    domain=r"16 shape cases against torch: $B$, $H$, $L$, $S$ with $L \ne S$, $D \ne D_v$, grouped "
+           "and multi-query heads, every mask and bias broadcast shape, custom scales, fully "
+           "masked rows, a plain $(L, D)$ matrix; float64")
 @pytest.mark.claim(
     "001 Core Formula",
-    "Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V: an n x d_v matrix of weighted values",
+    r"$\operatorname{Attention}(Q, K, V)$ $= \softmax(QK^\top / \sqrt{d_k})\, V$: an "
+    r"$n \times d_v$ matrix of weighted values",
     "verified",
-    domain="16 shape cases against torch: B, H, L, S with L != S, D != D_v, grouped and multi-query "
-           "heads, every mask and bias broadcast shape, custom scales, fully masked rows, a plain "
-           "(L, D) matrix; float64")
+    domain=r"16 shape cases against torch: $B$, $H$, $L$, $S$ with $L \ne S$, $D \ne D_v$, grouped "
+           "and multi-query heads, every mask and bias broadcast shape, custom scales, fully "
+           "masked rows, a plain $(L, D)$ matrix; float64")
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_forward_matches_torch_scaled_dot_product_attention(case):
     inputs = _make_case(**case)
@@ -140,17 +141,19 @@ def test_forward_matches_torch_scaled_dot_product_attention(case):
 
 @pytest.mark.claim(
     "000 Gradient Analysis",
-    "dL/dV = A^T dL/dOutput and dL/dA = dL/dOutput V^T",
+    r"$\partial L/\partial V = A^\top\, \partial L/\partial \mathrm{Output}$ and "
+    r"$\partial L/\partial A = \partial L/\partial \mathrm{Output}\, V^\top$",
     "verified",
-    domain="the same 16 shape cases against torch.autograd: L != S, D != D_v, grouped heads, masks, "
-           "biases, fully masked rows; float64",
+    domain=r"the same 16 shape cases against `torch.autograd`: $L \ne S$, $D \ne D_v$, grouped "
+           "heads, masks, biases, fully masked rows; float64",
     chapter="03_gradients")
 @pytest.mark.claim(
     "002 §3.2",
-    "dL/dQ = (1/sqrt(d_k)) dL/dS K and dL/dK = (1/sqrt(d_k)) (dL/dS)^T Q",
+    r"$\partial L/\partial Q = (1/\sqrt{d_k})\, (\partial L/\partial S) K$ and "
+    r"$\partial L/\partial K = (1/\sqrt{d_k})\, (\partial L/\partial S)^\top Q$",
     "verified",
-    domain="the same 16 shape cases against torch.autograd: L != S, D != D_v, grouped heads, masks, "
-           "biases, fully masked rows; float64",
+    domain=r"the same 16 shape cases against `torch.autograd`: $L \ne S$, $D \ne D_v$, grouped "
+           "heads, masks, biases, fully masked rows; float64",
     chapter="03_gradients")
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_backward_matches_torch_autograd(case):
@@ -224,10 +227,10 @@ def test_fully_masked_row_is_zero():
 
 @pytest.mark.claim(
     "004 Gradient Flow Through Attention",
-    "dL/dS = A * (dL/dA - (dL/dA * A).sum(dim=-1, keepdim=True)) through the row-wise softmax",
+    "`dL/dS = A * (dL/dA - (dL/dA * A).sum(dim=-1, keepdim=True))` through the row-wise softmax",
     "verified",
-    domain="one case with everything at once: L = 3 != S = 4, grouped heads (H = 4, H_kv = 2), a "
-           "mask, a bias and fully masked rows, central differences in float64",
+    domain=r"one case with everything at once: $L = 3 \ne S = 4$, grouped heads ($H = 4$, "
+           "$H_{kv} = 2$), a mask, a bias and fully masked rows, central differences in float64",
     chapter="03_gradients")
 def test_gradient_matches_central_differences_with_a_mask_and_grouped_heads():
     inputs = _make_case(lead=(1,), H=4, H_kv=2, L=3, S=4, D=3, D_v=2, mask=(1, 4, 3, 4),
@@ -483,18 +486,18 @@ def attention_inputs(draw, with_mask=True):
 
 @pytest.mark.claim(
     "002 §2.2",
-    "alpha_ij >= 0 and sum_j alpha_ij = 1 for every query i",
+    r"$\alpha_{ij} \ge 0$ and $\sum_j \alpha_{ij} = 1$ for every query $i$",
     "verified",
-    domain="B, H_kv in 1..2, H in H_kv..2H_kv, L in 1..5, S in 1..6, D in 1..4, D_v in 1..3, soft "
-           "to nearly one-hot scores, random masks including fully masked rows (zero rows then), "
-           "hypothesis")
+    domain=r"$1 \le B, H_{kv} \le 2$, $H_{kv} \le H \le 2 H_{kv}$, $1 \le L \le 5$, "
+           r"$1 \le S \le 6$, $1 \le D \le 4$, $1 \le D_v \le 3$, soft to nearly one-hot scores, "
+           "random masks including fully masked rows (zero rows then), hypothesis")
 @pytest.mark.claim(
     "000 Step 3: Normalization",
-    "Each row of the attention weight matrix A sums to 1",
+    "Each row of the attention weight matrix $A$ sums to 1",
     "verified",
-    domain="B, H_kv in 1..2, H in H_kv..2H_kv, L in 1..5, S in 1..6, D in 1..4, D_v in 1..3, soft "
-           "to nearly one-hot scores, random masks including fully masked rows (zero rows then), "
-           "hypothesis")
+    domain=r"$1 \le B, H_{kv} \le 2$, $H_{kv} \le H \le 2 H_{kv}$, $1 \le L \le 5$, "
+           r"$1 \le S \le 6$, $1 \le D \le 4$, $1 \le D_v \le 3$, soft to nearly one-hot scores, "
+           "random masks including fully masked rows (zero rows then), hypothesis")
 @SETTINGS
 @given(attention_inputs())
 def test_attention_weights_are_a_distribution_or_zero_on_each_row(inputs):
@@ -716,8 +719,8 @@ def test_scale_accepts_any_real_number_including_numpy_integers():
     "Attention is 'database lookup with soft matching': the query matches against the keys to "
     "retrieve weighted values",
     "verified",
-    domain="queries resembling given keys (L = 2, S = 6), the scale growing until the weights are "
-           "one-hot; an illustration of the analogy, not a theorem")
+    domain="queries resembling given keys ($L = 2$, $S = 6$), the scale growing until the weights "
+           "are one-hot; an illustration of the analogy, not a theorem")
 def test_a_large_scale_turns_attention_into_a_hard_lookup_of_the_best_key():
     rng = np.random.default_rng(0)
     k, v = rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
@@ -735,10 +738,10 @@ def test_a_large_scale_turns_attention_into_a_hard_lookup_of_the_best_key():
 
 @pytest.mark.claim(
     "002 §2.2",
-    "High q_i . k_j -> high alpha_ij: position i attends to position j",
+    r"High $q_i \cdot k_j$ $\to$ high $\alpha_{ij}$: position $i$ attends to position $j$",
     "verified",
-    domain="every pair of keys in every row: B, H, L, S, D, D_v as in the distribution test (L != S "
-           "included), grouped heads, hypothesis")
+    domain="every pair of keys in every row: $B$, $H$, $L$, $S$, $D$, $D_v$ as in the distribution "
+           r"test ($L \ne S$ included), grouped heads, hypothesis")
 @SETTINGS
 @given(attention_inputs(with_mask=False))
 def test_a_larger_score_gets_a_larger_weight_in_its_row(inputs):
@@ -753,30 +756,34 @@ def test_a_larger_score_gets_a_larger_weight_in_its_row(inputs):
 
 @pytest.mark.claim(
     "000 Self-Attention vs Cross-Attention",
-    "Self-attention: Q = K = V = X",
+    "Self-attention: $Q = K = V = X$",
     "clarified",
-    correction="Right as the arguments of MultiHead(Q, K, V) in Vaswani et al., which projects "
-               "them: the queries, keys and values are X W_Q, X W_K, X W_V. Taken literally (no "
-               "projections) the scores X X^T are symmetric and, for generic inputs, each token "
-               "attends mostly to itself.",
-    domain="a counterexample to the literal reading: 4 sequences of L = 8 tokens of width 64, float64",
+    correction=r"Right as the arguments of $\operatorname{MultiHead}(Q, K, V)$ in Vaswani et al., "
+               "which projects them: the queries, keys and values are $X W_Q$, $X W_K$, $X W_V$. "
+               r"Taken literally (no projections) the scores $X X^\top$ are symmetric and, for "
+               "generic inputs, each token attends mostly to itself.",
+    domain="a counterexample to the literal reading: 4 sequences of $L = 8$ tokens of width 64, "
+           "float64",
     box="corr-self-attention-qkv")
 @pytest.mark.claim(
     "004 Self-Attention vs Cross-Attention",
-    "Self-attention: Q = K = V = X, attn[i,j] = similarity(X[i], X[j])",
+    r"Self-attention: $Q = K = V = X$, $\mathrm{attn}[i,j] = \mathrm{similarity}(X[i], X[j])$",
     "corrected",
-    correction="Q, K and V are different linear projections of X (Q = X W_Q etc.); without them the "
-               "score matrix is symmetric and self-dominated.",
-    domain="a counterexample to the literal reading: 4 sequences of L = 8 tokens of width 64, float64",
+    correction="$Q$, $K$ and $V$ are different linear projections of $X$ ($Q = X W_Q$ etc.); "
+               "without them the score matrix is symmetric and self-dominated.",
+    domain="a counterexample to the literal reading: 4 sequences of $L = 8$ tokens of width 64, "
+           "float64",
     box="corr-self-attention-qkv")
 @pytest.mark.claim(
     "000 Self-Attention vs Cross-Attention",
-    "Cross-attention: Q = X_1, K = V = X_2",
+    "Cross-attention: $Q = X_1$, $K = V = X_2$",
     "clarified",
-    correction="Right as the arguments of MultiHead(Q, K, V), which projects them: Q = X_1 W_Q, K = "
-               "X_2 W_K, V = X_2 W_V, so keys and values are different maps of X_2, D_v may differ "
-               "from D, and the output need not be a mixture of keys.",
-    domain="a counterexample to the literal reading: 4 sequences of L = 8 tokens of width 64, float64",
+    correction=r"Right as the arguments of $\operatorname{MultiHead}(Q, K, V)$, which projects "
+               "them: $Q = X_1 W_Q$, $K = X_2 W_K$, $V = X_2 W_V$, so keys and values are "
+               "different maps of $X_2$, $D_v$ may differ from $D$, and the output need not be a "
+               "mixture of keys.",
+    domain="a counterexample to the literal reading: 4 sequences of $L = 8$ tokens of width 64, "
+           "float64",
     box="corr-self-attention-qkv")
 def test_self_attention_without_projections_has_symmetric_self_dominated_scores():
     rng = np.random.default_rng(9)
@@ -807,12 +814,15 @@ def test_self_attention_without_projections_has_symmetric_self_dominated_scores(
 
 @pytest.mark.claim(
     "004 Gradient Flow Through Attention",
-    "dA_ik/dS_ij = A_ik(1 - A_ik) if i = j, -A_ik A_ij if i != j",
+    r"$\partial A_{ik}/\partial S_{ij} = A_{ik}(1 - A_{ik})$ if $i = j$, $-A_{ik} A_{ij}$ if "
+    r"$i \ne j$",
     "corrected",
-    correction="The condition compares the column indices: dA_ik/dS_ij = A_ik (delta_kj - A_ij), "
-               "and dA_ik/dS_lj = 0 for l != i because each row is normalised separately.",
-    domain="a counterexample for the literal condition and the full row-wise Jacobian of a (3, 4) "
-           "score matrix against torch.autograd",
+    correction="The condition compares the column indices: "
+               r"$\partial A_{ik}/\partial S_{ij} = A_{ik} (\delta_{kj} - A_{ij})$, and "
+               r"$\partial A_{ik}/\partial S_{lj} = 0$ for $l \ne i$ because each row is "
+               "normalised separately.",
+    domain="a counterexample for the literal condition and the full row-wise Jacobian of a "
+           r"$3 \times 4$ score matrix against `torch.autograd`",
     chapter="03_gradients",
     box="corr-jacobian-indices")
 def test_rowwise_softmax_derivative_compares_the_column_indices():
@@ -830,9 +840,13 @@ def test_rowwise_softmax_derivative_compares_the_column_indices():
 
 @pytest.mark.claim(
     "004 Gradient Flow Through Attention",
-    "dL/dX = dL/dQ dQ/dX + dL/dK dK/dX + dL/dV dV/dX (Y depends on X through Q, K and V)",
+    r"$\partial L/\partial X = \partial L/\partial Q\, \partial Q/\partial X$ "
+    r"$+ \partial L/\partial K\, \partial K/\partial X$ "
+    r"$+ \partial L/\partial V\, \partial V/\partial X$ ($Y$ depends on $X$ through $Q$, $K$ and "
+    "$V$)",
     "verified",
-    domain="B = 2, L = 6, C = 8, D = 4 != D_v = 3 with a causal mask, against torch.autograd",
+    domain=r"$B = 2$, $L = 6$, $C = 8$, $D = 4 \ne D_v = 3$ with a causal mask, against "
+           "`torch.autograd`",
     chapter="03_gradients")
 def test_self_attention_input_gradient_is_the_sum_of_three_paths():
     rng = np.random.default_rng(5)
@@ -888,10 +902,10 @@ def _attention_input_jacobian_norms(sharpness, *, T=32, C=8, D=16, seed=0):
 
 @pytest.mark.claim(
     "000 Optimization",
-    "Attention provides direct paths between all positions: shortest path length O(1) compared to "
-    "O(n) for RNNs",
+    "Attention provides direct paths between all positions: shortest path length $O(1)$ compared "
+    "to $O(n)$ for RNNs",
     "verified",
-    domain="tanh RNN (gain 0.9, hidden 16) against one self-attention layer, T = 32, median of 8 "
+    domain="tanh RNN (gain 0.9, hidden 16) against one self-attention layer, $T = 32$, median of 8 "
            "random draws, every distance",
     chapter="03_gradients")
 @pytest.mark.claim(
@@ -899,7 +913,7 @@ def _attention_input_jacobian_norms(sharpness, *, T=32, C=8, D=16, seed=0):
     "RNN/LSTM struggle with long-range dependencies (vanishing gradients); attention has direct "
     "connections",
     "verified",
-    domain="tanh RNN (gain 0.9, hidden 16) against one self-attention layer, T = 32, median of 8 "
+    domain="tanh RNN (gain 0.9, hidden 16) against one self-attention layer, $T = 32$, median of 8 "
            "random draws, every distance",
     chapter="03_gradients")
 def test_rnn_gradient_decays_with_distance_and_attention_gradient_does_not():
@@ -932,13 +946,16 @@ def test_rnn_gradient_decays_with_distance_and_attention_gradient_does_not():
 
 @pytest.mark.claim(
     "004 Why Attention Has Good Gradients",
-    "RNN: dL/dh_0 = dL/dh_T x dh_T/dh_{T-1} x ... x dh_1/dh_0, a product of T terms -> vanishing",
+    r"RNN: $\partial L/\partial h_0 = \partial L/\partial h_T$ "
+    r"$\times \partial h_T/\partial h_{T-1}$ $\times \dots \times \partial h_1/\partial h_0$, a "
+    "product of $T$ terms -> vanishing",
     "corrected",
-    correction="A product of T Jacobians can vanish or explode: it vanishes geometrically when the "
-               "factors are contractive (e.g. ||W||_2 < 1 with tanh), grows when they expand "
-               "enough, and can still vanish when most factors expand (gain 1: ||W||_2 about 1.8): "
-               "the decay is a property of the product, not of each factor.",
-    domain="tanh RNN, hidden size 16, T = 32, gains 0.5 and 4, the median of 8 random draws",
+    correction="A product of $T$ Jacobians can vanish or explode: it vanishes geometrically when "
+               r"the factors are contractive (e.g. $\lVert W \rVert_2 < 1$ with tanh), grows when "
+               "they expand enough, and can still vanish when most factors expand (gain 1: "
+               r"$\lVert W \rVert_2$ about 1.8): the decay is a property of the product, not of "
+               "each factor.",
+    domain="tanh RNN, hidden size 16, $T = 32$, gains 0.5 and 4, the median of 8 random draws",
     chapter="03_gradients",
     box="corr-rnn-explode")
 def test_rnn_input_gradient_can_explode_as_well_as_vanish():
@@ -965,14 +982,17 @@ def _rnn_step_jacobians(gain, *, T=32, C=8, H=16, seed=0):
 
 @pytest.mark.claim(
     "004 Why Attention Has Good Gradients",
-    "RNN: dL/dh_0 = dL/dh_T x dh_T/dh_{T-1} x ... x dh_1/dh_0, a product of T terms -> vanishing",
+    r"RNN: $\partial L/\partial h_0 = \partial L/\partial h_T$ "
+    r"$\times \partial h_T/\partial h_{T-1}$ $\times \dots \times \partial h_1/\partial h_0$, a "
+    "product of $T$ terms -> vanishing",
     "corrected",
-    correction="A product of T Jacobians can vanish or explode: it vanishes geometrically when the "
-               "factors are contractive (e.g. ||W||_2 < 1 with tanh), grows when they expand "
-               "enough, and can still vanish when most factors expand (gain 1: ||W||_2 about 1.8): "
-               "the decay is a property of the product, not of each factor.",
-    domain="tanh RNN with gain 1, hidden size 16, T = 32, 8 draws per example, hypothesis over the "
-           "seeds",
+    correction="A product of $T$ Jacobians can vanish or explode: it vanishes geometrically when "
+               r"the factors are contractive (e.g. $\lVert W \rVert_2 < 1$ with tanh), grows when "
+               "they expand enough, and can still vanish when most factors expand (gain 1: "
+               r"$\lVert W \rVert_2$ about 1.8): the decay is a property of the product, not of "
+               "each factor.",
+    domain="tanh RNN with gain 1, hidden size 16, $T = 32$, 8 draws per example, hypothesis over "
+           "the seeds",
     chapter="03_gradients",
     box="corr-rnn-explode")
 @settings(max_examples=10, deadline=None)
@@ -991,13 +1011,14 @@ def test_rnn_product_vanishes_with_gain_one_although_most_factors_expand(seed):
 
 @pytest.mark.claim(
     "004 Why Attention Has Good Gradients",
-    "Attention: dL/dX_i directly from dL/dY_i. No long chain -> stable gradients",
+    r"Attention: $\partial L/\partial X_i$ directly from $\partial L/\partial Y_i$. No long chain "
+    "-> stable gradients",
     "corrected",
-    correction="dL/dX_i collects gradient from every output Y_j (X_i makes key i and value i); the "
-               "path length is O(1), but every path to y_T carries the weight P_Tt, so gradients "
-               "still vanish through a saturated softmax.",
-    domain="one self-attention layer, L = 8, C = 8, D = 16: the gradient of one output row reaches "
-           "every input, and vanishes when the queries are scaled up (saturated rows)",
+    correction=r"$\partial L/\partial X_i$ collects gradient from every output $Y_j$ ($X_i$ makes "
+               "key $i$ and value $i$); the path length is $O(1)$, but every path to $y_T$ carries "
+               "the weight $P_{Tt}$, so gradients still vanish through a saturated softmax.",
+    domain="one self-attention layer, $L = 8$, $C = 8$, $D = 16$: the gradient of one output row "
+           "reaches every input, and vanishes when the queries are scaled up (saturated rows)",
     chapter="03_gradients",
     box="corr-short-paths")
 @pytest.mark.claim(
@@ -1007,8 +1028,8 @@ def test_rnn_product_vanishes_with_gain_one_although_most_factors_expand(seed):
     correction="Direct paths remove the decay with distance, not vanishing gradients: through a "
                "saturated (nearly one-hot) softmax the gradient to every non-attended input "
                "vanishes.",
-    domain="one self-attention layer, L = 8, C = 8, D = 16: the gradient of one output row reaches "
-           "every input, and vanishes when the queries are scaled up (saturated rows)",
+    domain="one self-attention layer, $L = 8$, $C = 8$, $D = 16$: the gradient of one output row "
+           "reaches every input, and vanishes when the queries are scaled up (saturated rows)",
     chapter="03_gradients",
     box="corr-short-paths")
 def test_attention_gradient_reaches_every_input_but_vanishes_through_a_saturated_softmax():
@@ -1044,10 +1065,10 @@ def test_attention_gradient_reaches_every_input_but_vanishes_through_a_saturated
 
 @pytest.mark.claim(
     "004 Attention Dropout",
-    "attn = dropout(attn, p=0.1) zeroes out 10% of the attention connections",
+    "`attn = dropout(attn, p=0.1)` zeroes out 10% of the attention connections",
     "verified",
-    domain="torch's dropout with p = 0.1 on 400 x 50 attention weights: the zeroed fraction within "
-           "5 standard errors, the survivors scaled by 1/(1 - p)",
+    domain=r"torch's dropout with $p = 0.1$ on $400 \times 50$ attention weights: the zeroed "
+           "fraction within 5 standard errors, the survivors scaled by $1/(1 - p)$",
     chapter="03_gradients")
 def test_torch_dropout_on_attention_weights_zeroes_a_fraction_p_and_rescales_the_rest():
     torch.manual_seed(0)

@@ -91,16 +91,16 @@ def test_float32_input_stays_float32_with_the_default_scale():
 
 @pytest.mark.claim(
     "004 Efficient Attention Computation",
-    "Processing the queries in chunks: still O(n^2) ops but reduced peak memory",
+    "Processing the queries in chunks: still $O(n^2)$ ops but reduced peak memory",
     "verified",
-    domain="B = 2, H = 4, L = 1024, D = 8 with a causal mask, chunks of 8 queries; the peak traced "
-           "memory against one (B, H, L, S) array")
+    domain="$B = 2$, $H = 4$, $L = 1024$, $D = 8$ with a causal mask, chunks of 8 queries; the "
+           "peak traced memory against one $(B, H, L, S)$ array")
 @pytest.mark.claim(
     "000 Memory Optimization",
     "Chunked attention: process in blocks for long sequences",
     "verified",
-    domain="B = 2, H = 4, L = 1024, D = 8 with a causal mask, chunks of 8 queries; the peak traced "
-           "memory against one (B, H, L, S) array")
+    domain="$B = 2$, $H = 4$, $L = 1024$, $D = 8$ with a causal mask, chunks of 8 queries; the "
+           "peak traced memory against one $(B, H, L, S)$ array")
 def test_chunked_attention_never_allocates_a_full_score_or_mask_array():
     B, H, L, D = 2, 4, 1024, 8
     q, k, v = random_qkv(B=B, H=H, L=L, D=D, seed=9)
@@ -159,16 +159,16 @@ def rows_with_a_finite_entry(draw):
 
 @pytest.mark.claim(
     "003 §5.2",
-    "Compute softmax in an online manner (no need to store the entire QK^T)",
+    r"Compute softmax in an online manner (no need to store the entire $QK^\top$)",
     "verified",
-    domain="1..4 rows of 1..12 entries, -inf entries included, every block size from 1 to beyond "
-           "the row length, hypothesis")
+    domain=r"1 to 4 rows of 1 to 12 entries, $-\infty$ entries included, every block size from 1 "
+           "to beyond the row length, hypothesis")
 @pytest.mark.claim(
     "002 §6.1",
     "Accumulate the results of the blocks using online softmax",
     "verified",
-    domain="1..4 rows of 1..12 entries, -inf entries included, every block size from 1 to beyond "
-           "the row length, hypothesis")
+    domain=r"1 to 4 rows of 1 to 12 entries, $-\infty$ entries included, every block size from 1 "
+           "to beyond the row length, hypothesis")
 @SETTINGS
 @given(x=rows_with_a_finite_entry())
 def test_online_softmax_equals_softmax_for_every_block_size(x):

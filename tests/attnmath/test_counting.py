@@ -59,10 +59,11 @@ def test_param_count_matches_a_torch_grouped_query_module(C, H, H_kv, bias):
 
 @pytest.mark.claim(
     "003 §3.3",
-    "With d_k = d_v = d_model/h, W_i^Q, W_i^K, W_i^V of all heads hold 3h * d_model * d_model/h = 3 "
-    "d_model^2 and W^O d_model^2: 4 d_model^2 in total",
+    r"With $d_k = d_v = d_{\mathrm{model}}/h$, $W_i^Q$, $W_i^K$, $W_i^V$ of all heads hold "
+    r"$3h \cdot d_{\mathrm{model}} \cdot d_{\mathrm{model}}/h = 3 d_{\mathrm{model}}^2$ and $W^O$ "
+    r"$d_{\mathrm{model}}^2$: $4 d_{\mathrm{model}}^2$ in total",
     "verified",
-    domain="D in 1..16, H in {1, 2, 4, 8}, C = H D, hypothesis")
+    domain=r"$1 \le D \le 16$, $H \in \{1, 2, 4, 8\}$, $C = H D$, hypothesis")
 @SETTINGS
 @given(D=st.integers(1, 16), H=st.sampled_from([1, 2, 4, 8]))
 def test_multi_head_has_4c_squared_weights_whatever_the_number_of_heads(D, H):
@@ -73,14 +74,15 @@ def test_multi_head_has_4c_squared_weights_whatever_the_number_of_heads(D, H):
 
 @pytest.mark.claim(
     "002 §4.3",
-    "Multi-head (h heads): h * 3(d/h)^2 + d^2 = 3d^2/h + d^2 ≈ 4d^2, the same parameter count as "
-    "one head",
+    r"Multi-head ($h$ heads): $h \cdot 3(d/h)^2 + d^2 = 3d^2/h + d^2 \approx 4d^2$, the same "
+    "parameter count as one head",
     "corrected",
-    correction="Each head's W_i^Q, W_i^K, W_i^V is d x (d/h), not (d/h) x (d/h): the h heads hold 3 "
-               "d^2 and the layer exactly 4 d^2 weights (plus 4 d biases) for every h. 3 d^2/h + "
-               "d^2 is not approximately 4 d^2 (it is 1.375 d^2 for h = 8).",
-    domain="the source's counterexample C = 512, H = 8, against torch.nn.MultiheadAttention's "
-           "parameter count",
+    correction=r"Each head's $W_i^Q$, $W_i^K$, $W_i^V$ is $d \times (d/h)$, not "
+               r"$(d/h) \times (d/h)$: the $h$ heads hold $3 d^2$ and the layer exactly $4 d^2$ "
+               "weights (plus $4 d$ biases) for every $h$. $3 d^2/h + d^2$ is not approximately "
+               r"$4 d^2$ (it is $1.375\, d^2$ for $h = 8$).",
+    domain="the source's counterexample $C = 512$, $H = 8$, against "
+           "`torch.nn.MultiheadAttention`'s parameter count",
     box="corr-head-projection-shape")
 def test_per_head_query_key_value_maps_are_c_by_d_not_d_by_d():
     # A claimed count h * 3 (d/h)^2 + d^2 = 3 d^2 / h + d^2 is not what torch holds: each head's
@@ -94,13 +96,13 @@ def test_per_head_query_key_value_maps_are_c_by_d_not_d_by_d():
 
 @pytest.mark.claim(
     "003 §3.3",
-    "Single-head attention has 3 d_model^2 parameters, multi-head 4 d_model^2: a similar parameter "
-    "count",
+    r"Single-head attention has $3 d_{\mathrm{model}}^2$ parameters, multi-head "
+    r"$4 d_{\mathrm{model}}^2$: a similar parameter count",
     "corrected",
-    correction="The comparison counts W^O for the multi-head layer only. With the same output "
-               "projection both have exactly 4 d_model^2 weights, without it both have 3 d_model^2: "
-               "the count does not depend on h.",
-    domain="C = 64, H = 1 and 8, against torch.nn.MultiheadAttention's parameter count",
+    correction="The comparison counts $W^O$ for the multi-head layer only. With the same output "
+               r"projection both have exactly $4 d_{\mathrm{model}}^2$ weights, without it both "
+               r"have $3 d_{\mathrm{model}}^2$: the count does not depend on $h$.",
+    domain="$C = 64$, $H = 1$ and 8, against `torch.nn.MultiheadAttention`'s parameter count",
     box="corr-parameter-count")
 def test_single_head_with_output_projection_also_has_4c_squared_weights():
     # Single-head attention "3 d^2" omits W_O; with the same output projection it is 4 d^2.
@@ -154,29 +156,29 @@ def test_heads_of_width_c_over_h_cost_the_same_matmul_flops_as_one_full_head(H):
 
 @pytest.mark.claim(
     "000 Head Dimension",
-    "d_k = d_v = d_model / h ensures the total computational cost is similar to single-head "
-    "attention with full dimensionality",
+    r"$d_k = d_v = d_{\mathrm{model}} / h$ ensures the total computational cost is similar to "
+    "single-head attention with full dimensionality",
     "corrected",
-    correction="The matrix-multiplication FLOPs (and the parameters) are exactly equal for every h. "
-               "What grows linearly with h is the number of attention weights, B h L S: their "
-               "memory, and the memory traffic of writing and reading them. The softmax's own work, "
-               "a few operations per weight, is small next to the 4 B L S C FLOPs of QK^T and PV (a "
-               "ratio of about 5h / 4C).",
-    domain="self- and cross-attention: B in 1..2, L, S in 1..6 (L != S included), H in 2..4 against "
-           "1, C = H D with D in 1..3 (hypothesis)",
+    correction="The matrix-multiplication FLOPs (and the parameters) are exactly equal for every "
+               "$h$. What grows linearly with $h$ is the number of attention weights, $B h L S$: "
+               "their memory, and the memory traffic of writing and reading them. The softmax's "
+               "own work, a few operations per weight, is small next to the $4 B L S C$ FLOPs of "
+               r"$QK^\top$ and $PV$ (a ratio of about $5h / 4C$).",
+    domain=r"self- and cross-attention: $1 \le B \le 2$, $1 \le L, S \le 6$ ($L \ne S$ included), "
+           r"$2 \le H \le 4$ against 1, $C = H D$ with $1 \le D \le 3$ (hypothesis)",
     box="corr-equal-flops")
 @pytest.mark.claim(
     "000 Advantages",
     "Computational efficiency: multi-head attention has a similar cost to single full-dimensional "
     "attention",
     "corrected",
-    correction="The matrix-multiplication FLOPs (and the parameters) are exactly equal for every h. "
-               "What grows linearly with h is the number of attention weights, B h L S: their "
-               "memory, and the memory traffic of writing and reading them. The softmax's own work, "
-               "a few operations per weight, is small next to the 4 B L S C FLOPs of QK^T and PV (a "
-               "ratio of about 5h / 4C).",
-    domain="self- and cross-attention: B in 1..2, L, S in 1..6 (L != S included), H in 2..4 against "
-           "1, C = H D with D in 1..3 (hypothesis)",
+    correction="The matrix-multiplication FLOPs (and the parameters) are exactly equal for every "
+               "$h$. What grows linearly with $h$ is the number of attention weights, $B h L S$: "
+               "their memory, and the memory traffic of writing and reading them. The softmax's "
+               "own work, a few operations per weight, is small next to the $4 B L S C$ FLOPs of "
+               r"$QK^\top$ and $PV$ (a ratio of about $5h / 4C$).",
+    domain=r"self- and cross-attention: $1 \le B \le 2$, $1 \le L, S \le 6$ ($L \ne S$ included), "
+           r"$2 \le H \le 4$ against 1, $C = H D$ with $1 \le D \le 3$ (hypothesis)",
     box="corr-equal-flops")
 @SETTINGS
 @given(B=st.integers(1, 2), L=st.integers(1, 6), S=st.integers(1, 6), H=st.integers(2, 4), D=st.integers(1, 3))

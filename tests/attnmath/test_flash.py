@@ -137,9 +137,10 @@ def flash_problems(draw):
     "004 Efficient Attention Computation",
     "Flash attention: same math as standard attention, only the execution differs (kernel fusion)",
     "verified",
-    domain="B, H_kv in 1..2, grouped heads, L, S in 1..9 (L != S included), D in 1..4, D_v in 1..3, "
-           "every tile size including 1, non-divisors and tiles larger than the sequence, causal "
-           "with both alignments, random and padding masks with fully masked rows, hypothesis")
+    domain=r"$1 \le B, H_{kv} \le 2$, grouped heads, $1 \le L, S \le 9$ ($L \ne S$ included), "
+           r"$1 \le D \le 4$, $1 \le D_v \le 3$, every tile size including 1, non-divisors and "
+           "tiles larger than the sequence, causal with both alignments, random and padding masks "
+           "with fully masked rows, hypothesis")
 @SETTINGS
 @given(problem=flash_problems())
 def test_flash_equals_plain_attention_forward_and_backward_for_any_tiling(problem):
@@ -248,28 +249,29 @@ def test_float32_input_stays_float32():
 
 @pytest.mark.claim(
     "002 §6.1",
-    "Flash attention computes attention block by block, never materialising the full n x n matrix",
+    r"Flash attention computes attention block by block, never materialising the full $n \times n$ "
+    "matrix",
     "verified",
-    domain="L = S = 2048, D = 16, tiles of 64: the peak traced memory against one (L, S) float64 "
-           "array, and the cache's extra arrays")
+    domain="$L = S = 2048$, $D = 16$, tiles of 64: the peak traced memory against one $(L, S)$ "
+           "float64 array, and the cache's extra arrays")
 @pytest.mark.claim(
     "002 §6.1",
-    "Flash attention: same time O(n^2 d), but memory O(n)",
+    "Flash attention: same time $O(n^2 d)$, but memory $O(n)$",
     "corrected",
-    correction="The inputs and output already take O(nd); flash attention needs O(n) memory besides "
-               "them (lse, one number per row and head, plus a tile independent of n): O(nd) in "
-               "total, against O(n^2 + nd) for plain attention.",
-    domain="L = S = 2048, D = 16, tiles of 64: the peak traced memory against one (L, S) float64 "
-           "array, and the cache's extra arrays",
+    correction="The inputs and output already take $O(nd)$; flash attention needs $O(n)$ memory "
+               "besides them (lse, one number per row and head, plus a tile independent of $n$): "
+               "$O(nd)$ in total, against $O(n^2 + nd)$ for plain attention.",
+    domain="$L = S = 2048$, $D = 16$, tiles of 64: the peak traced memory against one $(L, S)$ "
+           "float64 array, and the cache's extra arrays",
     box="corr-flash-memory")
 @pytest.mark.claim(
     "003 §5.2",
-    "Flash attention: memory O(n^2) -> O(n)",
+    r"Flash attention: memory $O(n^2) \to O(n)$",
     "corrected",
-    correction="The O(n^2) attention matrix is removed, but the total stays O(nd) for Q, K, V and "
-               "O; the extra memory is O(n) (lse).",
-    domain="L = S = 2048, D = 16, tiles of 64: the peak traced memory against one (L, S) float64 "
-           "array, and the cache's extra arrays",
+    correction="The $O(n^2)$ attention matrix is removed, but the total stays $O(nd)$ for $Q$, "
+               "$K$, $V$ and $O$; the extra memory is $O(n)$ (lse).",
+    domain="$L = S = 2048$, $D = 16$, tiles of 64: the peak traced memory against one $(L, S)$ "
+           "float64 array, and the cache's extra arrays",
     box="corr-flash-memory")
 def test_forward_never_allocates_an_l_by_s_array():
     L = S = 2048
@@ -285,20 +287,21 @@ def test_forward_never_allocates_an_l_by_s_array():
 
 @pytest.mark.claim(
     "004 Attention as Matrix Operations",
-    "Memory: gradients through attention O(n^2)",
+    "Memory: gradients through attention $O(n^2)$",
     "corrected",
-    correction="Only for the backward that stores the weights; the recomputing backward forms P and "
-               "dS one tile at a time from lse and D_i = rowsum(dO * O), so it needs O(n) memory "
-               "besides the O(nd) inputs, outputs and gradients. Its time stays O(n^2 d).",
-    domain="L = S = 2048, D = 16, causal, tiles of 128: the backward's peak traced memory against "
-           "one (L, S) float64 array",
+    correction="Only for the backward that stores the weights; the recomputing backward forms $P$ "
+               "and $dS$ one tile at a time from lse and "
+               r"$D_i = \operatorname{rowsum}(dO \odot O)$, so it needs $O(n)$ memory besides the "
+               "$O(nd)$ inputs, outputs and gradients. Its time stays $O(n^2 d)$.",
+    domain="$L = S = 2048$, $D = 16$, causal, tiles of 128: the backward's peak traced memory "
+           "against one $(L, S)$ float64 array",
     box="corr-backward-memory")
 @pytest.mark.claim(
     "003 §5.2",
     "Flash attention recomputes the attention weights during backpropagation instead of storing them",
     "verified",
-    domain="L = S = 2048, D = 16, causal, tiles of 128: the backward's peak traced memory against "
-           "one (L, S) float64 array")
+    domain="$L = S = 2048$, $D = 16$, causal, tiles of 128: the backward's peak traced memory "
+           "against one $(L, S)$ float64 array")
 def test_backward_never_allocates_an_l_by_s_array():
     L = S = 2048
     q, k, v = random_qkv(B=1, H=1, L=L, S=S, D=16, seed=17)
@@ -310,9 +313,9 @@ def test_backward_never_allocates_an_l_by_s_array():
 
 @pytest.mark.claim(
     "001 Computational Complexity",
-    "Memory: O(n^2) for the attention matrix; flash attention is a solution",
+    "Memory: $O(n^2)$ for the attention matrix; flash attention is a solution",
     "verified",
-    domain="n = 512 and 1024, D = 8: peak traced memory of flash (linear) and plain attention "
+    domain="$n = 512$ and 1024, $D = 8$: peak traced memory of flash (linear) and plain attention "
            "(quadratic)")
 def test_flash_forward_memory_grows_linearly_while_plain_grows_quadratically():
     def peaks(n):
@@ -329,14 +332,15 @@ def test_flash_forward_memory_grows_linearly_while_plain_grows_quadratically():
 
 @pytest.mark.claim(
     "002 §5.3",
-    "n = 4096 in FP16: attention matrix 4096^2 x 2 = 33.5 MB per head; with 32 heads ~1 GB",
+    r"$n = 4096$ in FP16: attention matrix $4096^2 \times 2$ = 33.5 MB per head; with 32 heads ~1 "
+    "GB",
     "verified",
-    domain="the sources' own numbers: n = 2048 and 4096, 1, 12 and 32 heads, float32 and float16")
+    domain="the sources' own numbers: $n = 2048$ and 4096, 1, 12 and 32 heads, float32 and float16")
 @pytest.mark.claim(
     "004 Attention as Matrix Operations",
-    "n = 2048: 4M floats x 4 bytes = 16MB per attention head; 12 heads: 192MB",
+    r"$n = 2048$: 4M floats $\times$ 4 bytes = 16MB per attention head; 12 heads: 192MB",
     "verified",
-    domain="the sources' own numbers: n = 2048 and 4096, 1, 12 and 32 heads, float32 and float16")
+    domain="the sources' own numbers: $n = 2048$ and 4096, 1, 12 and 32 heads, float32 and float16")
 @pytest.mark.parametrize(
     "L, H, bytes_per_elem, expected_bytes, decimal_mb, binary_mib",
     [
@@ -360,19 +364,20 @@ def test_attention_matrix_bytes_checks_the_memory_arithmetic(L, H, bytes_per_ele
 
 @pytest.mark.claim(
     "002 §5.2",
-    "Storing the attention matrix A takes O(n^2) memory, the main bottleneck; total O(n^2 + nd)",
+    "Storing the attention matrix $A$ takes $O(n^2)$ memory, the main bottleneck; total "
+    "$O(n^2 + nd)$",
     "verified",
-    domain="B = 2, H = 3, L = 5 != S = 7: the bytes of the stored weights")
+    domain=r"$B = 2$, $H = 3$, $L = 5 \ne S = 7$: the bytes of the stored weights")
 @pytest.mark.claim(
     "003 §5.1",
-    "Space complexity O(n^2) (attention weight matrix)",
+    "Space complexity $O(n^2)$ (attention weight matrix)",
     "verified",
-    domain="B = 2, H = 3, L = 5 != S = 7: the bytes of the stored weights")
+    domain=r"$B = 2$, $H = 3$, $L = 5 \ne S = 7$: the bytes of the stored weights")
 @pytest.mark.claim(
     "000 Complexity Analysis",
-    "Space: the attention matrix A takes O(n m)",
+    "Space: the attention matrix $A$ takes $O(n m)$",
     "verified",
-    domain="B = 2, H = 3, L = 5 != S = 7: the bytes of the stored weights")
+    domain=r"$B = 2$, $H = 3$, $L = 5 \ne S = 7$: the bytes of the stored weights")
 def test_attention_matrix_bytes_matches_the_probs_plain_attention_keeps():
     q, k, v = random_qkv(B=2, H=3, L=5, S=7, D=4, seed=18)
     _, cache = scaled_dot_product_attention(q, k, v)
@@ -621,14 +626,16 @@ def test_the_papers_block_sizes_overflow_a_small_fast_memory():
     "003 §5.2",
     "Flash attention gives a speed improvement through reduced I/O",
     "clarified",
-    correction="In the two-level memory model flash attention moves Theta(N^2 d^2 / M) elements "
-               "to and from slow memory against Theta(N^2 + N d) for standard attention: fewer "
-               "only when the fast memory M is larger than a few d^2 (for the paper's loop order "
-               "the counts cross near M = 2 d^2, for FlashAttention-2's near M = d^2). On an H100 "
-               "(228 KB of shared memory per SM, 116,736 bf16 elements) that holds for d = 64 "
-               "and 128 in both orders; for d = 256 not in the paper's order.",
-    domain="d in 2..16, N in 16 d..16 d + 256, M in 16 d^2..N d (fewer accesses, hypothesis); d = "
-           "32, 64, 128, N = 256 and 1024, M = d^2 / 2 (more accesses for Algorithm 1)",
+    correction=r"In the two-level memory model flash attention moves $\Theta(N^2 d^2 / M)$ "
+               r"elements to and from slow memory against $\Theta(N^2 + N d)$ for standard "
+               "attention: fewer only when the fast memory $M$ is larger than a few $d^2$ (for the "
+               "paper's loop order the counts cross near $M = 2 d^2$, for FlashAttention-2's near "
+               "$M = d^2$). On an H100 (228 KB of shared memory per SM, 116,736 bf16 elements) "
+               "that holds for $d = 64$ and 128 in both orders; for $d = 256$ not in the paper's "
+               "order.",
+    domain=r"$2 \le d \le 16$, $16 d \le N \le 16 d + 256$, $16 d^2 \le M \le N d$ (fewer "
+           "accesses, hypothesis); $d = 32, 64, 128$, $N = 256$ and 1024, $M = d^2 / 2$ (more "
+           "accesses for Algorithm 1)",
     box="corr-flash-io")
 @IO_SETTINGS
 @given(st.data())
@@ -645,14 +652,16 @@ def test_flash_moves_fewer_elements_than_standard_attention_only_when_m_exceeds_
     "003 §5.2",
     "Flash attention gives a speed improvement through reduced I/O",
     "clarified",
-    correction="In the two-level memory model flash attention moves Theta(N^2 d^2 / M) elements "
-               "to and from slow memory against Theta(N^2 + N d) for standard attention: fewer "
-               "only when the fast memory M is larger than a few d^2 (for the paper's loop order "
-               "the counts cross near M = 2 d^2, for FlashAttention-2's near M = d^2). On an H100 "
-               "(228 KB of shared memory per SM, 116,736 bf16 elements) that holds for d = 64 "
-               "and 128 in both orders; for d = 256 not in the paper's order.",
-    domain="d in 2..16, N in 16 d..16 d + 256, M in 16 d^2..N d (fewer accesses, hypothesis); d = "
-           "32, 64, 128, N = 256 and 1024, M = d^2 / 2 (more accesses for Algorithm 1)",
+    correction=r"In the two-level memory model flash attention moves $\Theta(N^2 d^2 / M)$ "
+               r"elements to and from slow memory against $\Theta(N^2 + N d)$ for standard "
+               "attention: fewer only when the fast memory $M$ is larger than a few $d^2$ (for the "
+               "paper's loop order the counts cross near $M = 2 d^2$, for FlashAttention-2's near "
+               "$M = d^2$). On an H100 (228 KB of shared memory per SM, 116,736 bf16 elements) "
+               "that holds for $d = 64$ and 128 in both orders; for $d = 256$ not in the paper's "
+               "order.",
+    domain=r"$2 \le d \le 16$, $16 d \le N \le 16 d + 256$, $16 d^2 \le M \le N d$ (fewer "
+           "accesses, hypothesis); $d = 32, 64, 128$, $N = 256$ and 1024, $M = d^2 / 2$ (more "
+           "accesses for Algorithm 1)",
     box="corr-flash-io")
 @pytest.mark.parametrize("d", [32, 64, 128])
 @pytest.mark.parametrize("N", [256, 1024])
@@ -663,15 +672,15 @@ def test_flash_moves_more_elements_than_standard_attention_when_m_is_below_d_squ
 
 @pytest.mark.claim(
     "004 Efficient Attention Computation",
-    "Flash attention: Q, K, V from HBM -> compute in shared memory -> output to HBM "
+    "Flash attention: $Q$, $K$, $V$ from HBM -> compute in shared memory -> output to HBM "
     "(traditional: store attn, read attn)",
     "corrected",
-    correction="Standard attention does write and read back the N x N scores and weights (4 N^2 "
-               "of its accesses). Flash attention never does, but it does not read Q, K, V once "
-               "either: unless one block covers the whole sequence it re-reads Q and O (the "
-               "paper's Algorithm 1) or K and V (FlashAttention-2) once per outer step, "
-               "Theta(N^2 d^2 / M) accesses in all.",
-    domain="4 d + 5 <= M <= N d with d in 1..16, N up to 160 (hypothesis)",
+    correction=r"Standard attention does write and read back the $N \times N$ scores and weights "
+               "($4 N^2$ of its accesses). Flash attention never does, but it does not read $Q$, "
+               "$K$, $V$ once either: unless one block covers the whole sequence it re-reads $Q$ "
+               "and $O$ (the paper's Algorithm 1) or $K$ and $V$ (FlashAttention-2) once per outer "
+               r"step, $\Theta(N^2 d^2 / M)$ accesses in all.",
+    domain=r"$4 d + 5 \le M \le N d$ with $1 \le d \le 16$, $N$ up to 160 (hypothesis)",
     box="corr-flash-io")
 @IO_SETTINGS
 @given(_n_d_m())

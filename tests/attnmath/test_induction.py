@@ -425,8 +425,8 @@ def reduced_run():
                "follows from composition (a layer-2 key can read what layer 1 wrote, not the "
                "reverse). 'Syntax' and 'coreference' are labels for what heads of models "
                "trained on language track, which this experiment cannot test.",
-    domain="a reduced seeded retraining (V = 32, T = 6..12, C = 32, 2 x 2 heads) and the "
-           "committed run (book/data/induction.npz)",
+    domain=r"a reduced seeded retraining ($V = 32$, $6 \le T \le 12$, $C = 32$, $2 \times 2$ "
+           "heads) and the committed run (`book/data/induction.npz`)",
     box="clar-local-global")
 @pytest.mark.claim(
     "000 Learning Dynamics",
@@ -437,8 +437,8 @@ def reduced_run():
                "induction head is not gradual: after a plateau its score jumps within a short "
                "window, together with the drop of the loss on the repeated half (a phase "
                "change, as Olsson et al. 2022 report).",
-    domain="a reduced seeded retraining (V = 32, T = 6..12, C = 32, 2 x 2 heads) and the "
-           "committed run",
+    domain=r"a reduced seeded retraining ($V = 32$, $6 \le T \le 12$, $C = 32$, $2 \times 2$ "
+           "heads) and the committed run",
     box="clar-phase-change")
 def test_reduced_retraining_forms_an_induction_head_in_a_phase_change(reduced_run):
     run = reduced_run

@@ -40,11 +40,12 @@ def _torch_causal(q, k, v, *, scale=None):
 
 @pytest.mark.claim(
     "003 §5.4",
-    "KV cache: K_new = [K_cached; k_{t+1}], V_new = [V_cached; v_{t+1}] instead of recomputing the "
-    "sequence",
+    r"KV cache: $K_{\mathrm{new}} = [K_{\mathrm{cached}}; k_{t+1}]$, "
+    r"$V_{\mathrm{new}} = [V_{\mathrm{cached}}; v_{t+1}]$ instead of recomputing the sequence",
     "verified",
-    domain="B in 1..2, (H, H_kv) in {(1,1), (2,2), (4,2), (4,1), (3,1)}, L in 1..10, D in 1..5, D_v "
-           "in 1..4, 0..3 spare cache slots, hypothesis",
+    domain=r"$1 \le B \le 2$, $(H, H_{kv}) = (1, 1)$, $(2, 2)$, $(4, 2)$, $(4, 1)$, $(3, 1)$, "
+           r"$1 \le L \le 10$, $1 \le D \le 5$, $1 \le D_v \le 4$, 0 to 3 spare cache slots, "
+           "hypothesis",
     chapter="07_efficiency")
 @SETTINGS
 @given(st.integers(1, 2), heads, st.integers(1, 10), st.integers(1, 5), st.integers(1, 4),
@@ -197,15 +198,17 @@ def test_kv_cache_bytes_equals_the_buffers_nbytes(dtype):
 
 @pytest.mark.claim(
     "003 §5.4",
-    "KV cache memory: O(t . d . layers)",
+    r"KV cache memory: $O(t \cdot d \cdot \mathrm{layers})$",
     "verified",
-    domain="t in 1..4096, D in 1..8, (H, H_kv) in {(8,8), (8,2), (8,1)}, 1..64 layers, hypothesis",
+    domain=r"$1 \le t \le 4096$, $1 \le D \le 8$, $(H, H_{kv}) = (8, 8)$, $(8, 2)$, $(8, 1)$, 1 to "
+           "64 layers, hypothesis",
     chapter="07_efficiency")
 @pytest.mark.claim(
     "002 §9",
     "Grouped-query attention gives a smaller KV cache during inference",
     "verified",
-    domain="t in 1..4096, D in 1..8, (H, H_kv) in {(8,8), (8,2), (8,1)}, 1..64 layers, hypothesis",
+    domain=r"$1 \le t \le 4096$, $1 \le D \le 8$, $(H, H_{kv}) = (8, 8)$, $(8, 2)$, $(8, 1)$, 1 to "
+           "64 layers, hypothesis",
     chapter="05_multihead")
 @SETTINGS
 @given(st.integers(1, 4096), st.integers(1, 8), st.sampled_from([(8, 8), (8, 2), (8, 1)]), st.integers(1, 64))
@@ -222,9 +225,10 @@ def test_kv_cache_bytes_is_linear_in_tokens_width_and_layers(t, layers, hh, D):
 
 @pytest.mark.claim(
     "003 §5.4",
-    "KV cache: O(td) per decoding step (t the current length)",
+    "KV cache: $O(td)$ per decoding step ($t$ the current length)",
     "verified",
-    domain="t = 100, 200, 400 at D = 64: the FLOPs of one query against t cached keys double with t",
+    domain="$t = 100$, 200, 400 at $D = 64$: the FLOPs of one query against $t$ cached keys double "
+           "with $t$",
     chapter="07_efficiency")
 def test_a_decoding_step_costs_linear_time_in_the_cached_length():
     D = 64

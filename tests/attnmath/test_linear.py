@@ -58,11 +58,13 @@ def test_elu_feature_map_matches_torch_elu_plus_one():
 
 @pytest.mark.claim(
     "003 §5.3",
-    "phi(x) = elu(x) + 1, implemented as phi = np.maximum(0, x) + 1",
+    r"$\phi(x) = \operatorname{elu}(x) + 1$, implemented as `phi = np.maximum(0, x) + 1`",
     "corrected",
-    correction="ReLU + 1 is a different feature map: it equals elu(x) + 1 for x >= 0 but is the "
-               "constant 1 (with zero gradient) for every x < 0, where elu(x) + 1 = exp(x).",
-    domain="101 points in [-30, 30]: the two maps agree exactly on x >= 0 and differ at every x < 0",
+    correction=r"ReLU + 1 is a different feature map: it equals $\operatorname{elu}(x) + 1$ for "
+               r"$x \ge 0$ but is the constant 1 (with zero gradient) for every $x < 0$, where "
+               r"$\operatorname{elu}(x) + 1 = \exp(x)$.",
+    domain=r"101 points in $[-30, 30]$: the two maps agree exactly on $x \ge 0$ and differ at "
+           "every $x < 0$",
     box="corr-elu-performer")
 def test_elu_feature_map_is_positive_and_differs_from_relu_plus_one():
     x = np.linspace(-30.0, 30.0, 101)
@@ -143,10 +145,10 @@ def test_output_is_invariant_to_rescaling_the_feature_map():
 
 @pytest.mark.claim(
     "003 §5.3",
-    "The linear-attention code with phi = np.maximum(0, x) + 1 computes elu + 1 linear attention",
+    "The linear-attention code with `phi = np.maximum(0, x) + 1` computes elu + 1 linear attention",
     "corrected",
     correction="ReLU + 1 features give a different attention output than elu + 1 features.",
-    domain="a counterexample: L = S = 6, D = 4",
+    domain="a counterexample: $L = S = 6$, $D = 4$",
     box="corr-elu-performer")
 def test_relu_plus_one_feature_map_gives_a_different_attention():
     q, k, v = random_qkv(B=1, H=1, L=6, D=4, seed=6)
@@ -308,9 +310,10 @@ def _torch_flops(fn):
 
 @pytest.mark.claim(
     "000 Complexity Analysis",
-    "Time: QK^T O(n m d_k), softmax O(n m), AV O(n m d_v); total O(n m (d_k + d_v))",
+    r"Time: $QK^\top$ $O(n m d_k)$, softmax $O(n m)$, $AV$ $O(n m d_v)$; total $O(n m (d_k + d_v))$",
     "verified",
-    domain="(L, S, D, D_v) = (5, 7, 3, 4), (16, 16, 8, 8), (1, 9, 2, 6) against torch's FLOP counter")
+    domain="$(L, S, D, D_v) = (5, 7, 3, 4)$, $(16, 16, 8, 8)$, $(1, 9, 2, 6)$ against torch's FLOP "
+           "counter")
 @pytest.mark.parametrize("L,S,D,D_v", [(5, 7, 3, 4), (16, 16, 8, 8), (1, 9, 2, 6)])
 def test_attention_flops_match_torch_flop_counter(L, S, D, D_v):
     q, k, v = (torch.randn(n, d, dtype=torch.float64) for n, d in ((L, D), (S, D), (S, D_v)))
@@ -336,10 +339,10 @@ def test_linear_attention_flops_match_torch_flop_counter(L, S, D_phi, D_v):
 
 @pytest.mark.claim(
     "002 §6.2",
-    "Linear attention: O(nd^2) instead of O(n^2 d)",
+    "Linear attention: $O(nd^2)$ instead of $O(n^2 d)$",
     "verified",
-    domain="n in 1..200, d in 1..64, hypothesis: doubling n quadruples softmax attention's FLOPs "
-           "and doubles linear attention's")
+    domain=r"$1 \le n \le 200$, $1 \le d \le 64$, hypothesis: doubling $n$ quadruples softmax "
+           "attention's FLOPs and doubles linear attention's")
 @SETTINGS
 @given(st.integers(1, 200), st.integers(1, 64))
 def test_attention_flops_are_quadratic_and_linear_flops_linear_in_length(n, d):
@@ -352,11 +355,11 @@ def test_attention_flops_are_quadratic_and_linear_flops_linear_in_length(n, d):
 
 @pytest.mark.claim(
     "003 §5.3",
-    "Linear attention: two products of O(n d_phi d_v) each, hence O(nd)",
+    r"Linear attention: two products of $O(n d_\phi d_v)$ each, hence $O(nd)$",
     "corrected",
-    correction="O(n d_phi d_v) is O(n d^2) when d_phi and d_v are of order d: linear in the length "
-               "but quadratic in the head dimension.",
-    domain="n = 1000, d = 64 and 128",
+    correction=r"$O(n d_\phi d_v)$ is $O(n d^2)$ when $d_\phi$ and $d_v$ are of order $d$: linear "
+               "in the length but quadratic in the head dimension.",
+    domain="$n = 1000$, $d = 64$ and 128",
     box="corr-linear-cost")
 def test_linear_flops_grow_with_the_square_of_the_head_dim():
     # O(n d^2), not the O(n d) of one source: doubling d at fixed n nearly quadruples the cost.
@@ -377,21 +380,23 @@ def test_flop_counts_reject_nonpositive_sizes():
 
 @pytest.mark.claim(
     "002 §6.2",
-    "Linear attention: Attention(Q, K, V) = phi(Q)(phi(K)^T V)",
+    r"Linear attention: $\operatorname{Attention}(Q, K, V) = \phi(Q)(\phi(K)^\top V)$",
     "corrected",
-    correction="That is only the numerator: linear attention divides each row by phi(q_i)^T "
-               "(phi(K)^T 1), without which the weights do not sum to one and the output grows with "
-               "the number of keys instead of averaging the values.",
-    domain="S = 10, 100, 1000 keys at L = 4, D = 4: the normalised output stays in the range of the "
-           "values, the numerator alone grows with S",
+    correction="That is only the numerator: linear attention divides each row by "
+               r"$\phi(q_i)^\top (\phi(K)^\top \mathbf{1})$, without which the weights do not sum "
+               "to one and the output grows with the number of keys instead of averaging the "
+               "values.",
+    domain="$S = 10$, 100, 1000 keys at $L = 4$, $D = 4$: the normalised output stays in the range "
+           "of the values, the numerator alone grows with $S$",
     box="corr-linear-normaliser")
 @pytest.mark.claim(
     "003 §5.3",
-    "Linear attention: Attention(Q, K, V) = phi(Q)(phi(K)^T V)",
+    r"Linear attention: $\operatorname{Attention}(Q, K, V) = \phi(Q)(\phi(K)^\top V)$",
     "corrected",
-    correction="The formula lacks the row normaliser phi(Q)(phi(K)^T 1) (the source's code has it).",
-    domain="S = 10, 100, 1000 keys at L = 4, D = 4: the normalised output stays in the range of the "
-           "values, the numerator alone grows with S",
+    correction=r"The formula lacks the row normaliser $\phi(Q)(\phi(K)^\top \mathbf{1})$ (the "
+               "source's code has it).",
+    domain="$S = 10$, 100, 1000 keys at $L = 4$, $D = 4$: the normalised output stays in the range "
+           "of the values, the numerator alone grows with $S$",
     box="corr-linear-normaliser")
 def test_linear_attention_needs_its_normaliser():
     sizes = []
@@ -410,15 +415,17 @@ def test_linear_attention_needs_its_normaliser():
 
 @pytest.mark.claim(
     "003 §5.3",
-    "Linear attention is a kernel approximation softmax(q^T k) ~ phi(q)^T phi(k), e.g. phi(x) = "
-    "elu(x) + 1 (Performer)",
+    "Linear attention is a kernel approximation "
+    r"$\softmax(q^\top k) \approx \phi(q)^\top \phi(k)$, e.g. "
+    r"$\phi(x) = \operatorname{elu}(x) + 1$ (Performer)",
     "corrected",
-    correction="elu(x) + 1 is the feature map of the linear transformer (Katharopoulos et al., "
-               "2020); it defines a different kernel and does not approximate softmax attention. "
-               "The Performer (Choromanski et al., 2021) uses positive random features whose inner "
-               "product is an unbiased estimate of exp(q^T k), so its output approaches softmax "
-               "attention as the number of features grows.",
-    domain="L = S = 64, D = 8, moderate scores; 4096 random features, 3 draws",
+    correction=r"$\operatorname{elu}(x) + 1$ is the feature map of the linear transformer "
+               "(Katharopoulos et al., 2020); it defines a different kernel and does not "
+               "approximate softmax attention. The Performer (Choromanski et al., 2021) uses "
+               "positive random features whose inner product is an unbiased estimate of "
+               r"$\exp(q^\top k)$, so its output approaches softmax attention as the number of "
+               "features grows.",
+    domain="$L = S = 64$, $D = 8$, moderate scores; 4096 random features, 3 draws",
     box="corr-elu-performer")
 def test_elu_linear_attention_is_not_an_approximation_of_softmax_attention_but_performer_is():
     q, k, v = random_qkv(B=1, H=1, L=64, D=8, seed=4)
@@ -439,25 +446,28 @@ def test_elu_linear_attention_is_not_an_approximation_of_softmax_attention_but_p
 
 @pytest.mark.claim(
     "002 §5.1",
-    "Self-attention time: O(nd^2) for the Q, K, V projections and O(n^2 d) for QK^T and AV; total "
-    "O(n^2 d + nd^2)",
+    "Self-attention time: $O(nd^2)$ for the $Q$, $K$, $V$ projections and $O(n^2 d)$ for "
+    r"$QK^\top$ and $AV$; total $O(n^2 d + nd^2)$",
     "verified",
-    domain="several (n, C, H) including n < C, n = C and n > C, against torch's FLOP counter")
+    domain="several $(n, C, H)$ including $n < C$, $n = C$ and $n > C$, against torch's FLOP "
+           "counter")
 @pytest.mark.claim(
     "002 §5.1",
-    "For typical layers where n ~ d the total is O(n^2 d)",
+    r"For typical layers where $n \sim d$ the total is $O(n^2 d)$",
     "verified",
-    domain="several (n, C, H) including n < C, n = C and n > C, against torch's FLOP counter")
+    domain="several $(n, C, H)$ including $n < C$, $n = C$ and $n > C$, against torch's FLOP "
+           "counter")
 @pytest.mark.claim(
     "004 Attention as Matrix Operations",
-    "For typical Transformers (n << d): small sequences (n=512, d=768): nd^2 dominates; long "
-    "sequences (n=4096, d=768): n^2 d dominates",
+    r"For typical Transformers ($n \ll d$): small sequences ($n = 512$, $d = 768$): $nd^2$ "
+    "dominates; long sequences ($n = 4096$, $d = 768$): $n^2 d$ dominates",
     "corrected",
-    correction="Both examples are right, but n << d is not the typical case (the second example has "
-               "n > d): n^2 d and n d^2 cross at n = d, and with the constants of a layer (8 n d^2 "
-               "for four projections, 4 n^2 d for QK^T and AV) at n = 2d; which term dominates "
-               "depends on n / d.",
-    domain="several (n, C, H) including n < C, n = C and n > C, against torch's FLOP counter",
+    correction=r"Both examples are right, but $n \ll d$ is not the typical case (the second "
+               "example has $n > d$): $n^2 d$ and $n d^2$ cross at $n = d$, and with the constants "
+               r"of a layer ($8 n d^2$ for four projections, $4 n^2 d$ for $QK^\top$ and $AV$) at "
+               "$n = 2d$; which term dominates depends on $n / d$.",
+    domain="several $(n, C, H)$ including $n < C$, $n = C$ and $n > C$, against torch's FLOP "
+           "counter",
     box="corr-n-vs-d")
 def test_layer_flops_are_projections_plus_the_quadratic_core():
     from torch.utils.flop_counter import FlopCounterMode

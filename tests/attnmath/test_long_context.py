@@ -284,9 +284,9 @@ def _lse_oracle(q, k, scale, allowed):
     "000 Parallelization",
     "Sequence parallelism: for very long sequences",
     "verified",
-    domain="ring attention over P in 1..7 simulated workers, L, S in 1..13 (uneven blocks, "
-           "empty blocks when P exceeds a length), grouped heads, causal in both alignments "
-           "or not, against torch's attention in float64, hypothesis")
+    domain=r"ring attention over $1 \le P \le 7$ simulated workers, $1 \le L, S \le 13$ (uneven "
+           "blocks, empty blocks when $P$ exceeds a length), grouped heads, causal in both "
+           "alignments or not, against torch's attention in float64, hypothesis")
 @SETTINGS
 @given(P=st.integers(1, 7), L=st.integers(1, 13), S=st.integers(1, 13),
        heads=st.sampled_from([(1, 1), (2, 2), (4, 2), (4, 1), (6, 3)]),

@@ -72,9 +72,10 @@ def test_bottom_right_causal_mask_equals_torch_tril_shifted_by_s_minus_l(L, S):
 
 @pytest.mark.claim(
     "000 Masking",
-    "Causal mask: M_causal[i,j] = 1 if j <= i, 0 if j > i; a lower-triangular attention matrix",
+    r"Causal mask: $M_{\mathrm{causal}}[i,j] = 1$ if $j \le i$, 0 if $j > i$; a lower-triangular "
+    "attention matrix",
     "verified",
-    domain="L in 1..12, hypothesis, against np.tril")
+    domain=r"$1 \le L \le 12$, hypothesis, against `np.tril`")
 @SETTINGS
 @given(L=lengths)
 def test_both_alignments_agree_when_lengths_are_equal(L):
@@ -154,10 +155,11 @@ def test_padding_mask_rejects_bad_input():
 
 @pytest.mark.claim(
     "000 Masking",
-    "Padding mask: M_pad[i,j] = 0 for padding keys prevents attention to padding tokens",
+    r"Padding mask: $M_{\mathrm{pad}}[i,j] = 0$ for padding keys prevents attention to padding "
+    "tokens",
     "verified",
-    domain="B = 2, H = 2, L = 5, lengths 3 and 5: arbitrary padded keys and values change no valid "
-           "output")
+    domain="$B = 2$, $H = 2$, $L = 5$, lengths 3 and 5: arbitrary padded keys and values change no "
+           "valid output")
 def test_padded_keys_do_not_change_the_output_of_the_valid_positions():
     B, H, L, D = 2, 2, 5, 4
     q, k, v = random_qkv(B=B, H=H, L=L, D=D, seed=3)
@@ -177,9 +179,10 @@ def test_padded_keys_do_not_change_the_output_of_the_valid_positions():
 
 @pytest.mark.claim(
     "000 Masking",
-    "Combined mask: M_combined = M_pad ⊙ M_causal, where ⊙ is element-wise AND",
+    r"Combined mask: $M_{\mathrm{combined}} = M_{\mathrm{pad}} \odot M_{\mathrm{causal}}$, where "
+    r"$\odot$ is element-wise AND",
     "verified",
-    domain="B = 3, L = 6, lengths 6, 4, 1: every entry of the combined mask")
+    domain="$B = 3$, $L = 6$, lengths 6, 4, 1: every entry of the combined mask")
 def test_combined_padding_and_causal_mask_is_the_elementwise_and():
     B, L = 3, 6
     pad = padding_mask([6, 4, 1], L)  # (B, 1, 1, S)
@@ -343,12 +346,13 @@ def test_masking_through_a_bias_equals_masking_through_a_mask():
 
 @pytest.mark.claim(
     "000 Masking",
-    "Apply the padding mask before softmax as S_masked = S + (1 - M_pad) · (-∞)",
+    "Apply the padding mask before softmax as "
+    r"$S_{\mathrm{masked}} = S + (1 - M_{\mathrm{pad}}) \cdot (-\infty)$",
     "corrected",
-    correction="0 · (-inf) is NaN in IEEE arithmetic, so the formula turns every allowed score into "
-               "NaN; the mask must select: where(M, S, -inf), or add a bias built as where(M, 0, "
-               "-inf).",
-    domain="a counterexample: a (3, 4) score matrix with 3 valid keys",
+    correction=r"$0 \cdot (-\infty)$ is NaN in IEEE arithmetic, so the formula turns every allowed "
+               "score into NaN; the mask must select: `where(M, S, -inf)`, or add a bias built as "
+               "`where(M, 0, -inf)`.",
+    domain=r"a counterexample: a $3 \times 4$ score matrix with 3 valid keys",
     box="corr-mask-nan")
 def test_the_multiplicative_minus_inf_formula_turns_allowed_scores_into_nan():
     # Seed 000 writes S_masked = S + (1 - M_pad) * (-inf). For an allowed entry (M = 1) this is
@@ -377,12 +381,12 @@ def _seed_003_attention(q, k, v, mask):
 
 @pytest.mark.claim(
     "003 §2.1",
-    "Mask the scores with np.where(mask == 0, -1e9, scores) before the softmax",
+    "Mask the scores with `np.where(mask == 0, -1e9, scores)` before the softmax",
     "corrected",
-    correction="-1e9 is not -inf: a fully masked row becomes uniform (its output is the mean of all "
-               "values, padding included). Mask with -inf and return zeros for a row with no "
-               "allowed key, as torch's scaled_dot_product_attention does.",
-    domain="a counterexample: L = 3, S = 5 with one fully masked row",
+    correction=r"`-1e9` is not $-\infty$: a fully masked row becomes uniform (its output is the "
+               r"mean of all values, padding included). Mask with $-\infty$ and return zeros for a "
+               "row with no allowed key, as torch's `scaled_dot_product_attention` does.",
+    domain="a counterexample: $L = 3$, $S = 5$ with one fully masked row",
     box="corr-minus-1e9")
 def test_the_minus_1e9_sentinel_leaks_uniform_weight_on_a_fully_masked_row_while_ours_gives_zeros():
     rng = np.random.default_rng(4)
@@ -404,11 +408,11 @@ def test_the_minus_1e9_sentinel_leaks_uniform_weight_on_a_fully_masked_row_while
 
 @pytest.mark.claim(
     "003 §2.1",
-    "A large negative constant (-1e9) can stand in for -inf in masked scores",
+    r"A large negative constant (`-1e9`) can stand in for $-\infty$ in masked scores",
     "corrected",
-    correction="In float16 (largest finite 65504) -1e9 rounds to -inf, and a fully masked row then "
-               "gives -inf - (-inf) = NaN in the max-subtracted softmax; use -inf with an explicit "
-               "zero-row rule.",
+    correction=r"In float16 (largest finite 65504) `-1e9` rounds to $-\infty$, and a fully masked "
+               r"row then gives $-\infty - (-\infty) = \mathrm{NaN}$ in the max-subtracted "
+               r"softmax; use $-\infty$ with an explicit zero-row rule.",
     domain="float16, a fully masked row",
     box="corr-minus-1e9")
 def test_the_minus_1e9_sentinel_overflows_to_minus_inf_in_float16():
@@ -446,9 +450,10 @@ def test_float16_finfo_min_plus_a_score_overflows_exactly_from_minus_16():
 
 @pytest.mark.claim(
     "003 §6.2",
-    "GPT uses the causal mask Mask_ij = 1 if j <= i, 0 if j > i (lower triangular, np.tril)",
+    r"GPT uses the causal mask $\mathrm{Mask}_{ij} = 1$ if $j \le i$, 0 if $j > i$ (lower "
+    "triangular, `np.tril`)",
     "verified",
-    domain="B = 2, H = 2, L = 5, D = 4, against torch's is_causal")
+    domain="$B = 2$, $H = 2$, $L = 5$, $D = 4$, against torch's `is_causal`")
 def test_bert_all_true_mask_masks_nothing_and_gpt_mask_is_causal():
     # Seed 003: BERT uses Mask_ij = 1 for all i, j (padding aside nothing is masked), GPT the
     # lower triangle.
@@ -473,11 +478,11 @@ def test_bert_all_true_mask_masks_nothing_and_gpt_mask_is_causal():
 
 @pytest.mark.claim(
     "003 §6.1",
-    "BERT's attention mask is Mask_ij = 1 for all i, j (bidirectional)",
+    r"BERT's attention mask is $\mathrm{Mask}_{ij} = 1$ for all $i, j$ (bidirectional)",
     "corrected",
     correction="All ones only for a sequence without padding. In a padded batch BERT's attention "
-               "mask is the key-padding mask [j < length_b], bidirectional among the real tokens; "
-               "the all-ones mask lets the padding change their outputs.",
+               r"mask is the key-padding mask $[j < \mathrm{length}_b]$, bidirectional among the "
+               "real tokens; the all-ones mask lets the padding change their outputs.",
     domain="a counterexample: two sequences of lengths 5 and 3 padded to 5",
     box="corr-bert-mask")
 def test_an_all_ones_mask_on_a_padded_batch_lets_the_padding_change_the_real_tokens():
@@ -498,14 +503,15 @@ def test_an_all_ones_mask_on_a_padded_batch_lets_the_padding_change_the_real_tok
 
 @pytest.mark.claim(
     "002 §8",
-    "Causal attention sets S_ij = -inf for j > i; after softmax, future positions have zero weight",
+    r"Causal attention sets $S_{ij} = -\infty$ for $j > i$; after softmax, future positions have "
+    "zero weight",
     "verified",
-    domain="B = 2, H = 3, L = 7, D = 5, against torch's is_causal")
+    domain="$B = 2$, $H = 3$, $L = 7$, $D = 5$, against torch's `is_causal`")
 @pytest.mark.claim(
     "001 Masked (Causal) Attention",
-    "Set future positions to -inf before softmax to prevent attending to subsequent positions",
+    r"Set future positions to $-\infty$ before softmax to prevent attending to subsequent positions",
     "verified",
-    domain="B = 2, H = 3, L = 7, D = 5, against torch's is_causal")
+    domain="$B = 2$, $H = 3$, $L = 7$, $D = 5$, against torch's `is_causal`")
 def test_future_positions_get_exactly_zero_weight_under_the_causal_mask():
     q, k, v = random_qkv(B=2, H=3, L=7, D=5, seed=9)
     out, cache = scaled_dot_product_attention(q, k, v, mask=causal_mask(7))
@@ -530,9 +536,10 @@ def test_the_band_formula_is_not_a_window_of_w_previous_positions():
 
 @pytest.mark.claim(
     "002 §10",
-    "Sliding-window attention costs O(nw)",
+    "Sliding-window attention costs $O(nw)$",
     "verified",
-    domain="n in 1..40, w in 1..12, hypothesis: the exact count n m - m(m - 1)/2 with m = min(w, n)")
+    domain=r"$1 \le n \le 40$, $1 \le w \le 12$, hypothesis: the exact count $n m - m(m - 1)/2$ "
+           r"with $m = \min(w, n)$")
 @SETTINGS
 @given(n=st.integers(1, 40), w=st.integers(1, 12))
 def test_a_window_mask_allows_at_most_n_times_w_pairs(n, w):

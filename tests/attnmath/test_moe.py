@@ -76,9 +76,9 @@ def _torch_moe(x, w_g, w1, w2, k, *, renormalized, kept=None):
 
 @pytest.mark.claim(
     "003 §6.4",
-    "The gating network computes probabilities with a softmax, G(x) = softmax(x^T W_g)",
+    r"The gating network computes probabilities with a softmax, $G(x) = \softmax(x^\top W_g)$",
     "verified",
-    domain="one random router (N tokens, E experts), against torch.softmax")
+    domain="one random router ($N$ tokens, $E$ experts), against `torch.softmax`")
 def test_softmax_gating_matches_torch():
     x, w_g, _, _ = _params(seed=1)
     tx, tg = to_torch(x, w_g)
@@ -272,10 +272,10 @@ def test_load_balancing_loss_rejects_out_of_range_experts():
 
 @pytest.mark.claim(
     "003 §6.4",
-    "Top-K routing: Output = sum over i in TopK(G(x)) of G(x)_i E_i(x)",
+    r"Top-K routing: $\mathrm{Output} = \sum_{i \in \mathrm{TopK}(G(x))} G(x)_i E_i(x)$",
     "verified",
-    domain="N = 7, C = 4, E = 5, F = 3, k in {1, 2, 5}, plain and renormalised gates, against "
-           "torch.autograd")
+    domain=r"$N = 7$, $C = 4$, $E = 5$, $F = 3$, $k \in \{1, 2, 5\}$, plain and renormalised "
+           "gates, against `torch.autograd`")
 @pytest.mark.parametrize("variant", ["plain", "renormalized"])
 @pytest.mark.parametrize("k", [1, 2, 5])
 def test_moe_layer_and_its_gradients_match_torch_autograd(variant, k):
@@ -349,8 +349,8 @@ def test_experts_that_receive_no_token_get_exactly_zero_gradient():
     "003 §6.4",
     "Mixture of experts activates only a subset of multiple expert networks",
     "verified",
-    domain="N = 4 tokens, E = 8 experts, k = 2: NaN weights in the unused experts leave the output "
-           "finite")
+    domain="$N = 4$ tokens, $E = 8$ experts, $k = 2$: NaN weights in the unused experts leave the "
+           "output finite")
 def test_experts_outside_the_top_k_are_never_evaluated():
     x, w_g, w1, w2 = _params(N=4, C=3, E=8, F=5, seed=2)
     for forward in FORWARDS.values():
@@ -405,8 +405,8 @@ def test_top1_renormalized_router_gets_no_gradient_from_the_output():
                "experts' outputs (the exact gradient wherever the selection does not tie) and "
                "through the load-balancing loss. A straight-through estimate differs from that "
                "gradient.",
-    domain="a counterexample away from routing ties: N = 6, C = 4, E = 5, k = 2, against central "
-           "differences",
+    domain="a counterexample away from routing ties: $N = 6$, $C = 4$, $E = 5$, $k = 2$, against "
+           "central differences",
     box="corr-straight-through")
 def test_straight_through_estimate_is_not_the_gradient_of_top_k_moe():
     x, w_g, w1, w2 = _params(N=6, C=4, E=5, F=3, seed=43)

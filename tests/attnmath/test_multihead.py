@@ -154,16 +154,19 @@ def test_params_to_in_proj_rejects_a_non_params_object():
 
 @pytest.mark.claim(
     "000 Multi-Head Attention",
-    "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O where head_i = Attention(Q W_i^Q, K "
-    "W_i^K, V W_i^V)",
+    r"$\operatorname{MultiHead}(Q, K, V)$ "
+    r"$= \operatorname{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h) W^O$ where "
+    r"$\mathrm{head}_i = \operatorname{Attention}(Q W_i^Q, K W_i^K, V W_i^V)$",
     "verified",
-    domain="B = 2, L = 5, C = 12, H = 3, with and without biases, against torch.nn.MultiheadAttention")
+    domain="$B = 2$, $L = 5$, $C = 12$, $H = 3$, with and without biases, against "
+           "`torch.nn.MultiheadAttention`")
 @pytest.mark.claim(
     "003 §3.1",
-    "Multi-head attention runs h heads of width d_k = d_v = d_model / h in parallel and projects "
-    "their concatenation with W^O in R^(h d_v x d_model)",
+    r"Multi-head attention runs $h$ heads of width $d_k = d_v = d_{\mathrm{model}} / h$ in "
+    r"parallel and projects their concatenation with $W^O \in \R^{h d_v \times d_{\mathrm{model}}}$",
     "verified",
-    domain="B = 2, L = 5, C = 12, H = 3, with and without biases, against torch.nn.MultiheadAttention")
+    domain="$B = 2$, $L = 5$, $C = 12$, $H = 3$, with and without biases, against "
+           "`torch.nn.MultiheadAttention`")
 @pytest.mark.parametrize("bias", [True, False])
 def test_self_attention_matches_torch_multihead_attention(bias):
     B, L, C, H = 2, 5, 12, 3
@@ -178,16 +181,18 @@ def test_self_attention_matches_torch_multihead_attention(bias):
 
 @pytest.mark.claim(
     "002 §7",
-    "CrossAttention(X_dec, X_enc) = Attention(X_dec W^Q, X_enc W^K, X_enc W^V): queries from the "
-    "decoder, keys and values from the encoder",
+    r"$\operatorname{CrossAttention}(X_{\mathrm{dec}}, X_{\mathrm{enc}})$ "
+    r"$= \operatorname{Attention}(X_{\mathrm{dec}} W^Q,$ "
+    r"$X_{\mathrm{enc}} W^K, X_{\mathrm{enc}} W^V)$: queries from the decoder, keys and values "
+    "from the encoder",
     "verified",
-    domain="B = 2, L = 3 != S = 7, C = 8, H = 2, against torch.nn.MultiheadAttention")
+    domain=r"$B = 2$, $L = 3 \ne S = 7$, $C = 8$, $H = 2$, against `torch.nn.MultiheadAttention`")
 @pytest.mark.claim(
     "000 Self-Attention vs Cross-Attention",
-    "Cross-attention: Q from one source, K and V from another (the decoder attending to the encoder "
-    "output)",
+    "Cross-attention: $Q$ from one source, $K$ and $V$ from another (the decoder attending to the "
+    "encoder output)",
     "verified",
-    domain="B = 2, L = 3 != S = 7, C = 8, H = 2, against torch.nn.MultiheadAttention")
+    domain=r"$B = 2$, $L = 3 \ne S = 7$, $C = 8$, $H = 2$, against `torch.nn.MultiheadAttention`")
 def test_cross_attention_with_different_lengths_matches_torch():
     B, L, S, C, H = 2, 3, 7, 8, 2
     p = init_multihead_params(C, H, seed=4)
@@ -318,9 +323,9 @@ def test_multi_query_attention_is_grouped_query_attention_with_one_kv_head():
 
 @pytest.mark.claim(
     "002 §9",
-    "Grouped-query attention shares the K, V projections across groups of query heads",
+    "Grouped-query attention shares the $K$, $V$ projections across groups of query heads",
     "verified",
-    domain="group size G in 1..3, H_kv in 1..3, hypothesis")
+    domain=r"group size $1 \le G \le 3$, $1 \le H_{kv} \le 3$, hypothesis")
 @SETTINGS
 @given(G=st.integers(1, 3), H_kv=st.integers(1, 3), seed=st.integers(0, 10_000))
 def test_grouped_query_attention_equals_multi_head_with_repeated_kv_weights(G, H_kv, seed):
@@ -369,7 +374,8 @@ def test_multi_query_attention_rejects_multi_head_weights():
     "Gradient check: the analytic gradients of a NumPy multi-head attention layer agree with "
     "numerical differentiation",
     "verified",
-    domain="B = 2, L = 3 != S = 4, (H, H_kv) = (2, 2) and (4, 2), a random mask with a fully masked row")
+    domain=r"$B = 2$, $L = 3 \ne S = 4$, $(H, H_{kv}) = (2, 2)$ and $(4, 2)$, a random mask with a "
+           "fully masked row")
 @pytest.mark.parametrize("H, H_kv", [(2, 2), (4, 2)])
 def test_multihead_backward_matches_central_differences(H, H_kv):
     B, L, S, D = 2, 3, 4, 2
@@ -413,9 +419,10 @@ def test_backward_rejects_wrong_dout_shape():
 
 @pytest.mark.claim(
     "002 §4.2",
-    "Intuition 2: MultiHead = sum_i head_i W_i^O, an ensemble of heads",
+    r"Intuition 2: $\operatorname{MultiHead} = \sum_i \mathrm{head}_i W_i^O$, an ensemble of heads",
     "verified",
-    domain="B in 1..3, H in 1..4, L in 1..4, D_v in 1..4, C in 1..6, hypothesis")
+    domain=r"$1 \le B \le 3$, $1 \le H \le 4$, $1 \le L \le 4$, $1 \le D_v \le 4$, "
+           r"$1 \le C \le 6$, hypothesis")
 @SETTINGS
 @given(B=st.integers(1, 3), H=st.integers(1, 4), L=st.integers(1, 4), D_v=st.integers(1, 4),
        C=st.integers(1, 6), seed=st.integers(0, 10_000))
@@ -437,7 +444,7 @@ def test_output_projection_as_sum_rejects_mismatched_w_o():
     correction="An interpretation, not a theorem: nothing in the architecture gives a head a role "
                "(permuting the heads' weight blocks leaves the layer unchanged). Any specialisation "
                "is learned, has to be measured, and is often partial.",
-    domain="H in {1, 2, 3, 6}, every random permutation of the heads, hypothesis",
+    domain=r"$H \in \{1, 2, 3, 6\}$, every random permutation of the heads, hypothesis",
     box="corr-head-roles")
 @pytest.mark.claim(
     "003 §3.2",
@@ -446,7 +453,7 @@ def test_output_projection_as_sum_rejects_mismatched_w_o():
     correction="An interpretation, not a theorem: the heads are interchangeable by construction "
                "(permuting them leaves the layer unchanged); which relation a trained head tracks, "
                "if any, is an empirical question.",
-    domain="H in {1, 2, 3, 6}, every random permutation of the heads, hypothesis",
+    domain=r"$H \in \{1, 2, 3, 6\}$, every random permutation of the heads, hypothesis",
     box="corr-head-roles")
 @SETTINGS
 @given(H=st.sampled_from([1, 2, 3, 6]), seed=st.integers(0, 10_000))
@@ -463,10 +470,11 @@ def test_permuting_heads_leaves_the_output_unchanged(H, seed):
 
 @pytest.mark.claim(
     "003 §3.1",
-    "multi_head_attention with per-head lists of projections W_Q[i], W_K[i], W_V[i] (d_model x "
-    "d_k), one attention per head, the heads concatenated and multiplied by W_O",
+    "`multi_head_attention` with per-head lists of projections `W_Q[i]`, `W_K[i]`, `W_V[i]` "
+    r"($d_{\mathrm{model}} \times d_k$), one attention per head, the heads concatenated and "
+    "multiplied by `W_O`",
     "verified",
-    domain="B = 2, L = 5, C = 12, H = 3, causal mask")
+    domain="$B = 2$, $L = 5$, $C = 12$, $H = 3$, causal mask")
 def test_per_head_weight_lists_are_the_column_blocks_of_the_fused_projections():
     B, L, C, H = 2, 5, 12, 3
     D = C // H
@@ -492,13 +500,14 @@ def test_per_head_weight_lists_are_the_column_blocks_of_the_fused_projections():
     "Intuition 3: single attention has limited rank; multi-head can achieve higher effective rank "
     "through concatenation",
     "clarified",
-    correction="True against one head of width C/H (rank at most min(L, S, C/H)). Against one head of "
-               "the full width C the answer depends on S: H heads reach min(L, C, 1 + H(S - 1)) (every "
-               "head's column space holds the all-ones vector), one wide head min(L, S, C); equal when S "
-               ">= C (e.g. self-attention with L = S >= C), more for H heads when S < C and L > S "
-               "(cross-attention with few keys). Generic weights attain both bounds.",
-    domain="cross-attention layers with generic random weights: L, S in 1..12 (L != S included), H in "
-           "1..4, D_v = C/H in 1..3, float64, hypothesis",
+    correction=r"True against one head of width $C/H$ (rank at most $\min(L, S, C/H)$). Against "
+               "one head of the full width $C$ the answer depends on $S$: $H$ heads reach "
+               r"$\min(L, C, 1 + H(S - 1))$ (every head's column space holds the all-ones vector), "
+               r"one wide head $\min(L, S, C)$; equal when $S \ge C$ (e.g. self-attention with "
+               r"$L = S \ge C$), more for $H$ heads when $S < C$ and $L > S$ (cross-attention with "
+               "few keys). Generic weights attain both bounds.",
+    domain=r"cross-attention layers with generic random weights: $1 \le L, S \le 12$ ($L \ne S$ "
+           r"included), $1 \le H \le 4$, $1 \le D_v = C/H \le 3$, float64, hypothesis",
     box="corr-multihead-rank")
 @SETTINGS
 @given(L=st.integers(1, 12), S=st.integers(1, 12), H=st.integers(1, 4), D_v=st.integers(1, 3),

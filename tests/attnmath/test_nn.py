@@ -303,15 +303,15 @@ def _block_pair(norm_first, activation, seed=0):
     "A Transformer encoder block: multi-head self-attention, layer normalization, a feed-forward "
     "network of two linear layers with ReLU, and residual connections",
     "verified",
-    domain="post- and pre-norm, ReLU and GELU, B = 2, L = 5, C = 8 with padding, against "
-           "torch.nn.TransformerEncoderLayer, outputs and gradients")
+    domain="post- and pre-norm, ReLU and GELU, $B = 2$, $L = 5$, $C = 8$ with padding, against "
+           "`torch.nn.TransformerEncoderLayer`, outputs and gradients")
 @pytest.mark.claim(
     "000 Attention Patterns",
     "Encoder self-attention is fully bidirectional: each position attends to all positions and only "
     "padding tokens are masked",
     "verified",
-    domain="post- and pre-norm, ReLU and GELU, B = 2, L = 5, C = 8 with padding, against "
-           "torch.nn.TransformerEncoderLayer, outputs and gradients")
+    domain="post- and pre-norm, ReLU and GELU, $B = 2$, $L = 5$, $C = 8$ with padding, against "
+           "`torch.nn.TransformerEncoderLayer`, outputs and gradients")
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_block_matches_torch_transformer_encoder_layer_with_padding_and_gradients(norm_first, activation):
@@ -415,7 +415,8 @@ def _first_equals_last(n, seed, V=10, L=16):
                "attention or depth: a single encoder layer (its first and last) trained to compare "
                "the first and the last token of 16 attends long-range, farther on average than "
                "uniform attention.",
-    domain="a counterexample: one encoder layer trained (seeded) on 'first token equals last', L = 16",
+    domain="a counterexample: one encoder layer trained (seeded) on 'first token equals last', "
+           "$L = 16$",
     box="corr-layer-patterns")
 def test_a_single_trained_layer_attends_long_range_when_the_task_needs_it():
     torch.manual_seed(0)

@@ -143,9 +143,10 @@ def test_sinusoidal_encoding_matches_the_papers_formula(L, C, base):
 
 @pytest.mark.claim(
     "003 §4.2",
-    "PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))",
+    r"$\mathrm{PE}(\mathrm{pos}, 2i) = \sin(\mathrm{pos} / 10000^{2i/d_{\mathrm{model}}})$, "
+    r"$\mathrm{PE}(\mathrm{pos}, 2i+1) = \cos(\mathrm{pos} / 10000^{2i/d_{\mathrm{model}}})$",
     "verified",
-    domain="100 positions, d_model = 128, against the source's own code")
+    domain=r"100 positions, $d_{\mathrm{model}} = 128$, against the source's own code")
 def test_sinusoidal_encoding_matches_the_source_documents_code():
     assert_close(sinusoidal_encoding(100, 128), source_document_encoding(100, 128), rtol=1e-9, atol=1e-12)
 
@@ -170,10 +171,11 @@ def test_source_documents_code_breaks_on_odd_width_and_library_says_why():
 
 @pytest.mark.claim(
     "003 §4.3",
-    "PE_{pos+k} = T_k · PE_pos: a shift by k is a linear map of the encoding, the same at every "
-    "position",
+    r"$\mathrm{PE}_{\mathrm{pos}+k} = T_k \cdot \mathrm{PE}_{\mathrm{pos}}$: a shift by $k$ is a "
+    "linear map of the encoding, the same at every position",
     "verified",
-    domain="pos in 0..300, k in -300..300, C in {2, 4, 6, 8, 16, 32}, hypothesis")
+    domain=r"$0 \le \mathrm{pos} \le 300$, $-300 \le k \le 300$, $C \in \{2, 4, 6, 8, 16, 32\}$, "
+           "hypothesis")
 @SETTINGS
 @given(pos=st.integers(0, 300), k=st.integers(-300, 300), C=even_widths)
 def test_relative_rotation_matrix_shifts_the_encoding_at_every_position(pos, k, C):
@@ -202,12 +204,15 @@ def test_relative_rotation_matrix_is_block_diagonal_with_the_derived_blocks():
 
 @pytest.mark.claim(
     "003 §4.3",
-    "T_k is a rotation matrix (for each frequency)",
+    "$T_k$ is a rotation matrix (for each frequency)",
     "clarified",
-    correction="True: T_k is a rotation, by -ωk, in the stored (sin, cos) coordinates (blocks [[cos "
-               "ωk, sin ωk], [-sin ωk, cos ωk]]). The usual counterclockwise rotation by +ωk (the "
-               "one RoPE uses) maps PE_pos to PE_{pos-k} instead.",
-    domain="C = 8, pos = 20, k = 5: both rotation blocks, against the shifted encodings",
+    correction=r"True: $T_k$ is a rotation, by $-\omega k$, in the stored $(\sin, \cos)$ "
+               "coordinates (blocks "
+               r"$[[\cos \omega k, \sin \omega k], [-\sin \omega k, \cos \omega k]]$). The usual "
+               r"counterclockwise rotation by $+\omega k$ (the one RoPE uses) maps "
+               r"$\mathrm{PE}_{\mathrm{pos}}$ to $\mathrm{PE}_{\mathrm{pos}-k}$ instead.",
+    domain=r"$C = 8$, $\mathrm{pos} = 20$, $k = 5$: both rotation blocks, against the shifted "
+           "encodings",
     box="corr-rotation")
 def test_counterclockwise_rotation_block_shifts_the_encoding_backwards():
     """With the (sin, cos) ordering, the textbook block [[cos, -sin], [sin, cos]] gives PE_{pos-k}."""
@@ -234,9 +239,10 @@ def test_relative_rotation_matrices_are_orthogonal_and_compose_by_adding_shifts(
 
 @pytest.mark.claim(
     "003 Problem 3",
-    "The inner product PE_pos1 · PE_pos2 is a function of the position difference",
+    r"The inner product $\mathrm{PE}_{\mathrm{pos}_1} \cdot \mathrm{PE}_{\mathrm{pos}_2}$ is a "
+    "function of the position difference",
     "verified",
-    domain="pos, k in 0..400, C in {2, ..., 32}, hypothesis")
+    domain=r"$0 \le \mathrm{pos}, k \le 400$, $C \in \{2, \dots, 32\}$, hypothesis")
 @SETTINGS
 @given(pos=st.integers(0, 400), k=st.integers(0, 400), C=even_widths)
 def test_encoding_dot_product_depends_only_on_the_offset(pos, k, C):
@@ -314,9 +320,9 @@ def test_apply_rope_half_matches_complex_multiplication_on_half_pairs():
 
 @pytest.mark.claim(
     "003 §4.4",
-    "RoPE rotates each 2-D subspace (q_2i, q_2i+1) by the angle m θ_i",
+    r"RoPE rotates each 2-D subspace $(q_{2i}, q_{2i+1})$ by the angle $m \theta_i$",
     "verified",
-    domain="n = 10 positions, d_model = 64, against the source's own code")
+    domain=r"$n = 10$ positions, $d_{\mathrm{model}} = 64$, against the source's own code")
 def test_apply_rope_matches_the_source_documents_code_on_the_interleaved_convention():
     rng = np.random.default_rng(3)
     n, d_model = 10, 64
@@ -332,8 +338,8 @@ def test_apply_rope_matches_the_source_documents_code_on_the_interleaved_convent
     "003 §4.4",
     "With RoPE the inner product of query and key depends only on their relative position",
     "verified",
-    domain="positions m, n in 0..1000, shifts in -500..500, D in {2, ..., 32}, both pairings "
-           "(interleaved and half), hypothesis")
+    domain=r"positions $0 \le m, n \le 1000$, shifts from $-500$ to 500, $D \in \{2, \dots, 32\}$, "
+           "both pairings (interleaved and half), hypothesis")
 @SETTINGS
 @given(m=st.integers(0, 1000), n=st.integers(0, 1000), shift=st.integers(-500, 500),
        D=even_widths, seed=st.integers(0, 2**16))
@@ -563,11 +569,11 @@ def test_alibi_bias_depends_only_on_distance_and_is_largest_for_the_nearest_key(
 
 @pytest.mark.claim(
     "003 §4.5",
-    "ALiBi scores: softmax(q_i K^T / sqrt(d_k) + m · [0, -1, -2, ..., -(i-1)])",
+    r"ALiBi scores: $\softmax(q_i K^\top / \sqrt{d_k}$ $+ m \cdot [0, -1, -2, \dots, -(i-1)])$",
     "corrected",
-    correction="Read as a row over the keys 1..i this favours the oldest key and penalises the "
-               "recent ones. ALiBi's row is m · [-(i-1), ..., -1, 0]: key j gets -m (i - j), zero "
-               "for the query's own position.",
+    correction=r"Read as a row over the keys $1, \dots, i$ this favours the oldest key and "
+               r"penalises the recent ones. ALiBi's row is $m \cdot [-(i-1), \dots, -1, 0]$: key "
+               "$j$ gets $-m (i - j)$, zero for the query's own position.",
     domain="a counterexample: slope 0.5, query 7",
     box="corr-alibi-sign")
 def test_source_documents_alibi_row_favours_the_oldest_key_instead_of_the_newest():
@@ -610,9 +616,10 @@ def test_alibi_rejects_bad_input():
     "The attention mechanism is permutation-invariant: changing the input order changes the output "
     "in the same way",
     "corrected",
-    correction="That behaviour is permutation equivariance, Attn(PX) = P Attn(X); the output is not "
+    correction="That behaviour is permutation equivariance, "
+               r"$\operatorname{Attn}(PX) = P \operatorname{Attn}(X)$; the output is not "
                "invariant, its rows move with the tokens.",
-    domain="L = 6, H = 2, D = 4, every permutation of 6 tokens, hypothesis",
+    domain="$L = 6$, $H = 2$, $D = 4$, every permutation of 6 tokens, hypothesis",
     box="corr-equivariant-positional")
 @SETTINGS
 @given(seed=st.integers(0, 2**16), perm=st.permutations(list(range(6))))

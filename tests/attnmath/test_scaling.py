@@ -35,21 +35,21 @@ finite = st.floats(-20, 20, allow_nan=False, allow_infinity=False)
 
 @pytest.mark.claim(
     "002 §2.3",
-    "For independent q_i, k_i ~ N(0, 1): E[q . k] = 0 and Var(q . k) = d_k, so Var(q . k / "
-    "sqrt(d_k)) = 1",
+    r"For independent $q_i, k_i \sim \mathcal{N}(0, 1)$: $\mathbb{E}[q \cdot k] = 0$ and "
+    r"$\operatorname{Var}(q \cdot k) = d_k$, so $\operatorname{Var}(q \cdot k / \sqrt{d_k}) = 1$",
     "verified",
-    domain="d_k in {1, 8, 64, 512}, 20 000 samples each, within 5 standard errors")
+    domain=r"$d_k \in \{1, 8, 64, 512\}$, 20 000 samples each, within 5 standard errors")
 @pytest.mark.claim(
     "003 §2.2",
-    "Independent components with mean 0 and variance 1 give Var(q . k) = d_k and Var(q . k / "
-    "sqrt(d_k)) = 1",
+    r"Independent components with mean 0 and variance 1 give $\operatorname{Var}(q \cdot k) = d_k$ "
+    r"and $\operatorname{Var}(q \cdot k / \sqrt{d_k}) = 1$",
     "verified",
-    domain="d_k in {1, 8, 64, 512}, 20 000 samples each, within 5 standard errors")
+    domain=r"$d_k \in \{1, 8, 64, 512\}$, 20 000 samples each, within 5 standard errors")
 @pytest.mark.claim(
-    "001 Why Scale by sqrt(d_k)?",
-    "Without scaling, dot products grow large in magnitude as d_k increases",
+    r"001 Why Scale by $\sqrt{d_k}$?",
+    "Without scaling, dot products grow large in magnitude as $d_k$ increases",
     "verified",
-    domain="d_k in {1, 8, 64, 512}, 20 000 samples each, within 5 standard errors")
+    domain=r"$d_k \in \{1, 8, 64, 512\}$, 20 000 samples each, within 5 standard errors")
 @pytest.mark.parametrize("d_k", [1, 8, 64, 512])
 def test_dot_product_variance_of_standard_normal_entries_is_d_k(d_k):
     n = 20_000
@@ -78,16 +78,19 @@ def test_dot_product_variance_with_nonzero_means_matches_the_general_formula():
 
 
 @pytest.mark.claim(
-    "004 Why sqrt(d_k) Scaling",
-    "Var[q . k] = sum Var[q_i k_i] = sum E[q_i^2] E[k_i^2] = d_k (q_i, k_i independent)",
+    r"004 Why $\sqrt{d_k}$ Scaling",
+    r"$\operatorname{Var}[q \cdot k] = \sum \operatorname{Var}[q_i k_i]$ "
+    r"$= \sum \mathbb{E}[q_i^2]\, \mathbb{E}[k_i^2] = d_k$ ($q_i$, $k_i$ independent)",
     "clarified",
-    correction="Right under the source's stated assumption of independent N(0, 1) entries. The "
-               "reason given (independence of q_i and k_i) is not enough: the shortcut Var(q_i k_i) "
-               "= E[q_i^2] E[k_i^2] also needs zero means; for mutually independent entries Var(q . "
-               "k) = D[(s_q^2 + m_q^2)(s_k^2 + m_k^2) - m_q^2 m_k^2], and 2 d_k for k = q.",
-    domain="under the source's N(0, 1) assumption the variance is checked by the d_k tests; the "
-           "caveat by a counterexample: d_k = 16, means 1 and -2, variances 1/2 and 2, 50 000 "
-           "samples",
+    correction=r"Right under the source's stated assumption of independent $\mathcal{N}(0, 1)$ "
+               "entries. The reason given (independence of $q_i$ and $k_i$) is not enough: the "
+               r"shortcut $\operatorname{Var}(q_i k_i) = \mathbb{E}[q_i^2]\, \mathbb{E}[k_i^2]$ "
+               "also needs zero means; for mutually independent entries "
+               r"$\operatorname{Var}(q \cdot k)$ "
+               "$= D[(s_q^2 + m_q^2)(s_k^2 + m_k^2) - m_q^2 m_k^2]$, and $2 d_k$ for $k = q$.",
+    domain=r"under the source's $\mathcal{N}(0, 1)$ assumption the variance is checked by the "
+           "$d_k$ tests; the caveat by a counterexample: $d_k = 16$, means 1 and $-2$, variances "
+           "$1/2$ and 2, 50 000 samples",
     box="corr-variance-means")
 def test_shortcut_var_equals_product_of_second_moments_fails_with_nonzero_means():
     """Var(q_i k_i) = E[q_i^2] E[k_i^2] needs a zero mean, not only independence."""
@@ -226,14 +229,15 @@ def test_scaled_entropy_stays_near_log_s_minus_one_half_for_every_d_k():
 
 @pytest.mark.claim(
     "002 §2.3",
-    "For large d_k the softmax of the unscaled scores is near 1 for the max and near 0 for the others",
+    "For large $d_k$ the softmax of the unscaled scores is near 1 for the max and near 0 for the "
+    "others",
     "verified",
-    domain="d_k in {8, 32, 128, 512}, 64 keys, 256 rows")
+    domain=r"$d_k \in \{8, 32, 128, 512\}$, 64 keys, 256 rows")
 @pytest.mark.claim(
-    "004 Why sqrt(d_k) Scaling",
-    "With 1/sqrt(d_k) scaling: variance = 1, softmax in a reasonable range",
+    r"004 Why $\sqrt{d_k}$ Scaling",
+    r"With $1/\sqrt{d_k}$ scaling: variance = 1, softmax in a reasonable range",
     "verified",
-    domain="d_k in {8, 32, 128, 512}, 64 keys, 256 rows")
+    domain=r"$d_k \in \{8, 32, 128, 512\}$, 64 keys, 256 rows")
 def test_unscaled_rows_saturate_as_d_k_grows_and_scaled_rows_do_not():
     d = [8, 32, 128, 512]
     curve = saturation_curve(d, n_keys=64, n_queries=256, seed=1)
@@ -255,7 +259,8 @@ def test_unscaled_rows_saturate_as_d_k_grows_and_scaled_rows_do_not():
                "runner-up about 0.002, the rest below 1e-4; and rows vary: the mean largest weight "
                "is about 0.92, the runner-up gets more than 2 % in about 37 % of the rows and more "
                "than 10 % in about one row in five.",
-    domain="the source's setting: 4000 rows of 100 scores drawn from N(0, 512), float64",
+    domain=r"the source's setting: 4000 rows of 100 scores drawn from $\mathcal{N}(0, 512)$, "
+           "float64",
     box="corr-typical-row")
 def test_seed_example_of_a_typical_row_with_score_variance_512():
     """Scores ~ N(0, 512) over 100 keys: the median row is even more one-hot than [0.98, 0.01, ...].
@@ -333,16 +338,16 @@ def test_gradient_norm_is_the_mean_of_the_row_norms():
 
 
 @pytest.mark.claim(
-    "001 Why Scale by sqrt(d_k)?",
+    r"001 Why Scale by $\sqrt{d_k}$?",
     "Large dot products push softmax into regions with extremely small gradients",
     "verified",
-    domain="d_k = 8 and 512, 64 keys, 400 rows: mean and median Jacobian norms")
+    domain="$d_k = 8$ and 512, 64 keys, 400 rows: mean and median Jacobian norms")
 @pytest.mark.claim(
     "000 Step 2: Scaling",
-    "When d_k is large, dot products grow large in magnitude, pushing softmax into regions with "
+    "When $d_k$ is large, dot products grow large in magnitude, pushing softmax into regions with "
     "small gradients",
     "verified",
-    domain="d_k = 8 and 512, 64 keys, 400 rows: mean and median Jacobian norms")
+    domain="$d_k = 8$ and 512, 64 keys, 400 rows: mean and median Jacobian norms")
 def test_unscaled_gradients_shrink_with_d_k_while_scaled_gradients_stay_constant():
     curve = gradient_magnitude_curve([8, 512], n_keys=64, n_queries=400, seed=7)
     # The typical (median) row: unscaled, its norm collapses; scaled, it does not move.
@@ -377,13 +382,14 @@ def test_gradient_functions_reject_bad_input():
 
 @pytest.mark.claim(
     "004 Gradient Magnitude",
-    "dsoftmax/dx_i is proportional to softmax[i] (1 - softmax[i]); it vanishes when the softmax is "
-    "saturated",
+    r"$\partial \softmax / \partial x_i$ is proportional to $\softmax(x)_i (1 - \softmax(x)_i)$; "
+    "it vanishes when the softmax is saturated",
     "corrected",
-    correction="p_i (1 - p_i) is only the diagonal entry dp_i/dx_i (an equality); dp_i/dx_j = -p_i "
-               "p_j, and the gradient of a loss is p * (g - p.g), which can have the opposite sign. "
-               "Saturation kills the whole Jacobian: p_max (1 - p_max) <= |J|_F <= 1 - |p|^2 <= 2 "
-               "(1 - p_max).",
+    correction=r"$p_i (1 - p_i)$ is only the diagonal entry $\partial p_i/\partial x_i$ (an "
+               r"equality); $\partial p_i/\partial x_j = -p_i p_j$, and the gradient of a loss is "
+               r"$p \odot (g - p^\top g)$, which can have the opposite sign. Saturation kills the "
+               r"whole Jacobian: $p_{\max} (1 - p_{\max}) \le \lVert J \rVert_F$ "
+               r"$\le 1 - \lVert p \rVert^2$ $\le 2 (1 - p_{\max})$.",
     domain="a counterexample for the diagonal shortcut, and the bounds on random rows",
     box="corr-softmax-derivative")
 def test_softmax_gradient_is_not_its_diagonal_alone_and_all_of_it_vanishes_with_saturation():

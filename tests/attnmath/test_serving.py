@@ -380,10 +380,10 @@ def test_each_cached_token_adds_h_over_h_kv_flops_per_byte_in_bf16():
     "The $O(n^2)$ attention matrix is the main memory bottleneck",
     "clarified",
     correction="True of a training or prefill forward pass that stores the weights; in "
-               "autoregressive decoding a step forms one score row of H x S numbers per layer, "
-               "and what fills the memory is the KV cache, 2 layers H_kv D numbers per token of "
-               "every sequence",
-    domain="Llama-2-7B, Llama-3-8B and Llama-2-70B shapes, S = 4096 cached tokens, batch 1..64",
+               r"autoregressive decoding a step forms one score row of $H \times S$ numbers per "
+               "layer, and what fills the memory is the KV cache, "
+               r"$2 \cdot \mathrm{layers} \cdot H_{kv} \cdot D$ numbers per token of every sequence",
+    domain="Llama-2-7B, Llama-3-8B and Llama-2-70B shapes, $S = 4096$ cached tokens, batch 1 to 64",
     box="corr-serving-bottleneck")
 @pytest.mark.parametrize("name", ["Llama-2-7B", "Llama-3-8B", "Llama-2-70B"])
 def test_in_decoding_the_kv_cache_not_the_score_row_fills_the_memory(name):

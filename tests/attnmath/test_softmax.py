@@ -19,9 +19,9 @@ SETTINGS = settings(max_examples=60, deadline=None)
 
 @pytest.mark.claim(
     "003 §1.1",
-    "softmax(z)_i = exp(z_i) / sum_j exp(z_j), computed stably by subtracting the maximum",
+    r"$\softmax(z)_i = \exp(z_i) / \sum_j \exp(z_j)$, computed stably by subtracting the maximum",
     "verified",
-    domain="1-D to 3-D arrays, every axis, temperatures 0.3, 1 and 4, against torch.softmax")
+    domain="1-D to 3-D arrays, every axis, temperatures 0.3, 1 and 4, against `torch.softmax`")
 @pytest.mark.parametrize("shape,axis", [((5,), 0), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 1, 3), -3)])
 @pytest.mark.parametrize("temperature", [1.0, 0.3, 4.0])
 def test_softmax_matches_torch(shape, axis, temperature):
@@ -41,9 +41,9 @@ def test_log_softmax_and_logsumexp_match_torch(shape, axis):
 
 @pytest.mark.claim(
     "003 §1.4",
-    "The softmax Jacobian is J = diag(p) - p p^T",
+    r"The softmax Jacobian is $J = \operatorname{diag}(p) - p p^\top$",
     "verified",
-    domain="n in {1, 2, 7}, temperatures 1 and 0.5, against torch.autograd")
+    domain=r"$n \in \{1, 2, 7\}$, temperatures 1 and 0.5, against `torch.autograd`")
 @pytest.mark.parametrize("n", [1, 2, 7])
 @pytest.mark.parametrize("temperature", [1.0, 0.5])
 def test_jacobian_matches_torch_autograd(n, temperature):
@@ -62,9 +62,11 @@ def test_batched_jacobian_is_the_jacobian_of_each_row():
 
 @pytest.mark.claim(
     "002 §3.2",
-    "dL/dS = A * (dL/dA - rowsum(A * dL/dA)) through the row-wise softmax",
+    r"$\partial L/\partial S$ "
+    r"$= A \odot (\partial L/\partial A - \operatorname{rowsum}(A \odot \partial L/\partial A))$ "
+    "through the row-wise softmax",
     "verified",
-    domain="1-D to 3-D arrays, several axes, temperatures 1 and 2.5, against torch.autograd",
+    domain="1-D to 3-D arrays, several axes, temperatures 1 and 2.5, against `torch.autograd`",
     chapter="03_gradients")
 @pytest.mark.parametrize("shape,axis", [((6,), 0), ((3, 5), -1), ((3, 5), 0), ((2, 3, 4), 1)])
 @pytest.mark.parametrize("temperature", [1.0, 2.5])
@@ -118,10 +120,10 @@ def test_numerical_gradient_detects_a_wrong_gradient():
 
 @pytest.mark.claim(
     "003 §1.1",
-    "Softmax outputs a probability distribution: entries >= 0 summing to 1",
+    r"Softmax outputs a probability distribution: entries $\ge 0$ summing to 1",
     "verified",
-    domain="every array of 1 to 3 dimensions (sides 1..6) with entries in [-50, 50], every axis, "
-           "hypothesis")
+    domain="every array of 1 to 3 dimensions (sides 1 to 6) with entries in $[-50, 50]$, every "
+           "axis, hypothesis")
 @SETTINGS
 @given(logit_arrays, st.data())
 def test_rows_are_probability_vectors(x, data):
@@ -133,7 +135,7 @@ def test_rows_are_probability_vectors(x, data):
 
 @pytest.mark.claim(
     "003 §1.1",
-    "Translation invariance: softmax(z + c1) = softmax(z)",
+    r"Translation invariance: $\softmax(z + c\mathbf{1}) = \softmax(z)$",
     "verified",
     domain="every array of 1 to 3 dimensions with entries in [-50, 50], shifts in [-1000, 1000], "
            "hypothesis")
@@ -145,9 +147,9 @@ def test_softmax_is_shift_invariant(x, c):
 
 @pytest.mark.claim(
     "003 §1.1",
-    "Order preservation: z_i > z_j implies softmax(z)_i > softmax(z)_j",
+    r"Order preservation: $z_i > z_j$ implies $\softmax(z)_i > \softmax(z)_j$",
     "verified",
-    domain="every vector of length 2..8 with entries in [-50, 50], every pair, hypothesis")
+    domain="every vector of length 2 to 8 with entries in $[-50, 50]$, every pair, hypothesis")
 @SETTINGS
 @given(arrays(np.float64, st.integers(2, 8), elements=finite))
 def test_softmax_preserves_order(z):
@@ -163,7 +165,7 @@ def test_softmax_preserves_order(z):
     "003 Problem 1",
     "The rows of the softmax Jacobian sum to zero",
     "verified",
-    domain="every vector of length 1..7 with entries in [-50, 50], hypothesis")
+    domain="every vector of length 1 to 7 with entries in $[-50, 50]$, hypothesis")
 @SETTINGS
 @given(arrays(np.float64, st.integers(1, 7), elements=finite))
 def test_jacobian_rows_sum_to_zero_and_it_is_symmetric_psd(z):
@@ -187,9 +189,10 @@ def test_vjp_equals_jacobian_transpose_times_g(z, data):
     lambda z: np.sort(z)[-1] - np.sort(z)[-2] > 1e-3))
 @pytest.mark.claim(
     "003 §1.3",
-    "As tau -> 0 softmax(z/tau) tends to the argmax one-hot vector (unique maximum)",
+    r"As $\tau \to 0$, $\softmax(z/\tau)$ tends to the argmax one-hot vector (unique maximum)",
     "verified",
-    domain="every vector of length 2..8 in [-10, 10] with a unique maximum (gap > 1e-3), hypothesis")
+    domain="every vector of length 2 to 8 in $[-10, 10]$ with a unique maximum (gap $> 10^{-3}$), "
+           "hypothesis")
 def test_zero_temperature_limit_is_the_argmax_one_hot(z):
     one_hot = np.eye(z.size)[np.argmax(z)]
     assert_close(softmax(z, temperature=1e-6), one_hot, rtol=0, atol=1e-12)
@@ -197,10 +200,10 @@ def test_zero_temperature_limit_is_the_argmax_one_hot(z):
 
 @pytest.mark.claim(
     "003 §1.3",
-    "As tau -> 0 the temperature softmax becomes a one-hot distribution (hard max)",
+    r"As $\tau \to 0$ the temperature softmax becomes a one-hot distribution (hard max)",
     "corrected",
-    correction="One-hot only when the maximum is unique; k tied maxima each get weight 1/k in the "
-               "limit.",
+    correction="One-hot only when the maximum is unique; $k$ tied maxima each get weight $1/k$ in "
+               "the limit.",
     domain="a counterexample with two tied maxima",
     box="corr-temperature-ties")
 def test_zero_temperature_limit_splits_ties_equally():
@@ -210,9 +213,9 @@ def test_zero_temperature_limit_splits_ties_equally():
 
 @pytest.mark.claim(
     "003 §1.3",
-    "As tau -> infinity softmax(z/tau) tends to the uniform distribution",
+    r"As $\tau \to \infty$, $\softmax(z/\tau)$ tends to the uniform distribution",
     "verified",
-    domain="every vector of length 1..8 with entries in [-50, 50], hypothesis")
+    domain="every vector of length 1 to 8 with entries in $[-50, 50]$, hypothesis")
 @SETTINGS
 @given(arrays(np.float64, st.integers(1, 8), elements=finite))
 def test_infinite_temperature_limit_is_uniform(z):
@@ -255,12 +258,12 @@ def test_naive_formula_overflows_where_the_stable_one_does_not():
 
 @pytest.mark.claim(
     "003 §1.1",
-    "Stable softmax: z - np.max(z), then exp(z) / np.sum(exp(z))",
+    "Stable softmax: `z - np.max(z)`, then `exp(z) / np.sum(exp(z))`",
     "corrected",
     correction="Right for one vector only; for a matrix of scores the maximum and the sum must run "
-               "along each row (axis=-1), or rows are normalised together and can underflow to "
+               "along each row (`axis=-1`), or rows are normalised together and can underflow to "
                "zero.",
-    domain="a counterexample: a (2, 3) score matrix",
+    domain=r"a counterexample: a $2 \times 3$ score matrix",
     box="corr-softmax-rows")
 def test_global_max_vector_formula_is_wrong_for_a_matrix():
     """The vector formula exp(z - max z) / sum(...) normalises a whole matrix, and underflows rows."""
@@ -274,12 +277,12 @@ def test_global_max_vector_formula_is_wrong_for_a_matrix():
 
 @pytest.mark.claim(
     "003 §1.2",
-    "The expected index sum_i i softmax(z)_i is a differentiable (soft) argmax",
+    r"The expected index $\sum_i i \softmax(z)_i$ is a differentiable (soft) argmax",
     "corrected",
-    correction="The expected index approximates the argmax only when one entry dominates; for z = "
-               "(5, 0, 5) it is 1, the argmin. Softmax smooths the one-hot argmax vector; "
+    correction="The expected index approximates the argmax only when one entry dominates; for "
+               "$z = (5, 0, 5)$ it is 1, the argmin. Softmax smooths the one-hot argmax vector; "
                "log-sum-exp is the smooth max.",
-    domain="the counterexample z = (5, 0, 5)",
+    domain="the counterexample $z = (5, 0, 5)$",
     box="corr-expected-index")
 def test_expected_index_is_not_an_argmax():
     z = np.array([5.0, 0.0, 5.0])

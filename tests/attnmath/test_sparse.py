@@ -43,9 +43,9 @@ def test_local_mask_matches_a_direct_loop_and_its_count(L, S, r):
 
 @pytest.mark.claim(
     "002 §6.3",
-    "Local attention: each position attends to a window of w neighbours, complexity O(nwd)",
+    "Local attention: each position attends to a window of $w$ neighbours, complexity $O(nwd)$",
     "verified",
-    domain="n in 1..60, radius in 0..70, hypothesis")
+    domain=r"$1 \le n \le 60$, $0 \le \mathrm{radius} \le 70$, hypothesis")
 @SETTINGS
 @given(st.integers(1, 60), st.integers(0, 70))
 def test_local_mask_count_is_n_times_width_minus_the_corners(n, r):
@@ -95,9 +95,9 @@ def test_a_window_one_shorter_than_the_stride_breaks_two_step_connectivity():
 
 @pytest.mark.claim(
     "002 §6.3",
-    "Strided attention: attend to every k-th position, complexity O(n^2 d / k)",
+    "Strided attention: attend to every $k$-th position, complexity $O(n^2 d / k)$",
     "verified",
-    domain="n in 1..80, stride in 1..12, hypothesis")
+    domain=r"$1 \le n \le 80$, $1 \le \mathrm{stride} \le 12$, hypothesis")
 @SETTINGS
 @given(st.integers(1, 80), st.integers(1, 12))
 def test_strided_column_count_is_quadratic_over_the_stride(n, stride):
@@ -179,10 +179,11 @@ def test_bigbird_mask_is_the_union_of_its_parts():
     "002 §6.3",
     "Longformer, BigBird: local window + global tokens + random connections",
     "corrected",
-    correction="Only BigBird has all three. Longformer is local window + global tokens, with no random "
-               "connections (its mask is the same for every seed); BigBird adds r random keys per query, "
-               "so both cost O(n(w + g + r)), linear in n.",
-    domain="n in 1..64, radius in 0..5, 0..3 global tokens, r in 0..4 random keys, every seed (hypothesis)",
+    correction="Only BigBird has all three. Longformer is local window + global tokens, with no "
+               "random connections (its mask is the same for every seed); BigBird adds $r$ random "
+               "keys per query, so both cost $O(n(w + g + r))$, linear in $n$.",
+    domain=r"$1 \le n \le 64$, $0 \le \mathrm{radius} \le 5$, 0 to 3 global tokens, "
+           r"$0 \le r \le 4$ random keys, every seed (hypothesis)",
     chapter="07_efficiency",
     box="corr-longformer-bigbird")
 @SETTINGS
@@ -227,12 +228,14 @@ def test_mask_density_rejects_a_float_mask():
 
 @pytest.mark.claim(
     "002 §10",
-    "Sliding window: each position only attends to w previous positions; A_ij = 0 if |i - j| > w/2",
+    "Sliding window: each position only attends to $w$ previous positions; $A_{ij} = 0$ if "
+    r"$\lvert i - j \rvert > w/2$",
     "corrected",
-    correction="The two statements disagree. |i - j| <= w/2 is a symmetric band that sees w/2 "
-               "future positions (w + 1 keys); the sliding window of decoders (Mistral) is causal: "
-               "query i sees keys i - w + 1, ..., i, i.e. A_ij = 0 unless 0 <= i - j < w.",
-    domain="a counterexample: n = 16, w = 4",
+    correction=r"The two statements disagree. $\lvert i - j \rvert \le w/2$ is a symmetric band "
+               "that sees $w/2$ future positions ($w + 1$ keys); the sliding window of decoders "
+               r"(Mistral) is causal: query $i$ sees keys $i - w + 1, \dots, i$, i.e. $A_{ij} = 0$ "
+               r"unless $0 \le i - j < w$.",
+    domain="a counterexample: $n = 16$, $w = 4$",
     box="corr-window-efficiency")
 def test_causal_window_and_symmetric_band_are_different_patterns():
     # "Attends to w previous positions" (causal, Mistral) is not "|i - j| <= w/2" (symmetric).
@@ -310,9 +313,9 @@ def test_sliding_window_attention_rejects_cross_attention():
 
 @pytest.mark.claim(
     "002 §10",
-    "Sliding window attention: O(nw) complexity",
+    "Sliding window attention: $O(nw)$ complexity",
     "verified",
-    domain="(n, w) in {(1, 1), (10, 3), (64, 64), (100, 7), (257, 16)}")
+    domain="$(n, w) = (1, 1)$, $(10, 3)$, $(64, 64)$, $(100, 7)$, $(257, 16)$")
 @pytest.mark.parametrize("n, w", [(1, 1), (10, 3), (64, 64), (100, 7), (257, 16)])
 def test_sliding_window_mask_has_n_w_entries_up_to_the_start(n, w):
     mask = sliding_window_mask(n, w)

@@ -60,9 +60,9 @@ def test_kernel_smoother_equals_attnmath_attention_with_any_scale():
 
 @pytest.mark.claim(
     "002 §11",
-    "Attention is a Nadaraya-Watson estimator with kernel K(q, k) = exp(q^T k / sqrt(d_k))",
+    r"Attention is a Nadaraya-Watson estimator with kernel $K(q, k) = \exp(q^\top k / \sqrt{d_k})$",
     "verified",
-    domain="L = 4 != S = 6, D = 3, against the ratio written out")
+    domain=r"$L = 4 \ne S = 6$, $D = 3$, against the ratio written out")
 def test_kernel_smoother_equals_the_literal_nadaraya_watson_ratio():
     q, k, v = random_qkv(B=1, H=1, L=4, S=6, D=3, seed=2)
     kernel = np.exp(q @ np.swapaxes(k, -1, -2) / np.sqrt(3))
@@ -171,7 +171,7 @@ def _problem(seed, N, d, M=None):
     "Self-attention can implement one step of gradient descent on a linear regression objective "
     "(von Oswald et al.)",
     "verified",
-    domain="N in 1..12 examples, d in 1..5, learning rates in [0.01, 3], hypothesis")
+    domain=r"$1 \le N \le 12$ examples, $1 \le d \le 5$, learning rates in $[0.01, 3]$, hypothesis")
 @SETTINGS
 @given(regression)
 def test_linear_self_attention_layer_predicts_one_gradient_descent_step(case):
@@ -223,15 +223,15 @@ def test_gd_prediction_with_one_step_is_the_one_step_prediction_and_zero_steps_g
 
 @pytest.mark.claim(
     "002 §12",
-    "Given training data (X, Y) in context, attention outputs approx X(X^T X)^{-1} X^T Y: exactly "
-    "the least-squares solution",
+    "Given training data $(X, Y)$ in context, attention outputs approximately "
+    r"$X(X^\top X)^{-1} X^\top Y$: exactly the least-squares solution",
     "corrected",
-    correction="X(X^T X)^{-1} X^T Y are the least-squares fitted values at the context inputs, not "
-               "a prediction at the query; one linear self-attention layer outputs the one-step "
-               "gradient-descent prediction (lr/N) x_q^T X^T y, which equals the least-squares "
-               "prediction only when X^T X / N = lambda I and lr = 1/lambda; many steps (layers) "
-               "converge to it.",
-    domain="a counterexample: N = 20, d = 4, four learning rates; many steps converge",
+    correction=r"$X(X^\top X)^{-1} X^\top Y$ are the least-squares fitted values at the context "
+               "inputs, not a prediction at the query; one linear self-attention layer outputs the "
+               r"one-step gradient-descent prediction $(\mathrm{lr}/N)\, x_q^\top X^\top y$, which "
+               r"equals the least-squares prediction only when $X^\top X / N = \lambda I$ and "
+               r"$\mathrm{lr} = 1/\lambda$; many steps (layers) converge to it.",
+    domain="a counterexample: $N = 20$, $d = 4$, four learning rates; many steps converge",
     box="corr-one-step-gd")
 def test_one_gradient_step_is_not_the_least_squares_solution():
     """The claim 'attention outputs the least-squares solution' fails for a generic context."""
@@ -258,15 +258,15 @@ def test_one_step_equals_least_squares_when_the_covariance_is_a_multiple_of_iden
 
 @pytest.mark.claim(
     "002 §12",
-    "Given training data (X, Y) in context, attention outputs approx X(X^T X)^{-1} X^T Y: exactly "
-    "the least-squares solution",
+    "Given training data $(X, Y)$ in context, attention outputs approximately "
+    r"$X(X^\top X)^{-1} X^\top Y$: exactly the least-squares solution",
     "corrected",
-    correction="X(X^T X)^{-1} X^T Y are the least-squares fitted values at the context inputs, not "
-               "a prediction at the query; one linear self-attention layer outputs the one-step "
-               "gradient-descent prediction (lr/N) x_q^T X^T y, which equals the least-squares "
-               "prediction only when X^T X / N = lambda I and lr = 1/lambda; many steps (layers) "
-               "converge to it.",
-    domain="a counterexample: N = 12, d = 3",
+    correction=r"$X(X^\top X)^{-1} X^\top Y$ are the least-squares fitted values at the context "
+               "inputs, not a prediction at the query; one linear self-attention layer outputs the "
+               r"one-step gradient-descent prediction $(\mathrm{lr}/N)\, x_q^\top X^\top y$, which "
+               r"equals the least-squares prediction only when $X^\top X / N = \lambda I$ and "
+               r"$\mathrm{lr} = 1/\lambda$; many steps (layers) converge to it.",
+    domain="a counterexample: $N = 12$, $d = 3$",
     box="corr-one-step-gd")
 def test_hat_matrix_expression_is_the_least_squares_fit_at_the_context_inputs():
     """X (X^T X)^{-1} X^T y are fitted values at the x_i, not a prediction at the query."""
@@ -359,14 +359,14 @@ def test_equivariance_gap_matches_torch_with_a_causal_mask():
 
 @pytest.mark.claim(
     "000 Permutation Invariance",
-    "Without positional encoding, attention is permutation-invariant: Attention(PQ, PK, PV) = P "
-    "Attention(Q, K, V)",
+    "Without positional encoding, attention is permutation-invariant: "
+    r"$\operatorname{Attention}(PQ, PK, PV)$ $= P \operatorname{Attention}(Q, K, V)$",
     "corrected",
     correction="The identity is permutation equivariance (the output rows move with the input "
                "rows); attention is not invariant under permuting the sequence. It is invariant "
                "under reordering the key-value pairs at fixed queries, and a causal mask breaks "
                "both.",
-    domain="L in 2..7, every non-identity permutation, hypothesis",
+    domain=r"$2 \le L \le 7$, every non-identity permutation, hypothesis",
     box="corr-equivariant-theory")
 @SETTINGS
 @given(perm_case)
@@ -415,9 +415,10 @@ def _probs(L, S, D, seed):
 
 @pytest.mark.claim(
     "002 §4.2",
-    "Single attention has limited rank: rank(AV) <= min(rank(A), rank(V))",
+    "Single attention has limited rank: "
+    r"$\operatorname{rank}(AV) \le \min(\operatorname{rank}(A), \operatorname{rank}(V))$",
     "verified",
-    domain="L, S, D_v in 1..8 (L != S included), hypothesis")
+    domain=r"$1 \le L, S, D_v \le 8$ ($L \ne S$ included), hypothesis")
 @SETTINGS
 @given(seed=seeds, L=st.integers(1, 8), S=st.integers(1, 8), D_v=st.integers(1, 8))
 def test_attention_output_rank_is_at_most_min_of_l_s_and_d_v(seed, L, S, D_v):
@@ -430,13 +431,16 @@ def test_attention_output_rank_is_at_most_min_of_l_s_and_d_v(seed, L, S, D_v):
 
 @pytest.mark.claim(
     "002 §13",
-    "Attention outputs have bounded rank: rank(Attention(Q, K, V)) <= min(n, d_v)",
+    "Attention outputs have bounded rank: "
+    r"$\operatorname{rank}(\operatorname{Attention}(Q, K, V)) \le \min(n, d_v)$",
     "clarified",
-    correction="Right for self-attention (L = S = n), the source's setting. With L queries and S "
-               "keys the bound is min(L, S, D_v), and generic inputs attain it: the softmax weights "
-               "are generically of full rank min(L, S) even when QK^T has low rank.",
-    domain="generic random queries, keys and values: L, S in 1..10 (L != S included), D_v in 1..10, "
-           "D = 8, float64, hypothesis; checked against torch.linalg.matrix_rank",
+    correction="Right for self-attention ($L = S = n$), the source's setting. With $L$ queries and "
+               r"$S$ keys the bound is $\min(L, S, D_v)$, and generic inputs attain it: the "
+               r"softmax weights are generically of full rank $\min(L, S)$ even when $QK^\top$ has "
+               "low rank.",
+    domain=r"generic random queries, keys and values: $1 \le L, S \le 10$ ($L \ne S$ included), "
+           r"$1 \le D_v \le 10$, $D = 8$, float64, hypothesis; checked against "
+           "`torch.linalg.matrix_rank`",
     box="corr-rank-theory")
 @SETTINGS
 @given(seed=seeds, L=st.integers(1, 10), S=st.integers(1, 10), D_v=st.integers(1, 10))
@@ -544,13 +548,13 @@ def test_kernel_smoother_is_regression_not_density_estimation():
 
 @pytest.mark.claim(
     "004 Attention as Kernel Smoothing",
-    "Attention is kernel smoothing with K(x_i, x_j) = softmax(q_i . k_j / sqrt(d_k)), so K(x_i, "
-    "x_j) >= 0 and sum_j K(x_i, x_j) = 1",
+    r"Attention is kernel smoothing with $K(x_i, x_j) = \softmax(q_i \cdot k_j / \sqrt{d_k})$, so "
+    r"$K(x_i, x_j) \ge 0$ and $\sum_j K(x_i, x_j) = 1$",
     "corrected",
-    correction="The kernel is exp(q_i . k_j / sqrt(d_k)); the softmax weight is that kernel value "
-               "divided by its sum over all keys, so it depends on every key, not on the pair "
-               "alone, and summing to one is the property of the normalised weights. With W_Q != "
-               "W_K the kernel is not symmetric in the tokens.",
+    correction=r"The kernel is $\exp(q_i \cdot k_j / \sqrt{d_k})$; the softmax weight is that "
+               "kernel value divided by its sum over all keys, so it depends on every key, not on "
+               "the pair alone, and summing to one is the property of the normalised weights. With "
+               r"$W_Q \ne W_K$ the kernel is not symmetric in the tokens.",
     domain="a counterexample: 4 tokens of width 3, one key added",
     box="corr-kernel-pair")
 @pytest.mark.claim(
@@ -580,24 +584,27 @@ def test_softmax_weights_are_not_a_kernel_of_the_pair():
 
 @pytest.mark.claim(
     "002 §4.2", "Multi-head can achieve higher effective rank through concatenation", "clarified",
-    correction="Higher than one head of the same width D_v = C/H, always (min(L, S, D_v) against "
-               "min(L, C, 1 + H(S - 1))). Against one head of full width C it depends on the number of "
-               "keys: both reach min(L, C) when S >= C, and H heads reach more, min(L, C, 1 + H(S - 1)) "
-               "against min(L, S, C), when 1 < S < C and L > S. The all-ones vector lies in every head's "
-               "column space, so H heads never reach H min(S, D_v) when S <= D_v.",
-    domain="generic softmax weights and values: L, S in 1..12 (L != S included), H in 1..4, D_v in "
-           "1..3, C = H D_v, W_O of shape (C, C), float64, hypothesis; the review's cases "
-           "(L, S, C, H) = (12, 3, 8, 4) and (12, 2, 8, 4)",
+    correction=r"Higher than one head of the same width $D_v = C/H$, always ($\min(L, S, D_v)$ "
+               r"against $\min(L, C, 1 + H(S - 1))$). Against one head of full width $C$ it "
+               r"depends on the number of keys: both reach $\min(L, C)$ when $S \ge C$, and $H$ "
+               r"heads reach more, $\min(L, C, 1 + H(S - 1))$ against $\min(L, S, C)$, when "
+               "$1 < S < C$ and $L > S$. The all-ones vector lies in every head's column space, so "
+               r"$H$ heads never reach $H \min(S, D_v)$ when $S \le D_v$.",
+    domain=r"generic softmax weights and values: $1 \le L, S \le 12$ ($L \ne S$ included), "
+           r"$1 \le H \le 4$, $1 \le D_v \le 3$, $C = H D_v$, $W_O$ of shape $(C, C)$, float64, "
+           "hypothesis; the review's cases $(L, S, C, H) = (12, 3, 8, 4)$ and $(12, 2, 8, 4)$",
     box="corr-rank-theory")
 @pytest.mark.claim(
     "002 §13", "Bounded rank limits expressivity; multi-head attention helps by combining subspaces",
     "corrected",
-    correction="Combining H heads of width C/H raises the cap of one narrow head, min(L, S, C/H), to "
-               "min(L, C, 1 + H(S - 1)), not to min(L, H min(S, C/H), C): every head's column space "
-               "holds the all-ones vector. One head of width C is capped at min(L, S, C): the same when S "
-               ">= C, lower when S < C. The output projection to width C bounds both.",
-    domain="generic softmax weights and values: L, S in 1..12 (L != S included), H in 1..4, D_v in "
-           "1..3, C = H D_v, W_O of shape (C, C), float64, hypothesis",
+    correction="Combining $H$ heads of width $C/H$ raises the cap of one narrow head, "
+               r"$\min(L, S, C/H)$, to $\min(L, C, 1 + H(S - 1))$, not to "
+               r"$\min(L, H \min(S, C/H), C)$: every head's column space holds the all-ones "
+               r"vector. One head of width $C$ is capped at $\min(L, S, C)$: the same when "
+               r"$S \ge C$, lower when $S < C$. The output projection to width $C$ bounds both.",
+    domain=r"generic softmax weights and values: $1 \le L, S \le 12$ ($L \ne S$ included), "
+           r"$1 \le H \le 4$, $1 \le D_v \le 3$, $C = H D_v$, $W_O$ of shape $(C, C)$, float64, "
+           "hypothesis",
     box="corr-rank-theory")
 @settings(max_examples=40, deadline=None)
 @given(L=st.integers(1, 12), S=st.integers(1, 12), H=st.integers(1, 4), D_v=st.integers(1, 3), seed=seeds)
@@ -647,12 +654,12 @@ def _attention_stack(x, layers):
                "without feed-forward layers, linear on constant sequences. With positional "
                "encodings attention-only networks are universal approximators (arXiv:2504.15956), "
                "and Yun et al. (2020) prove it for transformers (attention plus token-wise "
-               "feed-forward layers, with positional encodings) for continuous sequence-to-sequence "
-               "functions of compact support in L^p, 1 <= p < infinity; without positional "
-               "encodings, exactly the permutation-equivariant ones.",
-    domain="residual attention-only stacks without positional encodings: H in 1..16 heads, 1..5 "
-           "layers, L in 2..8, random weights and permutations (hypothesis); the positional case is "
-           "cited, not tested",
+               "feed-forward layers, with positional encodings) for continuous "
+               r"sequence-to-sequence functions of compact support in $L^p$, $1 \le p < \infty$; "
+               "without positional encodings, exactly the permutation-equivariant ones.",
+    domain=r"residual attention-only stacks without positional encodings: $1 \le H \le 16$ heads, "
+           r"1 to 5 layers, $2 \le L \le 8$, random weights and permutations (hypothesis); the "
+           "positional case is cited, not tested",
     box="corr-universality")
 @settings(max_examples=25, deadline=None)
 @given(H=st.integers(1, 16), n_layers=st.integers(1, 5), L=st.integers(3, 8), seed=seeds)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from attnmath_weight import (  # noqa: E402
+    lighten_static,
     plain_tokens,
     selector_can_match,
     subset_icon_font,
@@ -140,3 +141,24 @@ def test_icon_font_keeps_the_glyphs_the_stylesheet_names(tmp_path):
     assert set(TTFont(str(subset)).getBestCmap()) == {0xF0F3, 0xF019}
     assert subset.stat().st_size < 10_000
     assert 'fa-solid-900.book.woff) format("woff")' in css.read_text()
+
+
+@pytest.mark.parametrize("page", ["book/01_softmax.html", "book/api/softmax.html"])
+def test_lighten_static_covers_pages_in_every_folder(tmp_path, page):
+    """A page in a subfolder (the API reference's module pages) is lightened, and the rules that
+    only it uses are kept."""
+    static = tmp_path / "_static"
+    static.mkdir()
+    (static / "pygments.css").write_text(PYGMENTS)
+    (static / "basic.css").write_text(".only-here { color: red }\n.nowhere { color: blue }\n")
+    (tmp_path / "index.html").write_text("<p>front</p>")
+    written = tmp_path / page
+    written.parent.mkdir(parents=True, exist_ok=True)
+    code = '<div class="highlight"><pre><span class="k">def</span> <span class="n">f</span></pre></div>'
+    written.write_text(f'<dl class="only-here">{code}</dl>')
+    lighten_static(tmp_path)
+    out = written.read_text()
+    assert '<span class="n">' not in out and '<span class="k">def</span>' in out
+    assert text_of(out) == text_of(code)
+    css = (static / "basic.css").read_text()
+    assert ".only-here" in css and ".nowhere" not in css
