@@ -234,7 +234,6 @@ def previous_token_score(probs: ArrayLike) -> FloatArray:
         does.
     """
     probs = _check_pattern(probs, min_L=2)
-    L = probs.shape[-1]
     sub = np.diagonal(probs, offset=-1, axis1=-2, axis2=-1)  # (..., L - 1): A[i, i-1]
     return sub.mean(axis=-1)
 

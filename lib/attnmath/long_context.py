@@ -218,7 +218,7 @@ def yarn_ramp(rotations: ArrayLike, *, beta_fast: float = 32.0,
 
         \gamma(r) = \begin{cases} 0 & r < \alpha \\ 1 & r > \beta \\
         \dfrac{r - \alpha}{\beta - \alpha} & \text{otherwise,} \end{cases}
-        \qquad \alpha = \texttt{beta\_slow},\ \beta = \texttt{beta\_fast} .
+        \qquad \alpha = \mathtt{beta\_slow},\ \beta = \mathtt{beta\_fast} .
 
     Parameters
     ----------
