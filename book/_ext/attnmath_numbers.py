@@ -1,0 +1,309 @@
+"""Hand-typed numbers in the chapters: every number in a chapter's prose is glued from its code,
+cited, or listed with a reason in ``book/numbers_allowed.yml``.
+
+A number that a chapter's code computes is pasted into the text with myst-nb's ``glue`` roles
+(``{glue:text}`key:.2f```), so that the text changes when the code does; a constant from
+elsewhere carries its ``{cite}`` in the same sentence. :func:`unsourced_numbers` reads a chapter's
+MyST source and returns every other number in its prose: paragraphs, headings, tables, figure
+captions and alt text, the titles and bodies of theorems, exercises, solutions and admonitions.
+
+What it does not count as a number of the text:
+
+- code (code cells, listings, inline code), directive options other than ``:alt:``, comments,
+  labels and links' addresses;
+- mathematics, except decimals and percentages in it: an integer in a formula is part of a
+  definition ($1/\\sqrt{D}$, $2^{16}$);
+- years (1950-2029), references ("Chapter 6", "Eq. 3.2", "Theorem 2", "Section 4.1"), shapes
+  (``(2, 3, 8)``, ``64 × 64``), the numbers of an ordered list, numbers that are part of a name
+  ("fp16", "H100", "GPT-3", "top-2", "8-bit");
+- small integers (0 to 12) used as words ("two heads", "3 experts"), unless they are a result: next
+  to ``=``, ``≈``, ``×``, ``%`` or "times".
+
+The remaining exceptions are listed in ``book/numbers_allowed.yml``, each with the chapter, the
+number, a piece of its line and the reason; an entry that no longer matches is an error too, so
+the list stays reviewed. The book build runs the check on every chapter it reads (a warning,
+an error under ``-W``), and ``tests/book/test_numbers.py`` runs it without a build.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ALLOWED = ROOT / "book" / "numbers_allowed.yml"
+#: The chapters: ``book/01_softmax.md`` ... (the other pages are not executed notebooks).
+CHAPTER = re.compile(r"^book/\d\d_[a-z_]+\.md$")
+
+#: Directives whose body is code or data, never prose (their numbers are the code's).
+CODE_DIRECTIVES = {"code-cell", "literalinclude", "code", "code-block", "sourcecode", "raw",
+                   "eval-rst", "mermaid", "glue", "glue:figure", "glue:any", "glue:math",
+                   "include", "toctree", "bibliography", "attnmath-theorems", "claims-summary",
+                   "claims-table", "claims-tests"}
+MATH_DIRECTIVES = {"math"}
+
+_FENCE = re.compile(r"^(\s*)(`{3,}|:{3,})\s*(\{([\w:-]+)\})?\s*(.*)$")
+_META = re.compile(r"^:(\s*)([\w-]+):\s*(.*)$")
+_OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*)$")
+_ROLE = re.compile(r"\{([\w:-]+)\}(`+)(.*?)\2")
+_CODE = re.compile(r"(`+)(.+?)\1")
+_LINK = re.compile(r"\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
+_COMMENT = re.compile(r"<!--.*?-->")
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$]+?)\$")
+_NUMBER = re.compile(r"(?<![\w.\-−/^])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w.](?<!x)|,\d{3})")
+_MATH_NUMBER = re.compile(r"(?<![\w.^_{])(\d+\.\d+|\d+(?=\s*\\%))")
+_REFERENCE = re.compile(
+    r"(?:Chapters?|chapters?|Sections?|sections?|§|Eqs?\.|Equations?|equations?|Figs?\.|"
+    r"Figures?|figures?|Tables?|tables?|Theorems?|Lemmas?|Propositions?|Corollar(?:y|ies)|"
+    r"Definitions?|Exercises?|Algorithms?|Examples?|Appendix|Part|Parts|[Ll]ines?|[Ss]teps?|"
+    r"[Pp]ages?|pp?\.|arXiv:?|Python|version|v|PEP|Listings?|Claims?|claims?)\s*"
+    r"(?:\d+(?:\.\d+)*\s*(?:,|and|or|–|-|to)\s*)*$")
+_SHAPE = re.compile(r"\(\s*\d+(?:\s*,\s*\d+)+\s*,?\s*\)|\d+\s*[×x]\s*\d+(?:\s*[×x]\s*\d+)*")
+_RESULT_BEFORE = re.compile(r"(?:=|≈|≃|~|×|≥|≤|>|<|about|roughly|nearly|only|of)\s*$")
+_RESULT_AFTER = re.compile(r"^\s*(?:×|x\b|%|times\b|percent)")
+_CITE = re.compile(r"\{cite(?::\w+)?\}")
+#: A sentence: up to a full stop, question or exclamation mark followed by white space.
+_SENTENCE = re.compile(r"(?:[^.!?]|[.!?](?!\s))+[.!?]?")
+_LIST_ITEM = re.compile(r"^\s*\d+[.)]\s", re.M)
+#: Quotations of a source (which the text corrects or discusses): its words, not the book's.
+_QUOTE = re.compile(r'"[^"\n]*(?:\n[^"\n]*)?"|“[^”]*”')
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A number found in a chapter's prose: file (relative to the root), line, the number, the line."""
+
+    path: str
+    line: int
+    number: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: the number {self.number} is neither glued nor cited: " \
+               f"{self.text.strip()[:100]}"
+
+
+def prose_lines(source: str):
+    """Yield ``(line number, text, kind)`` for each piece of prose of a MyST notebook.
+
+    ``kind`` is ``"prose"`` or ``"math"`` (the body of a ``{math}`` directive or of ``$$`` lines).
+    """
+    lines = source.splitlines()
+    start = 0
+    if lines and lines[0].strip() == "---":
+        start = next((i + 1 for i in range(1, len(lines)) if lines[i].strip() == "---"), 0)
+    stack: list[tuple[str, str, bool]] = []  # (fence, directive, options still allowed)
+    display_math = False
+    caption = None  # the indent of a code cell's block caption while it is read
+    for index in range(start, len(lines)):
+        line, number = lines[index], index + 1
+        fence = _FENCE.match(line)
+        if stack and fence and _closes(stack[-1][0], fence):
+            stack.pop()
+            continue
+        kind = stack[-1][1] if stack else ""
+        if kind == "code-cell":
+            caption, text = _cell_metadata(line, caption)
+            if text:
+                yield number, text, "prose"
+            continue
+        if kind in CODE_DIRECTIVES or kind == "verbatim":
+            if fence and fence.group(2)[0] == stack[-1][0][0] and fence.group(4):
+                stack.append((fence.group(2), "verbatim", False))
+            continue
+        if fence:
+            name = fence.group(4) or ("verbatim" if fence.group(2)[0] == "`" else "")
+            stack.append((fence.group(2), name, True))
+            if name not in CODE_DIRECTIVES and name != "verbatim" and fence.group(5):
+                yield number, fence.group(5), "math" if name in MATH_DIRECTIVES else "prose"
+            continue
+        if stack and stack[-1][2]:
+            option = _OPTION.match(line)
+            if option:
+                if option.group(1) == "alt":
+                    yield number, option.group(2), "prose"
+                continue
+            stack[-1] = (stack[-1][0], stack[-1][1], False)
+        if line.strip() == "$$":
+            display_math = not display_math
+            continue
+        if display_math or kind in MATH_DIRECTIVES:
+            yield number, line, "math"
+        elif not re.match(r"^\s*(%|\+\+\+|\(.*\)=\s*$|\[\^?[\w-]+\]:)", line):
+            yield number, line, "prose"
+
+
+def _cell_metadata(line: str, block: int | None) -> tuple[int | None, str | None]:
+    """A code cell's line: ``(indent of the block caption being read, prose or None)``.
+
+    A code cell's figure caption and alt text (``:mystnb:`` metadata, ``caption: |`` followed by
+    deeper lines, or ``alt: text``) are prose; the rest of the cell is code.
+    """
+    if not line.startswith(":"):
+        return None, None
+    body = line[1:]
+    indent = len(body) - len(body.lstrip())
+    if block is not None and indent > block:
+        return block, body.strip()
+    key = _META.match(line)
+    if key and key.group(2) in ("caption", "alt"):
+        value = key.group(3).strip()
+        if value in ("|", ">", "|-", ">-"):
+            return indent, None
+        return None, value
+    return None, None
+
+
+def _closes(open_fence: str, fence: re.Match) -> bool:
+    mark = fence.group(2)
+    return (mark[0] == open_fence[0] and len(mark) >= len(open_fence)
+            and not fence.group(4) and not fence.group(5).strip())
+
+
+def numbers_in(text: str, kind: str = "prose") -> list[tuple[int, str]]:
+    """The numbers of a paragraph of prose (or a line of maths) that need a source, with their
+    positions in ``text``, in order."""
+    if kind == "math":
+        return [(m.start(), m.group(1)) for m in _MATH_NUMBER.finditer(text)]
+    text = _blank(_COMMENT, text)
+    text = _blank(_ROLE, text, "ROLE")
+    text = _blank(_CODE, text, "CODE")
+    text = _blank(_LINK, text)
+    found = []
+    for math in _MATH.finditer(text):
+        inner = 1 if math.group(1) is not None else 2
+        found += [(math.start(inner) + at, value)
+                  for at, value in numbers_in(math.group(inner), "math")]
+    text = _blank(_MATH, text, "MATH")
+    text = _blank(_LIST_ITEM, text)
+    skipped = [m.span() for m in _SHAPE.finditer(text)] + [m.span() for m in _QUOTE.finditer(text)]
+    for match in _NUMBER.finditer(text):
+        if any(a <= match.start() < b for a, b in skipped) or _is_word(text, match):
+            continue
+        found.append((match.start(), match.group(0)))
+    return sorted(found)
+
+
+def _blank(pattern: re.Pattern, text: str, word: str = "") -> str:
+    """``text`` with each match of ``pattern`` replaced by ``word`` padded to the same length
+    (newlines kept), so that positions stay those of the source."""
+    def fill(match):
+        inner = match.group(0)
+        body = "".join("\n" if c == "\n" else " " for c in inner)
+        return (" " + word + body[len(word) + 1:]) if word and len(inner) > len(word) + 1 else body
+    return pattern.sub(fill, text)
+
+
+def _is_word(text: str, match: re.Match) -> bool:
+    """Whether a number is a year, a reference, part of a name or a small integer used as a word."""
+    before, after = text[:match.start()], text[match.end():]
+    whole, decimals = match.group(1), match.group(2)
+    if re.search(r"[A-Za-z]-$", before) or re.match(r"^-[A-Za-z]", after):
+        return True  # top-2, GPT-3, 8-bit
+    if _REFERENCE.search(before):
+        return True
+    if decimals:
+        return False
+    value = int(whole.replace(",", ""))
+    if 1950 <= value <= 2029 and "," not in whole:
+        return True
+    if value <= 12:
+        return not (_RESULT_BEFORE.search(before) or _RESULT_AFTER.match(after))
+    return False
+
+
+def chapter_numbers(path: Path, root: Path = ROOT) -> list[Hit]:
+    """Every number of a chapter's prose that is neither glued nor cited (before the allow-list)."""
+    relative = path.resolve().relative_to(root).as_posix()
+    hits = []
+    paragraph: list[tuple[int, str]] = []
+    for number, text, kind in list(prose_lines(path.read_text())) + [(0, "", "prose")]:
+        if kind == "prose" and text.strip():
+            paragraph.append((number, text))
+            continue
+        hits.extend(_paragraph_hits(relative, paragraph))
+        paragraph = []
+        hits.extend(Hit(relative, number, value, text) for _, value in numbers_in(text, kind))
+    return hits
+
+
+def _paragraph_hits(path: str, paragraph: list[tuple[int, str]]) -> list[Hit]:
+    """The hits of one paragraph; a sentence with a ``{cite}`` role sources its numbers."""
+    joined = "\n".join(text for _, text in paragraph)
+    starts = [0]
+    for _, text in paragraph:
+        starts.append(starts[-1] + len(text) + 1)
+    sentences = [m.span() for m in _SENTENCE.finditer(joined)
+                 if _CITE.search(m.group(0))]
+    hits = []
+    for position, value in numbers_in(joined):
+        if any(a <= position < b for a, b in sentences):
+            continue
+        row = max(i for i, start in enumerate(starts[:-1]) if start <= position)
+        hits.append(Hit(path, paragraph[row][0], value, paragraph[row][1]))
+    return hits
+
+
+def load_allowed(path: Path = ALLOWED) -> list[dict]:
+    """The reviewed exceptions: ``file``, ``number``, ``context`` (a piece of the line), ``reason``."""
+    import yaml
+
+    entries = yaml.safe_load(path.read_text()) or []
+    for entry in entries:
+        missing = {"file", "number", "context", "reason"} - set(entry)
+        if missing or not str(entry["reason"]).strip():
+            raise ValueError(f"{path.name}: entry {entry!r} needs {sorted(missing) or 'a reason'}")
+    return entries
+
+
+def _allows(entry: dict, hit: Hit) -> bool:
+    return (entry["file"] == hit.path and str(entry["number"]) == hit.number
+            and entry["context"] in hit.text)
+
+
+def unsourced_numbers(path: Path, root: Path = ROOT, allowed: list[dict] | None = None) -> list[Hit]:
+    """The numbers of a chapter that are neither glued, cited nor allowed: each is an error."""
+    allowed = load_allowed() if allowed is None else allowed
+    return [hit for hit in chapter_numbers(path, root)
+            if not any(_allows(entry, hit) for entry in allowed)]
+
+
+def stale_allowances(paths: list[Path], root: Path = ROOT,
+                     allowed: list[dict] | None = None) -> list[dict]:
+    """The entries of the allow-list that match no number of the given chapters."""
+    allowed = load_allowed() if allowed is None else allowed
+    hits = [hit for path in paths for hit in chapter_numbers(path, root)]
+    return [entry for entry in allowed if not any(_allows(entry, hit) for hit in hits)]
+
+
+def glue_keys(source: str) -> tuple[set[str], set[str]]:
+    """The keys a chapter's code glues, and the keys its text pastes (``{glue:text}`key:fmt```)."""
+    glued = set(re.findall(r"\bglue\(\s*[\"']([^\"']+)[\"']", source))
+    pasted = {m.group(3).split(":")[0] if m.group(1) != "glue:text" else m.group(3).rsplit(":", 1)[0]
+              for m in _ROLE.finditer(source) if m.group(1).startswith("glue")}
+    pasted = {key.split("::")[-1] for key in pasted}
+    return glued, pasted
+
+
+def check_numbers(app, env, docnames):
+    """Sphinx ``env-before-read-docs``: warn about each unsourced number of the chapters read."""
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
+    root = Path(app.srcdir).resolve()
+    allowed = load_allowed(root / "book" / "numbers_allowed.yml")
+    for docname in docnames:
+        path = Path(env.doc2path(docname))
+        relative = path.resolve().relative_to(root).as_posix()
+        if not CHAPTER.match(relative):
+            continue
+        for hit in unsourced_numbers(path, root, allowed):
+            logger.warning(f"the number {hit.number} is neither glued nor cited "
+                           f"(book/numbers_allowed.yml lists the exceptions)",
+                           location=(docname, hit.line), type="attnmath", subtype="numbers")
+
+
+def setup(app):
+    app.connect("env-before-read-docs", check_numbers)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
