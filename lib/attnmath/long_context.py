@@ -695,6 +695,13 @@ def ring_min_block(flops_per_s: float, bytes_per_s: float, *, bytes_per_elem: in
 POSITIONS = ("sinusoidal", "rope", "alibi")
 
 
+def _check_p_marker(p_marker: object) -> float:
+    p = check_real(p_marker, "p_marker", positive=True)
+    if p > 1.0:
+        raise ValueError(f"p_marker must be in (0, 1], got {p}")
+    return p
+
+
 def marker_batch(B: int, L: int, *, V: int = 8, p_marker: float = 0.25,
                  seed: object = 0) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     r"""The synthetic task of the extrapolation experiment: recall the most recent marker.
@@ -722,17 +729,15 @@ def marker_batch(B: int, L: int, *, V: int = 8, p_marker: float = 0.25,
 
     Notes
     -----
-    The answer depends on recent tokens only: the gap to the last marker is geometric with
-    mean :math:`1/p` (4 tokens for :math:`p = 1/4`). A model that finds "the nearest marker"
+    The answer depends on recent tokens only: the gap to the last marker (the fillers since it)
+    is geometric with mean :math:`(1 - p)/p` (3 tokens for :math:`p = 1/4`). A model that finds "the nearest marker"
     solves it at any length; a model that learned "a marker at one of the offsets seen in
     training" may not.
     """
     B = check_positive_int(B, "B")
     L = check_positive_int(L, "L")
     V = check_int(V, "V", minimum=2)
-    p = check_real(p_marker, "p_marker", positive=True)
-    if p > 1.0:
-        raise ValueError(f"p_marker must be in (0, 1], got {p}")
+    p = _check_p_marker(p_marker)
     rng = as_rng(seed)
     marker = rng.random((B, L)) < p  # (B, L)
     marker[:, 0] = True
@@ -783,6 +788,7 @@ class ExtrapolationConfig:
             check_int(seed, "seeds", minimum=0)
         check_real(self.lr, "lr", positive=True)
         check_real(self.rope_base, "rope_base", positive=True)
+        _check_p_marker(self.p_marker)
 
 
 def _init_params(cfg: ExtrapolationConfig, seed: int) -> dict[str, Any]:
