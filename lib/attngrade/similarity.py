@@ -1,0 +1,449 @@
+"""Similarity evidence: which students' answers to one part are alike beyond what the task forces.
+
+For the instructor only: nothing here reaches a student's feedback, and nothing changes a point
+or a status. Each part (answer cell, by grade id) is compared across the whole class with
+copydetect (tokenised by Pygments, names replaced by placeholders, so renaming, comments,
+whitespace and the order of functions change nothing; k-gram fingerprints, compared pairwise).
+
+What is not evidence:
+
+* the release's starter code and the code quoted in the task text (fingerprints removed);
+* code that the task forces: the fingerprints of the instructor's solution are removed too, so
+  two answers that both write the obvious line share nothing by it;
+* short answers: an answer with fewer than ``min_tokens`` characters of its own (after the
+  above is removed; names count one character each) is not compared. The default is set above
+  the two-line solutions of ``01_softmax`` (Parts 2 and 3, about 45), below its one real
+  function (Part 1, 100), so an answer that is no more than what such a task forces is no
+  evidence.
+
+A pair's score is the larger of the two shares: the part of one answer's own code found in
+the other. A copy with an inserted dead helper still contains all of the original, so the
+original's share stays high. Every k-gram is kept (winnowing window 1): answer cells are small,
+and the result then does not depend on Python's per-process string hashing.
+
+With ``--shard`` every host writes its share's answers (:func:`write_answers`, in
+``OUT/similarity/answers.json``); ``python -m attngrade.similarity OUT-1 OUT-2 ... --out DIR``
+compares the whole class. Answers, not fingerprints, travel between hosts: copydetect hashes
+with Python's salted ``hash``, so fingerprints are comparable within one process only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import html
+import io
+import itertools
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from copydetect import CodeFingerprint, compare_files
+
+from .export import safe_cell
+from .notebooks import cell_grade_id
+
+__all__ = [
+    "K",
+    "MIN_TOKENS",
+    "THRESHOLD",
+    "Pair",
+    "PartInfo",
+    "Similarity",
+    "answers_of",
+    "compare_class",
+    "compare_part",
+    "load_answers",
+    "main",
+    "render_section",
+    "task_code",
+    "update_answers",
+    "write_answers",
+    "write_csv",
+]
+
+K = 25  # characters of tokenised code per fingerprint (copydetect's default noise threshold)
+THRESHOLD = 0.9  # a pair is listed when this share of one answer's own code is in the other
+MIN_TOKENS = 60  # an answer with less code of its own than this is not evidence (tokenised characters)
+MIN_CLASS = 3  # the grading command compares classes of at least this many students by default
+ANSWERS_FILE = "answers.json"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two students' answers to one part, with the passages they share (character ranges)."""
+
+    part: str
+    student_a: str
+    student_b: str
+    score: float  # max(share_a, share_b)
+    share_a: float  # the part of a's own code found in b's
+    share_b: float
+    code_a: str
+    code_b: str
+    marks_a: tuple = ()  # ((start, end), ...) in code_a
+    marks_b: tuple = ()
+
+
+@dataclass
+class PartInfo:
+    """What was compared for one part, and what was not evidence."""
+
+    part: str
+    compared: int = 0
+    short: list = field(default_factory=list)  # students whose answer is too short to compare
+
+
+@dataclass
+class Similarity:
+    """The class's result: pairs at or above the threshold, most similar first."""
+
+    pairs: list
+    parts: list
+    threshold: float
+
+
+def _check_threshold(threshold: float) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise TypeError(f"threshold must be a number from 0 to 1, got {type(threshold).__name__}")
+    if not 0.0 <= float(threshold) <= 1.0:
+        raise ValueError(f"threshold must be from 0 to 1, got {threshold}")
+    return float(threshold)
+
+
+def _fingerprint(code: str, boilerplate: np.ndarray | None = None) -> CodeFingerprint:
+    return CodeFingerprint(
+        "answer.py", K, 1, boilerplate=boilerplate, language="python", fp=io.StringIO(code)
+    )
+
+
+def _boilerplate(codes) -> np.ndarray:
+    hashes: set = set()
+    for code in codes:
+        if code and code.strip():
+            hashes |= _fingerprint(code).hashes
+    return np.array(sorted(hashes), dtype=np.int64)
+
+
+def task_code(markdown: str) -> str:
+    """The code a task's text quotes (fenced blocks and inline spans), one snippet a line."""
+    if not isinstance(markdown, str):
+        raise TypeError(f"markdown must be a str, got {type(markdown).__name__}")
+    fenced = re.findall(r"```[^\n]*\n(.*?)```", markdown, flags=re.S)
+    rest = re.sub(r"```.*?```", "", markdown, flags=re.S)
+    inline = re.findall(r"`([^`\n]+)`", rest)
+    return "\n".join([*(f.strip("\n") for f in fenced), *inline])
+
+
+def _marks(slices, length: int) -> tuple:
+    if len(slices) != 2 or len(slices[0]) == 0:
+        return ()
+    out = []
+    for start, end in zip(np.asarray(slices[0]).tolist(), np.asarray(slices[1]).tolist()):
+        start, end = max(0, int(start)), min(length, int(end))
+        if end > start:
+            out.append((start, end))
+    return tuple(out)
+
+
+def compare_part(
+    part: str,
+    answers: dict,
+    *,
+    boilerplate=(),
+    solution: str = "",
+    threshold: float = THRESHOLD,
+    min_tokens: int = MIN_TOKENS,
+) -> tuple[list, PartInfo]:
+    """Pairs of ``answers`` (student -> code) of one part at or above ``threshold``, most similar first.
+
+    ``boilerplate`` (starter code, the task's code) and ``solution`` never count as evidence.
+    """
+    threshold = _check_threshold(threshold)
+    if not isinstance(answers, dict):
+        raise TypeError(f"answers must be a dict of student -> code, got {type(answers).__name__}")
+    info = PartInfo(part)
+    ignored = _boilerplate([*boilerplate, solution])
+    prints = {}
+    for student in sorted(answers):
+        code = answers[student]
+        fp = _fingerprint(code, ignored) if isinstance(code, str) and code.strip() else None
+        if fp is None or fp.token_coverage < min_tokens:
+            info.short.append(student)
+        else:
+            prints[student] = fp
+    info.compared = len(prints)
+    pairs = []
+    for a, b in itertools.combinations(prints, 2):
+        fa, fb = prints[a], prints[b]
+        if not fa.hashes & fb.hashes:
+            continue
+        _, (share_a, share_b), (slices_a, slices_b) = compare_files(fa, fb)
+        score = float(max(share_a, share_b))
+        if score >= threshold:
+            pairs.append(
+                Pair(part, a, b, round(score, 4), round(float(share_a), 4), round(float(share_b), 4),
+                     fa.raw_code, fb.raw_code, _marks(slices_a, len(fa.raw_code)),
+                     _marks(slices_b, len(fb.raw_code)))
+            )
+    pairs.sort(key=lambda p: (-p.score, p.student_a, p.student_b))
+    return pairs, info
+
+
+def compare_class(
+    answers_by_student_and_part: dict,
+    release_code: dict,
+    solution_code: dict,
+    threshold: float = THRESHOLD,
+    *,
+    task_text: str = "",
+    min_tokens: int = MIN_TOKENS,
+) -> Similarity:
+    """Every part's pairs at or above ``threshold`` across the class, most similar first.
+
+    ``answers_by_student_and_part``: student -> {grade id: code}; ``release_code`` and
+    ``solution_code``: grade id -> the release's starter code and the instructor's solution;
+    ``task_text``: the code quoted by the task text (:func:`task_code`), never evidence.
+    """
+    if not isinstance(answers_by_student_and_part, dict):
+        raise TypeError("answers_by_student_and_part must be a dict of student -> {grade id: code}")
+    parts = sorted({g for per in answers_by_student_and_part.values() for g in per})
+    pairs, infos = [], []
+    for gid in parts:
+        answers = {s: per[gid] for s, per in answers_by_student_and_part.items() if gid in per}
+        found, info = compare_part(
+            gid, answers, boilerplate=[release_code.get(gid, ""), task_text],
+            solution=solution_code.get(gid, ""), threshold=threshold, min_tokens=min_tokens,
+        )
+        pairs.extend(found)
+        infos.append(info)
+    pairs.sort(key=lambda p: (-p.score, p.part, p.student_a, p.student_b))
+    return Similarity(pairs, infos, _check_threshold(threshold))
+
+
+def answers_of(notebook, grade_ids) -> dict:
+    """The code answer cells of a (rebuilt) notebook by grade id, for the ids in ``grade_ids``."""
+    wanted = set(grade_ids)
+    out = {}
+    for cell in (notebook or {}).get("cells", []):
+        gid = cell_grade_id(cell)
+        if gid in wanted and cell.get("cell_type") == "code":
+            src = cell.get("source", "")
+            out[gid] = "".join(src) if isinstance(src, list) else str(src)
+    return out
+
+
+def _source(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def course_code(release, solution) -> dict:
+    """What never counts, from the released and the solution notebooks (nbformat dicts).
+
+    ``{"release": {grade id: starter code}, "solution": {grade id: solution code},
+    "task": the release's other code cells and the code its text quotes}``.
+    """
+    starter, shared = {}, []
+    for cell in release.get("cells", []):
+        gid = cell_grade_id(cell)
+        meta = cell.get("metadata", {}).get("nbgrader", {}) or {}
+        if cell.get("cell_type") == "code" and meta.get("solution"):
+            starter[gid] = _source(cell)
+        elif cell.get("cell_type") == "code":
+            shared.append(_source(cell))
+        else:
+            shared.append(task_code(_source(cell)))
+    solutions = answers_of(solution, starter)
+    return {"release": starter, "solution": solutions, "task": "\n".join(shared)}
+
+
+def write_answers(folder: Path, assignment: str, answers: dict, course: dict) -> Path:
+    """``folder/answers.json``: the answers of this run (or this host's share) and what never counts."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ANSWERS_FILE
+    data = {"assignment": assignment, "course": course, "answers": answers}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def load_answers(paths) -> tuple[str, dict, dict]:
+    """``(assignment, course code, answers)`` merged from several hosts' ``answers.json``."""
+    assignment, course, answers = None, None, {}
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            p = p / "similarity" / ANSWERS_FILE if (p / "similarity").is_dir() else p / ANSWERS_FILE
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read the answers of {p}: {exc}") from exc
+        if assignment is not None and data["assignment"] != assignment:
+            raise ValueError(f"{p} holds answers of {data['assignment']}, not of {assignment}")
+        assignment, course = data["assignment"], data["course"]
+        overlap = set(answers) & set(data["answers"])
+        if overlap:
+            raise ValueError(f"{p}: students graded on two hosts: {', '.join(sorted(overlap)[:5])}")
+        answers.update(data["answers"])
+    if assignment is None:
+        raise ValueError("no answers given")
+    return assignment, course, answers
+
+
+def update_answers(folder: Path, assignment: str, fresh: dict, everyone, course: dict) -> dict:
+    """This run's answers plus the kept answers of students not graded again (unchanged), for
+    the students of ``everyone``; written back to ``folder/answers.json`` and returned."""
+    kept = {}
+    try:
+        old = json.loads((Path(folder) / ANSWERS_FILE).read_text(encoding="utf-8"))
+        if old.get("assignment") == assignment:
+            kept = old.get("answers", {})
+    except (OSError, ValueError):
+        pass
+    keep = set(everyone)
+    merged = {s: a for s, a in kept.items() if s in keep}
+    merged.update(fresh)
+    write_answers(folder, assignment, merged, course)
+    return merged
+
+
+def run(answers: dict, course: dict, threshold: float = THRESHOLD) -> Similarity:
+    """:func:`compare_class` on answers and :func:`course_code`'s output."""
+    return compare_class(
+        answers, course["release"], course["solution"], threshold, task_text=course.get("task", "")
+    )
+
+
+CSV_HEADER = ["part", "score", "student_a", "student_b", "share_a", "share_b", "shared_a", "shared_b"]
+
+
+def _shared_text(code: str, marks) -> str:
+    return " ... ".join(code[s:e].strip() for s, e in marks)
+
+
+def write_csv(path: Path, result: Similarity) -> Path:
+    """The listed pairs as CSV, most similar first; no field can start a spreadsheet formula."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(CSV_HEADER)
+        for p in result.pairs:
+            w.writerow(
+                [safe_cell(x) for x in (
+                    p.part, f"{p.score:.4f}", p.student_a, p.student_b, f"{p.share_a:.4f}",
+                    f"{p.share_b:.4f}", _shared_text(p.code_a, p.marks_a), _shared_text(p.code_b, p.marks_b),
+                )]
+            )
+    return Path(path)
+
+
+def _marked(code: str, marks) -> str:
+    out, at = [], 0
+    for start, end in marks:
+        out.append(html.escape(code[at:start]))
+        out.append(f"<mark>{html.escape(code[start:end])}</mark>")
+        at = end
+    out.append(html.escape(code[at:]))
+    return "".join(out)
+
+
+SECTION_CSS = """
+.sim-pair{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem;margin:1rem 0}
+.sim-sbs{display:grid;grid-template-columns:1fr 1fr;gap:1rem}
+.sim-sbs pre{background:#f6f8fa;border:1px solid #ddd;border-radius:4px;padding:.5rem;overflow-x:auto;
+font-size:.8rem;margin:.3rem 0;white-space:pre}
+.sim-sbs mark{background:#ffe08a;padding:0}.sim-note{color:#444}
+"""
+
+
+def _pair_html(i: int, p: Pair) -> str:
+    e = html.escape
+    return (
+        f"<div class='sim-pair' id='sim-{i}'><h3>{i}. <code>{e(p.part)}</code>: {e(p.student_a)} and "
+        f"{e(p.student_b)} ({p.score:.0%})</h3><div class='sim-sbs'>"
+        f"<div><b>{e(p.student_a)}</b> ({p.share_a:.0%} of this answer's own code is in the other)"
+        f"<pre>{_marked(p.code_a, p.marks_a)}</pre></div>"
+        f"<div><b>{e(p.student_b)}</b> ({p.share_b:.0%} of this answer's own code is in the other)"
+        f"<pre>{_marked(p.code_b, p.marks_b)}</pre></div></div></div>"
+    )
+
+
+def render_section(result: Similarity, csv_name: str = "similarity.csv") -> str:
+    """The summary's section: pairs at or above the threshold, most similar first, side by side."""
+    e = html.escape
+    out = [
+        f"<style>{SECTION_CSS}</style><section id='similarity'>"
+        f"<h2>Similar answers ({len(result.pairs)} pairs at {result.threshold:.0%} or more)</h2>"
+        "<p class='sim-note'>Evidence for you only: students never see it, and it changes no points "
+        "and no status. A pair's score is the share of one answer's own code found in the other; "
+        "the starter code, the code in the task's text and the code the solution shares with an answer "
+        "never count, and short answers are not compared. Shared passages are <mark>marked</mark>. "
+        f"The same pairs are in <code>{e(csv_name)}</code>.</p>"
+    ]
+    if result.pairs:
+        out.append("<table><tr><th>#</th><th>part</th><th>score</th><th>student</th><th>student</th></tr>")
+        for i, p in enumerate(result.pairs, 1):
+            out.append(
+                f"<tr><td><a href='#sim-{i}'>{i}</a></td><td><code>{e(p.part)}</code></td>"
+                f"<td>{p.score:.0%}</td><td>{e(p.student_a)}</td><td>{e(p.student_b)}</td></tr>"
+            )
+        out.append("</table>")
+        out.extend(_pair_html(i, p) for i, p in enumerate(result.pairs, 1))
+    else:
+        out.append("<p>No pair reaches the threshold.</p>")
+    notes = []
+    for info in result.parts:
+        short = (
+            f"; <details style='display:inline'><summary>{len(info.short)} too short to be evidence"
+            f"</summary>{e(', '.join(info.short))}</details>" if info.short else ""
+        )
+        notes.append(f"<li><code>{e(info.part)}</code>: {info.compared} answers compared{short}</li>")
+    out.append("<ul>" + "".join(notes) + "</ul></section>")
+    return "".join(out)
+
+
+def write_report(folder: Path, result: Similarity, title: str) -> tuple[Path, Path]:
+    """``similarity.html`` (the section on its own page) and ``similarity.csv`` in ``folder``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    csv_path = write_csv(folder / "similarity.csv", result)
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        "<style>body{font-family:system-ui,sans-serif;max-width:100rem;margin:2rem auto;padding:0 1rem}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem}</style></head>"
+        f"<body><h1>{html.escape(title)}</h1>{render_section(result, csv_path.name)}</body></html>"
+    )
+    html_path = folder / "similarity.html"
+    html_path.write_text(page, encoding="utf-8")
+    return html_path, csv_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Compare the whole class from the answers each grading host wrote (``--shard``)."""
+    p = argparse.ArgumentParser(
+        prog="python -m attngrade.similarity",
+        description="Compare the answers of every grading host's OUT (written with --shard) as one class.",
+    )
+    p.add_argument("outs", nargs="+", help="each host's OUT folder (or its similarity/answers.json)")
+    p.add_argument("--out", required=True, help="folder for similarity.html and similarity.csv")
+    p.add_argument("--threshold", type=float, default=THRESHOLD, help=f"default {THRESHOLD}")
+    args = p.parse_args(argv)
+    try:
+        assignment, course, answers = load_answers(args.outs)
+        result = run(answers, course, _check_threshold(args.threshold))
+    except (ValueError, KeyError) as exc:
+        print(f"attngrade.similarity: {exc}", file=sys.stderr)
+        return 2
+    html_path, csv_path = write_report(Path(args.out), result, f"Similar answers: {assignment}")
+    print(f"{len(answers)} students, {len(result.pairs)} pairs at {result.threshold:.0%} or more")
+    print(f"report: {html_path}\npairs: {csv_path}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

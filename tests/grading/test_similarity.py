@@ -1,0 +1,206 @@
+"""Similarity evidence (attngrade.similarity): planted copies rank above every honest pair.
+
+The class in ``similarity/stable_softmax/`` is 30 honest answers to Part 1 of ``01_softmax``,
+written independently (loops, einsum, log-sum-exp, a pairwise-difference formula, helpers,
+a class, in-place work, ...), and 7 planted copies of some of them (``planted.json``): renamed
+variables, reordered functions, changed comments and whitespace, one with a dead helper.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import keyword
+import os
+import subprocess
+import sys
+import tokenize
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attngrade import similarity as S
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CLASS = HERE / "similarity"
+PART = "stable_softmax"
+PLANTED = json.loads((CLASS / "planted.json").read_text())[PART]
+
+
+def _course() -> dict:
+    release = json.loads((ROOT / "exercises/01_softmax/softmax.ipynb").read_text())
+    solution = json.loads((ROOT / "solutions/01_softmax/softmax.ipynb").read_text())
+    return S.course_code(release, solution)
+
+
+COURSE = _course()
+ANSWERS = {p.stem: {PART: p.read_text()} for p in sorted((CLASS / PART).glob("*.py"))}
+
+
+def _planted(a: str, b: str) -> bool:
+    return PLANTED.get(a, [None])[0] == b or PLANTED.get(b, [None])[0] == a
+
+
+def test_class_is_thirty_honest_answers_and_seven_copies():
+    honest = [s for s in ANSWERS if s not in PLANTED]
+    assert len(honest) == 30 and len(PLANTED) == 7
+    assert all(orig in ANSWERS for orig, _ in PLANTED.values())
+    assert len({ANSWERS[s][PART] for s in honest}) == 30  # distinct texts
+
+
+def test_every_planted_pair_ranks_above_every_honest_pair_and_only_they_pass():
+    everything = S.run(ANSWERS, COURSE, threshold=0.0)
+    planted = [p for p in everything.pairs if _planted(p.student_a, p.student_b)]
+    honest = [p for p in everything.pairs if not _planted(p.student_a, p.student_b)]
+    assert len(planted) == len(PLANTED)  # each copy is found with its original
+    assert min(p.score for p in planted) > max(p.score for p in honest)
+    listed = S.run(ANSWERS, COURSE).pairs
+    assert {(p.student_a, p.student_b) for p in listed} == {(p.student_a, p.student_b) for p in planted}
+    assert all(p.score >= S.THRESHOLD for p in listed)
+    assert [p.score for p in listed] == sorted((p.score for p in listed), reverse=True)
+
+
+def test_the_dead_helper_copy_contains_all_of_the_original():
+    (pair,) = [p for p in S.run(ANSWERS, COURSE).pairs if {p.student_a, p.student_b} == {"c4", "s12"}]
+    original = pair.share_b if pair.student_b == "s12" else pair.share_a
+    copy = pair.share_a if pair.student_b == "s12" else pair.share_b
+    assert original == pytest.approx(1.0) and copy < 0.8  # the helper is code the original lacks
+    assert pair.marks_a and pair.marks_b
+
+
+def test_scores_do_not_depend_on_the_hash_seed():
+    script = (
+        "import json,sys; sys.path.insert(0, sys.argv[1]); import test_similarity as t;"
+        "r = t.S.run(t.ANSWERS, t.COURSE, 0.0);"
+        "print(json.dumps([[p.student_a, p.student_b, p.score] for p in r.pairs]))"
+    )
+    outs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", script, str(HERE)], env=env, capture_output=True,
+                              text=True, check=True, cwd=HERE)
+        outs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert outs[0] == outs[1]
+
+
+def test_the_solution_and_starter_code_are_not_evidence():
+    solution = COURSE["solution"][PART]
+    answers = {"ann": {PART: solution}, "bob": {PART: solution}, "cy": {PART: COURSE["release"][PART]}}
+    result = S.run(answers, COURSE, threshold=0.0)
+    assert result.pairs == []
+    (info,) = result.parts
+    assert sorted(info.short) == ["ann", "bob", "cy"] and info.compared == 0
+
+
+def test_forced_short_code_is_not_evidence_but_a_long_copy_is():
+    forced = "def softmax_vjp(p, g):\n    return p * (g - np.sum(p * g, axis=-1, keepdims=True))\n"
+    loop = (
+        "def softmax_vjp(p, g):\n    out = np.empty_like(p)\n    for idx in np.ndindex(p.shape[:-1]):\n"
+        "        row, grad = p[idx], g[idx]\n        dot = 0.0\n        for k in range(row.shape[0]):\n"
+        "            dot += row[k] * grad[k]\n        out[idx] = row * (grad - dot)\n    return out\n"
+    )
+    copied = loop.replace("row", "pr").replace("grad", "gr").replace("dot", "acc")
+    answers = {"a": {"softmax_vjp": forced}, "b": {"softmax_vjp": forced},
+               "c": {"softmax_vjp": loop}, "d": {"softmax_vjp": copied}}
+    result = S.run(answers, COURSE)
+    assert [(p.student_a, p.student_b) for p in result.pairs] == [("c", "d")]
+    assert result.parts[0].short == ["a", "b"]
+
+
+def _rename(code: str, salt: int) -> str:
+    """Every name the code binds itself gets another name (a consistent renaming)."""
+    toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    bound = {t.string for i, t in enumerate(toks)
+             if t.type == tokenize.NAME and not keyword.iskeyword(t.string)
+             and i + 1 < len(toks) and toks[i + 1].string in ("=", ",", ")", ":")
+             and (i == 0 or toks[i - 1].string != ".")}
+    bound -= {"stable_softmax", "axis", "np", "True", "False", "None"}
+    out = [(t.type, f"{t.string}_{salt}" if t.type == tokenize.NAME and t.string in bound else t.string)
+           for t in toks]
+    return tokenize.untokenize(out)
+
+
+@settings(max_examples=25, deadline=None)
+@given(student=st.sampled_from(sorted(s for s in ANSWERS if s not in PLANTED)), salt=st.integers(0, 10**6))
+def test_a_renamed_copy_of_any_honest_answer_is_listed(student, salt):
+    code = ANSWERS[student][PART]
+    renamed = _rename(code, salt)
+    assert renamed != code or "_" not in renamed
+    result = S.run({"orig": {PART: code}, "copy": {PART: renamed}}, COURSE)
+    assert [(p.student_a, p.student_b) for p in result.pairs] == [("copy", "orig")]
+    assert result.pairs[0].score >= S.THRESHOLD
+
+
+def test_section_escapes_student_text_and_marks_shared_passages():
+    evil = "<script>alert(1)</script>"
+    code = ANSWERS["s03"][PART] + f"# </pre>{evil}\n"
+    result = S.run({evil: {PART: code}, "b&b": {PART: ANSWERS["c2"][PART]}}, COURSE)
+    section = S.render_section(result)
+    assert evil not in section and "&lt;script&gt;" in section and "b&amp;b" in section
+    assert section.count("<mark>") >= 2 and "</pre>&lt;script" not in section
+    assert "<pre>" in section and "Evidence for you only" in section
+
+
+def test_csv_lists_pairs_and_no_field_can_become_a_formula(tmp_path):
+    code = ANSWERS["s03"][PART]
+    names = ["=HYPERLINK(\"x\")", "+1", "-2", "@SUM(A1)"]
+    answers = {n: {PART: code} for n in names}
+    result = S.run(answers, COURSE)
+    path = S.write_csv(tmp_path / "pairs.csv", result)
+    rows = list(csv.reader(path.open(newline="")))
+    assert rows[0] == S.CSV_HEADER and len(rows) == 1 + 6
+    for row in rows[1:]:
+        assert row[2][0] == "'" and row[3][0] == "'"
+        assert float(row[1]) >= S.THRESHOLD
+
+
+def test_shards_compared_together_give_the_whole_class(tmp_path):
+    students = sorted(ANSWERS)
+    shards = [students[0::2], students[1::2]]
+    for i, share in enumerate(shards, 1):
+        S.write_answers(tmp_path / f"out-{i}" / "similarity", "01_softmax",
+                        {s: ANSWERS[s] for s in share}, COURSE)
+    assignment, course, merged = S.load_answers([tmp_path / "out-1", tmp_path / "out-2"])
+    assert assignment == "01_softmax" and merged == ANSWERS and course == COURSE
+    assert S.main([str(tmp_path / "out-1"), str(tmp_path / "out-2"), "--out", str(tmp_path / "all")]) == 0
+    rows = list(csv.reader((tmp_path / "all/similarity.csv").open(newline="")))
+    whole = S.run(ANSWERS, COURSE).pairs
+    assert [(r[2], r[3]) for r in rows[1:]] == [(p.student_a, p.student_b) for p in whole]
+    assert "Similar answers" in (tmp_path / "all/similarity.html").read_text()
+    S.write_answers(tmp_path / "out-3", "01_softmax", {students[0]: ANSWERS[students[0]]}, COURSE)
+    with pytest.raises(ValueError, match="two hosts"):
+        S.load_answers([tmp_path / "out-1", tmp_path / "out-3"])
+
+
+def test_update_answers_keeps_unchanged_students_and_drops_those_gone(tmp_path):
+    S.write_answers(tmp_path, "01_softmax", {"a": {PART: "x = 1"}, "b": {PART: "y = 2"}}, COURSE)
+    merged = S.update_answers(tmp_path, "01_softmax", {"c": {PART: "z = 3"}}, {"a", "c"}, COURSE)
+    assert merged == {"a": {PART: "x = 1"}, "c": {PART: "z = 3"}}
+    assert S.load_answers([tmp_path])[2] == merged
+
+
+def test_answers_of_reads_code_answer_cells_by_grade_id():
+    solution = json.loads((ROOT / "solutions/01_softmax/softmax.ipynb").read_text())
+    got = S.answers_of(solution, ["stable_softmax", "softmax_vjp", "jacobian_proof"])
+    assert set(got) == {"stable_softmax", "softmax_vjp"}  # the written part is markdown
+    assert got["softmax_vjp"].startswith("def softmax_vjp")
+
+
+def test_task_code_takes_inline_and_fenced_code():
+    text = "Use `np.max(x, axis=axis)` here.\n```python\nz = x - m\n```\nand `e / s`."
+    assert S.task_code(text).splitlines() == ["z = x - m", "np.max(x, axis=axis)", "e / s"]
+
+
+def test_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match="threshold"):
+        S.run(ANSWERS, COURSE, threshold=1.5)
+    with pytest.raises(TypeError, match="threshold"):
+        S.compare_part(PART, {}, threshold="high")
+    with pytest.raises(TypeError, match="answers"):
+        S.compare_part(PART, [("a", "code")])
+    with pytest.raises(TypeError, match="markdown"):
+        S.task_code(None)
