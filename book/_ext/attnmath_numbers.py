@@ -60,7 +60,7 @@ _REFERENCE = re.compile(
     r"[Pp]ages?|pp?\.|arXiv:?|Python|version|v|PEP|Listings?|Claims?|claims?)\s*"
     r"(?:\d+(?:\.\d+)*\s*(?:,|and|or|–|-|to)\s*)*$")
 _SHAPE = re.compile(r"\(\s*\d+(?:\s*,\s*\d+)+\s*,?\s*\)|\d+\s*[×x]\s*\d+(?:\s*[×x]\s*\d+)*")
-_RESULT_BEFORE = re.compile(r"(?:=|≈|≃|~|×|≥|≤|>|<|about|roughly|nearly|only|of)\s*$")
+_RESULT_BEFORE = re.compile(r"(?:=|≈|≃|~|×|≥|≤|>|<|about|roughly|of)\s*$")
 _RESULT_AFTER = re.compile(r"^\s*(?:×|x\b|%|times\b|percent)")
 _CITE = re.compile(r"\{cite(?::\w+)?\}")
 #: A sentence: up to a full stop, question or exclamation mark followed by white space.
