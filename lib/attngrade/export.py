@@ -82,8 +82,8 @@ class Person:
     section: str = ""
 
 
-def lms_id_from_filename(filename: str, notebook: str, assignment: str) -> str | None:
-    """The LMS user id in a Canvas or Moodle download name, or None.
+def lms_id_from_filename(filename: str, notebook: str, assignment: str, system: str | None = None) -> str | None:
+    """The LMS user id in a Canvas or Moodle download name (of ``system`` only, when given), or None.
 
     Uses :func:`attngrade.submissions.parse_filename`'s reading: a Canvas name is recognised by
     the submission id it keeps, and the user id is the number just before it.
@@ -96,8 +96,8 @@ def lms_id_from_filename(filename: str, notebook: str, assignment: str) -> str |
         return None
     moodle = re.search(r"_(\d+)_assignsubmission_", name)
     if moodle:
-        return moodle.group(1)
-    if parsed.submission_id is not None:
+        return moodle.group(1) if system in (None, "moodle") else None
+    if parsed.submission_id is not None and system in (None, "canvas"):
         canvas = re.search(rf"_(\d+)_{parsed.submission_id}(?!\d)", name)
         if canvas:
             return canvas.group(1)
@@ -161,7 +161,7 @@ def _id_of_name(name: str, notebook: str, assignment: str) -> str | None:
     return parse_filename(name + ".ipynb", notebook, assignment).student if name.strip() else None
 
 
-def match(rows: list, roster: list, notebook: str, assignment: str) -> tuple[list, list]:
+def match(rows: list, roster: list, notebook: str, assignment: str, kind: str) -> tuple[list, list]:
     """``([(Person, grades row or None)], problems)``: every roster row, in the roster's order,
     then the graded students the roster lacks whose file names carry an LMS id."""
     by_student = {p.student: p for p in roster if p.student}
@@ -175,7 +175,7 @@ def match(rows: list, roster: list, notebook: str, assignment: str) -> tuple[lis
     extra, problems = [], []
     for row in rows:
         sid, file = row.get("student", ""), row.get("file", "")
-        lms = lms_id_from_filename(file, notebook, assignment) if file else None
+        lms = lms_id_from_filename(file, notebook, assignment, kind) if file else None
         person = by_student.get(sid) or (by_lms.get(lms) if lms else None) or by_name.get(sid)
         if person is None:
             if lms:
@@ -249,7 +249,7 @@ def write(
         max_points = float(rows[0]["total_max"]) if rows and rows[0].get("total_max") else None
     if max_points is None:
         raise ValueError("max_points is needed when rows give no total_max")
-    pairs, problems = match(rows, list(roster or []), notebook, assignment)
+    pairs, problems = match(rows, list(roster or []), notebook, assignment, kind)
     points = f"{float(max_points):g}"
     if kind == "canvas":
         out = _canvas_rows(pairs, column or assignment, points, problems)
