@@ -52,7 +52,7 @@ _LINK = re.compile(r"\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
 _COMMENT = re.compile(r"<!--.*?-->")
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$]+?)\$")
 _NUMBER = re.compile(r"(?<![\w.\-−/^])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w.](?<!x)|,\d{3})")
-_MATH_NUMBER = re.compile(r"(?<![\w.^_{])(\d+\.\d+|\d+(?=\s*\\%))")
+_MATH_NUMBER = re.compile(r"(?<!\^{-)(?<![\w.^_{])(\d+\.\d+|\d+(?=\s*\\%))")
 _REFERENCE = re.compile(
     r"(?:Chapters?|chapters?|Sections?|sections?|§|Eqs?\.|Equations?|equations?|Figs?\.|"
     r"Figures?|figures?|Tables?|tables?|Theorems?|Lemmas?|Propositions?|Corollar(?:y|ies)|"
