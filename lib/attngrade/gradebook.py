@@ -133,81 +133,97 @@ def write_result(gb, spec: AssignmentSpec, result: Result, *, late_penalty: floa
     ``late_penalty`` (points) goes into nbgrader's ``late_submission_penalty``, ``deadline``
     (a UTC datetime) into the assignment's due date, so formgrader shows both.
     """
-    from nbgrader.api import Comment, Grade, Student, SubmittedAssignment, SubmittedNotebook
-    from nbgrader.utils import compute_checksum, determine_grade
-
     db = gb.db
     try:
-        assignment = gb.find_assignment(spec.name)
-        student = db.get(Student, result.student)
-        if student is None:
-            student = Student(id=result.student)
-            db.add(student)
-        submission = (
-            db.query(SubmittedAssignment)
-            .filter(
-                SubmittedAssignment.assignment_id == assignment.id,
-                SubmittedAssignment.student_id == result.student,
-            )
-            .one_or_none()
-        )
-        if submission is None:
-            submission = SubmittedAssignment(assignment=assignment, student=student)
-            db.add(submission)
-        timestamp = _parse_time(result.timestamp)
-        if timestamp is not None:
-            submission.timestamp = timestamp
-        if deadline is not None:
-            assignment.duedate = deadline.replace(tzinfo=None)
-        notebook = next(n for n in assignment.notebooks if n.name == spec.notebook)
-        sub_nb = next((n for n in submission.notebooks if n.notebook_id == notebook.id), None)
-        if sub_nb is None:
-            sub_nb = SubmittedNotebook(notebook=notebook, assignment=submission)
-            db.add(sub_nb)
-        grades = {g.cell_id: g for g in sub_nb.grades}
-        comments = {c.cell_id: c for c in sub_nb.comments}
-        for cell in list(notebook.grade_cells) + list(notebook.task_cells):
-            if cell.id not in grades:
-                grades[cell.id] = Grade(cell_id=cell.id, notebook=sub_nb)
-                db.add(grades[cell.id])
-        for cell in list(notebook.solution_cells) + list(notebook.task_cells):
-            if cell.id not in comments:
-                comments[cell.id] = Comment(cell_id=cell.id, notebook=sub_nb)
-                db.add(comments[cell.id])
+        notebook, sub_nb = _submission_notebook(gb, spec, result, deadline)
         rebuilt = {
             cell_grade_id(c): c for c in (result.notebook.cells if result.notebook is not None else [])
         }
-        by_name = {c.name: c.id for c in list(notebook.grade_cells) + list(notebook.task_cells)}
-        for name, cell_id in by_name.items():
-            grade = grades[cell_id]
-            if name in result.parts:
-                grade.auto_score = float(result.parts[name].score)
-            elif result.notebook is None:
-                grade.auto_score = 0.0  # nothing readable was submitted: nothing to grade by hand
-            elif name in rebuilt:
-                cell = rebuilt[name]
-                grade.auto_score = determine_grade(cell)[0] if cell.metadata.nbgrader.get("grade") else None
-            else:
-                grade.auto_score = None
-            grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
-        sol_names = {c.id: c.name for c in list(notebook.solution_cells) + list(notebook.task_cells)}
-        for cell_id, name in sol_names.items():
-            comment = comments[cell_id]
-            cell = rebuilt.get(name)
-            if cell is None:
-                comment.auto_comment = "No response."
-            elif cell.metadata.nbgrader.get("checksum") == compute_checksum(
-                cell
-            ) and not cell.metadata.nbgrader.get("task"):
-                comment.auto_comment = "No response."
-            else:
-                comment.auto_comment = None
+        _set_grades(db, notebook, sub_nb, result, rebuilt)
+        _set_comments(db, notebook, sub_nb, rebuilt)
         sub_nb.flagged = result.status != "graded"
         sub_nb.late_submission_penalty = late_penalty if late_penalty else None
         db.commit()
     except Exception:
         db.rollback()
         raise
+
+
+def _submission_notebook(gb, spec: AssignmentSpec, result: Result, deadline):
+    """The release's notebook row and the student's submitted notebook row (made when new)."""
+    from nbgrader.api import Student, SubmittedAssignment, SubmittedNotebook
+
+    db = gb.db
+    assignment = gb.find_assignment(spec.name)
+    student = db.get(Student, result.student)
+    if student is None:
+        student = Student(id=result.student)
+        db.add(student)
+    submission = (
+        db.query(SubmittedAssignment)
+        .filter(
+            SubmittedAssignment.assignment_id == assignment.id,
+            SubmittedAssignment.student_id == result.student,
+        )
+        .one_or_none()
+    )
+    if submission is None:
+        submission = SubmittedAssignment(assignment=assignment, student=student)
+        db.add(submission)
+    timestamp = _parse_time(result.timestamp)
+    if timestamp is not None:
+        submission.timestamp = timestamp
+    if deadline is not None:
+        assignment.duedate = deadline.replace(tzinfo=None)
+    notebook = next(n for n in assignment.notebooks if n.name == spec.notebook)
+    sub_nb = next((n for n in submission.notebooks if n.notebook_id == notebook.id), None)
+    if sub_nb is None:
+        sub_nb = SubmittedNotebook(notebook=notebook, assignment=submission)
+        db.add(sub_nb)
+    return notebook, sub_nb
+
+
+def _set_grades(db, notebook, sub_nb, result: Result, rebuilt: dict) -> None:
+    from nbgrader.api import Grade
+    from nbgrader.utils import determine_grade
+
+    grades = {g.cell_id: g for g in sub_nb.grades}
+    for cell in list(notebook.grade_cells) + list(notebook.task_cells):
+        if cell.id not in grades:
+            grades[cell.id] = Grade(cell_id=cell.id, notebook=sub_nb)
+            db.add(grades[cell.id])
+    by_name = {c.name: c.id for c in list(notebook.grade_cells) + list(notebook.task_cells)}
+    for name, cell_id in by_name.items():
+        grade = grades[cell_id]
+        if name in result.parts:
+            grade.auto_score = float(result.parts[name].score)
+        elif result.notebook is None:
+            grade.auto_score = 0.0  # nothing readable was submitted: nothing to grade by hand
+        elif name in rebuilt:
+            cell = rebuilt[name]
+            grade.auto_score = determine_grade(cell)[0] if cell.metadata.nbgrader.get("grade") else None
+        else:
+            grade.auto_score = None
+        grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
+
+
+def _set_comments(db, notebook, sub_nb, rebuilt: dict) -> None:
+    from nbgrader.api import Comment
+    from nbgrader.utils import compute_checksum
+
+    comments = {c.cell_id: c for c in sub_nb.comments}
+    for cell in list(notebook.solution_cells) + list(notebook.task_cells):
+        if cell.id not in comments:
+            comments[cell.id] = Comment(cell_id=cell.id, notebook=sub_nb)
+            db.add(comments[cell.id])
+    sol_names = {c.id: c.name for c in list(notebook.solution_cells) + list(notebook.task_cells)}
+    for cell_id, name in sol_names.items():
+        cell = rebuilt.get(name)
+        unanswered = cell is None or (
+            cell.metadata.nbgrader.get("checksum") == compute_checksum(cell)
+            and not cell.metadata.nbgrader.get("task")
+        )
+        comments[cell_id].auto_comment = "No response." if unanswered else None
 
 
 def has_submission(gb, spec: AssignmentSpec, student: str) -> bool:
@@ -250,5 +266,5 @@ def write_autograded_notebook(folder: Path, spec: AssignmentSpec, result: Result
     path = target / f"{spec.notebook}.ipynb"
     nbformat.write(result.notebook, str(path))
     if result.timestamp:
-        (target / "timestamp.txt").write_text(result.timestamp)
+        (target / "timestamp.txt").write_text(result.timestamp, encoding="utf-8")
     return path

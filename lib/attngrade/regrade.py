@@ -22,22 +22,20 @@ __all__ = ["fingerprint", "save_state", "load_state"]
 _CODE = sorted(Path(__file__).resolve().parent.glob("*.py"))
 
 
-def _cells(path: Path | None) -> object:
-    if path is None:
+def _cells(notebook: dict | None) -> object:
+    """What of the read stage's notebook decides a result (outputs never reach it)."""
+    if notebook is None:
         return None
-    try:
-        nb = json.loads(path.read_bytes().decode("utf-8-sig"))
-        return [
-            [c.get("cell_type"), c.get("source"), (c.get("metadata") or {}).get("nbgrader"),
-             (c.get("metadata") or {}).get("tags")]
-            for c in nb["cells"]
-        ]
-    except Exception:  # noqa: BLE001 - an unreadable file is fingerprinted by its bytes
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+    return [
+        [c.get("cell_type"), c.get("source"), (c.get("metadata") or {}).get("nbgrader"),
+         (c.get("metadata") or {}).get("tags")]
+        for c in notebook["cells"]
+    ]
 
 
-def fingerprint(spec, sub, *, limits, policy=None) -> str:
-    """What decides a submission's result, hashed (see the module's docstring)."""
+def fingerprint(spec, sub, *, limits, policy=None, notebook: dict | None = None) -> str:
+    """What decides a submission's result, hashed (see the module's docstring); ``notebook``:
+    the read stage's (:class:`attngrade.reading.Prepared`), None when it could not be read."""
     h = hashlib.sha256()
     for code in _CODE:
         h.update(code.read_bytes())
@@ -45,7 +43,7 @@ def fingerprint(spec, sub, *, limits, policy=None) -> str:
     hidden = spec.source_path.parent / "hidden_tests.py"
     h.update(hidden.read_bytes() if hidden.is_file() else b"")
     h.update(json.dumps(
-        [sub.student, sub.source, sub.late, sub.problem, sub.ignored, _cells(sub.path), repr(limits),
+        [sub.student, sub.source, sub.late, sub.problem, sub.ignored, _cells(notebook), repr(limits),
          # the time counts only where a late policy makes it count: a copied file is no change
          repr(policy), sub.timestamp if policy is not None else None],
         sort_keys=True, default=str,

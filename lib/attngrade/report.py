@@ -21,10 +21,14 @@ from collections import Counter
 from pathlib import Path
 
 from .grader import STATUSES, AssignmentSpec, Result
+from .names import csv_cell, shown
 from .notebooks import cell_grade_id
 from .submissions import _norm  # one notion of "unchanged" for the grader and the report
 
 __all__ = [
+    "csv_header",
+    "csv_row",
+    "summary_row",
     "write_csv",
     "write_feedback",
     "write_summary",
@@ -162,55 +166,44 @@ def _totals(spec: AssignmentSpec, result: Result) -> tuple[float | None, float, 
     return None, float(pending), result.score - _penalty(result)
 
 
-def write_csv(path: Path, spec: AssignmentSpec, results: list[Result]) -> None:
-    """One row per student: autograded score, late penalty, manual points, total, pending work."""
-    gids = [p.grade_id for p in spec.parts]
-    with open(path, "w", newline="") as fh:
+def csv_header(spec: AssignmentSpec) -> list[str]:
+    return [
+        "student", "status", "score", "max_score", "late_penalty", "manual", "manual_pending", "total",
+        "total_max", *[p.grade_id for p in spec.parts], "reason", "notes", "file", "ignored_files",
+        "timestamp", "late", "seconds",
+    ]
+
+
+def csv_row(spec: AssignmentSpec, r: Result) -> list[str]:
+    """One student's row of ``grades.csv``: every text a student controls passes :func:`csv_cell`."""
+    manual, pending, total = _totals(spec, r)
+    return [
+        csv_cell(r.student),
+        r.status,
+        f"{r.score:g}",
+        f"{spec.max_auto:g}",
+        f"{_penalty(r):g}",
+        "" if manual is None else f"{manual:g}",
+        f"{pending:g}",
+        f"{total:g}",
+        f"{spec.max_auto + sum(spec.manual.values()):g}",
+        *[f"{r.parts[p.grade_id].score:g}" if p.grade_id in r.parts else "" for p in spec.parts],
+        csv_cell(r.reason),
+        csv_cell("; ".join(r.notes)),
+        csv_cell(r.file),
+        csv_cell("; ".join(f"{f} ({why})" for f, why in getattr(r, "ignored", []))),
+        csv_cell(r.timestamp or ""),
+        csv_cell(_late_text(r)),
+        f"{r.seconds:.2f}",
+    ]
+
+
+def write_csv(path: Path, spec: AssignmentSpec, rows: list[list[str]]) -> None:
+    """``grades.csv``: one row per student, as :func:`csv_row` made it."""
+    with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as fh:
         w = csv.writer(fh)
-        w.writerow(
-            [
-                "student",
-                "status",
-                "score",
-                "max_score",
-                "late_penalty",
-                "manual",
-                "manual_pending",
-                "total",
-                "total_max",
-                *gids,
-                "reason",
-                "notes",
-                "file",
-                "ignored_files",
-                "timestamp",
-                "late",
-                "seconds",
-            ]
-        )
-        for r in results:
-            manual, pending, total = _totals(spec, r)
-            w.writerow(
-                [
-                    r.student,
-                    r.status,
-                    f"{r.score:g}",
-                    f"{spec.max_auto:g}",
-                    f"{_penalty(r):g}",
-                    "" if manual is None else f"{manual:g}",
-                    f"{pending:g}",
-                    f"{total:g}",
-                    f"{spec.max_auto + sum(spec.manual.values()):g}",
-                    *[f"{r.parts[g].score:g}" if g in r.parts else "" for g in gids],
-                    r.reason,
-                    "; ".join(r.notes),
-                    r.file,
-                    "; ".join(f"{f} ({why})" for f, why in getattr(r, "ignored", [])),
-                    r.timestamp or "",
-                    _late_text(r),
-                    f"{r.seconds:.2f}",
-                ]
-            )
+        w.writerow(csv_header(spec))
+        w.writerows(rows)
 
 
 def _task_sections(spec: AssignmentSpec) -> list[tuple[str, list[str]]]:
@@ -238,36 +231,63 @@ def _part_message(spec: AssignmentSpec, gid: str, pr) -> str:
     return f"{pr.message}; the kind of case that failed: {kind}" if kind else pr.message
 
 
+#: The most of a student's code a feedback page shows per part.
+MAX_CODE_CHARS = 20000
+
+
 def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
     """``folder/<student>.html``: the file graded, the files ignored, lateness, and per part the
     result, the kind of hidden case that failed and the student's own code, beside the task text."""
     folder.mkdir(parents=True, exist_ok=True)
-    e = html.escape
+    out = _feedback_head(folder, spec, result)
+    out.append("<h2>Parts</h2><table><tr><th>part</th><th>function</th><th>points</th><th>result</th></tr>")
     answered = answered_written(spec, result)
-    lateness, penalty = _late(result), _penalty(result)
+    for i, ps in enumerate(spec.parts, 1):
+        pr = result.parts.get(ps.grade_id)
+        cls = "pass" if pr and pr.passed else "fail"
+        out.append(
+            f"<tr><td>{i}</td><td><code>{_e(ps.function)}</code></td>"
+            f"<td>{pr.score if pr else 0:g} / {ps.points:g}</td><td class='{cls}'>"
+            f"{_e(_part_message(spec, ps.grade_id, pr))}</td></tr>"
+        )
+    for gid, pts in spec.manual.items():
+        what = "graded by your instructor" if answered[gid] else "not answered: 0 points"
+        out.append(f"<tr><td>written</td><td>{_e(gid)}</td><td>— / {pts:g}</td><td>{what}</td></tr>")
+    out.append("</table><h2>The tasks</h2>")
+    out.extend(_feedback_tasks(spec, result, answered))
+    out.append(f"<p><small>Generated {_e(time.strftime('%Y-%m-%d %H:%M'))}.</small></p></body></html>")
+    path = folder / f"{result.student}.html"
+    path.write_text("\n".join(out), encoding="utf-8", errors="backslashreplace")
+    return path
+
+
+def _e(text) -> str:
+    """HTML-escaped printable text (names that are not UTF-8 included)."""
+    return html.escape(shown(str(text)))
+
+
+def _feedback_head(folder: Path, spec: AssignmentSpec, result: Result) -> list[str]:
+    e = _e
     head = _mathjax_head("") if (folder / "mathjax" / "tex-chtml.js").is_file() else ""
+    status_class = "status-graded" if result.status == "graded" else "status-other"
     out = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>Feedback: {e(spec.name)}</title>"
         f"<style>{_CSS}</style>{head}</head><body>",
         f"<h1>Feedback on {e(spec.name)} ({e(spec.notebook)}.ipynb)</h1>",
         f"<p>Student: <b>{e(result.student)}</b></p>",
-        f"<p>Status: <b class='{'status-graded' if result.status == 'graded' else 'status-other'}'>"
-        f"{e(STATUS_TEXT.get(result.status, result.status))}</b></p>",
+        f"<p>Status: <b class='{status_class}'>{e(STATUS_TEXT.get(result.status, result.status))}</b></p>",
     ]
     when = f", submitted {e(result.timestamp)}" if result.timestamp else ""
     evidence = getattr(result, "evidence", "")
     out.append(
         f"<p>File graded: <code>{e(result.file or '(none)')}</code>{when}"
-        + (f" (time from {e(evidence)})" if when and evidence else "")
-        + "</p>"
+        + (f" (time from {e(evidence)})" if when and evidence else "") + "</p>"
     )
     ignored = getattr(result, "ignored", [])
     if ignored:
-        out.append(
-            "<p>Files not graded:</p><ul>"
-            + "".join(f"<li><code>{e(f)}</code> ({e(why)})</li>" for f, why in ignored)
-            + "</ul>"
-        )
+        items = "".join(f"<li><code>{e(f)}</code> ({e(why)})</li>" for f, why in ignored)
+        out.append(f"<p>Files not graded:</p><ul>{items}</ul>")
+    lateness, penalty = _late(result), _penalty(result)
     if lateness is not None:
         out.append(f"<p>Deadline: {e(lateness.text)}</p>")
     elif getattr(result, "lms_late", False):
@@ -275,7 +295,7 @@ def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
     score = f"<p>Autograded score: <b>{result.score:g} / {spec.max_auto:g}</b>"
     if penalty:
         score += f", after the late penalty <b>{result.score - penalty:g}</b>"
-    pending = sum(spec.manual[g] for g, yes in answered.items() if yes)
+    pending = sum(spec.manual[g] for g, yes in answered_written(spec, result).items() if yes)
     if pending:
         score += f" (and up to {pending:g} points for written answers, graded by your instructor)"
     out.append(score + "</p>")
@@ -285,38 +305,36 @@ def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
             "graded in a fresh copy of the released notebook, so changes to test cells, metadata "
             "or points have no effect.</p>"
         )
-    out.append("<h2>Parts</h2><table><tr><th>part</th><th>function</th><th>points</th><th>result</th></tr>")
-    for i, ps in enumerate(spec.parts, 1):
-        pr = result.parts.get(ps.grade_id)
-        cls = "pass" if pr and pr.passed else "fail"
-        out.append(
-            f"<tr><td>{i}</td><td><code>{e(ps.function)}</code></td>"
-            f"<td>{pr.score if pr else 0:g} / {ps.points:g}</td><td class='{cls}'>"
-            f"{e(_part_message(spec, ps.grade_id, pr))}</td></tr>"
-        )
-    for gid, pts in spec.manual.items():
-        what = "graded by your instructor" if answered[gid] else "not answered: 0 points"
-        out.append(f"<tr><td>written</td><td>{e(gid)}</td><td>— / {pts:g}</td><td>{what}</td></tr>")
-    out.append("</table><h2>The tasks</h2>")
+    return out
+
+
+def _shown_code(source: str) -> str:
+    if len(source) <= MAX_CODE_CHARS:
+        return source
+    return source[:MAX_CODE_CHARS] + f"\n... ({len(source) - MAX_CODE_CHARS} more characters not shown)"
+
+
+def _feedback_tasks(spec: AssignmentSpec, result: Result, answered: dict) -> list[str]:
+    """The release's task text with each part's result and, where it failed, the student's code."""
+    out = []
     index = {p.grade_id: i for i, p in enumerate(spec.parts, 1)}
     cells = result.notebook.cells if result.notebook is not None else []
     sources = {cell_grade_id(c): c.source for c in cells}
     for gid, texts in _task_sections(spec):
-        for text in texts:
-            out.append(f"<div class='task'>{_markdown(text)}</div>")
+        out.extend(f"<div class='task'>{_markdown(text)}</div>" for text in texts)
         if gid in index:
             pr = result.parts.get(gid)
             cls = "pass" if pr and pr.passed else "fail"
             out.append(
-                f"<div class='result'>Part {index[gid]} (<code>{e(spec.part(gid).function)}</code>): "
-                f"<span class='{cls}'>{e(_part_message(spec, gid, pr))}</span>, "
+                f"<div class='result'>Part {index[gid]} (<code>{_e(spec.part(gid).function)}</code>): "
+                f"<span class='{cls}'>{_e(_part_message(spec, gid, pr))}</span>, "
                 f"{pr.score if pr else 0:g} / {spec.part(gid).points:g} points</div>"
             )
             cell = _answer_cell_of(spec, gid)
             if pr is not None and not pr.passed and cell in sources:
                 out.append(
                     f"<details open><summary>Your code for part {index[gid]}</summary>"
-                    f"<pre class='code'>{e(sources[cell])}</pre></details>"
+                    f"<pre class='code'>{_e(_shown_code(sources[cell]))}</pre></details>"
                 )
         elif gid:
             text = (
@@ -325,10 +343,7 @@ def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
                 else f"not answered: 0 of {spec.manual[gid]:g} points"
             )
             out.append(f"<div class='result'>Written answer: {text}</div>")
-    out.append(f"<p><small>Generated {e(time.strftime('%Y-%m-%d %H:%M'))}.</small></p></body></html>")
-    path = folder / f"{result.student}.html"
-    path.write_text("\n".join(out), encoding="utf-8")
-    return path
+    return out
 
 
 def write_log(folder: Path, result: Result) -> Path:
@@ -348,7 +363,7 @@ def write_log(folder: Path, result: Result) -> Path:
     for gid, pr in result.parts.items():
         lines.append(f"{gid}: {pr.score:g}/{pr.max_score:g} {pr.detail}")
     lines += [""] + result.log
-    path.write_text("\n".join(lines), encoding="utf-8")
+    path.write_text("\n".join(lines), encoding="utf-8", errors="backslashreplace")
     return path
 
 
@@ -390,21 +405,29 @@ def _plot(spec: AssignmentSpec, results: list[Result]) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def write_summary(
-    folder: Path,
-    spec: AssignmentSpec,
-    results: list[Result],
-    *,
-    isolation: dict,
-    seconds: float,
-    jobs: int,
-    db_url: str,
-    gradebook_errors: dict,
-    regraded: int | None = None,
-    shard: str = "",
-    policy=None,
-) -> tuple[Path, Path]:
-    counts = Counter(r.status for r in results)
+def summary_row(spec: AssignmentSpec, r: Result) -> dict:
+    """One student's entry in ``summary.json`` (and the summary page's table)."""
+    manual, pending, total = _totals(spec, r)
+    return {
+        "student": r.student,
+        "status": r.status,
+        "score": r.score,
+        "late_penalty": _penalty(r),
+        "manual": manual,
+        "manual_pending": pending,
+        "total": total,
+        "reason": shown(r.reason),
+        "parts": {g: p.score for g, p in r.parts.items()},
+        "notes": [shown(n) for n in r.notes],
+        "file": shown(r.file),
+        "ignored": [[shown(f), shown(why)] for f, why in getattr(r, "ignored", [])],
+        "timestamp": r.timestamp,
+        "late": _late_text(r),
+        "seconds": round(r.seconds, 3),
+    }
+
+
+def _part_stats(spec: AssignmentSpec, results: list[Result]) -> list[dict]:
     parts = []
     graded = [r for r in results if r.status not in ("missing", "malformed")]
     for ps in spec.parts:
@@ -421,11 +444,16 @@ def write_summary(
                 "distribution": dict(sorted(dist.items(), key=lambda kv: float(kv[0]))),
             }
         )
-    flagged = [
-        {"student": r.student, "status": r.status, "reason": r.reason, "file": r.file}
-        for r in results
-        if r.status != "graded"
-    ]
+    return parts
+
+
+def write_summary(
+    folder: Path, spec: AssignmentSpec, results: list[Result], rows: list[dict], *, isolation: dict,
+    seconds: float, jobs: int, db_url: str, gradebook_errors: dict, regraded: int | None = None,
+    shard: str = "", policy=None,
+) -> tuple[Path, Path]:
+    """``summary.json`` and ``summary.html`` of the class; ``rows``: :func:`summary_row` of each result."""
+    counts = Counter(r.status for r in results)
     summary = {
         "assignment": spec.name,
         "notebook": spec.notebook,
@@ -437,8 +465,10 @@ def write_summary(
         "max_score": spec.max_auto,
         "manual_points": sum(spec.manual.values()),
         "statuses": {s: counts.get(s, 0) for s in STATUSES},
-        "parts": parts,
-        "flagged": flagged,
+        "parts": _part_stats(spec, results),
+        "flagged": [
+            {k: row[k] for k in ("student", "status", "reason", "file")} for row in rows if row["status"] != "graded"
+        ],
         "isolation": isolation,
         "gradebook": db_url.split("@")[-1] if "@" in db_url else db_url,
         "gradebook_errors": gradebook_errors,
@@ -451,106 +481,96 @@ def write_summary(
             if policy is not None
             else None
         ),
-        "results": [
-            {
-                "student": r.student,
-                "status": r.status,
-                "score": r.score,
-                "late_penalty": _penalty(r),
-                "manual": _totals(spec, r)[0],
-                "manual_pending": _totals(spec, r)[1],
-                "total": _totals(spec, r)[2],
-                "reason": r.reason,
-                "parts": {g: p.score for g, p in r.parts.items()},
-                "notes": r.notes,
-                "file": r.file,
-                "ignored": [list(x) for x in getattr(r, "ignored", [])],
-                "timestamp": r.timestamp,
-                "late": _late_text(r),
-                "seconds": round(r.seconds, 3),
-            }
-            for r in results
-        ],
+        "results": rows,
     }
     json_path = folder / "summary.json"
     json_path.write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    html_path = folder / "summary.html"
+    page = _summary_html(spec, results, summary, policy)
+    html_path.write_text(page, encoding="utf-8", errors="backslashreplace")
+    return html_path, json_path
 
-    e = html.escape
-    png = _plot(spec, results) if results else ""
+
+def _summary_html(spec: AssignmentSpec, results: list[Result], summary: dict, policy) -> str:
+    e, shard, isolation = _e, summary["shard"], summary["isolation"]
+    counts = summary["statuses"]
     out = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>Grading summary: {e(spec.name)}</title>"
         f"<style>{_CSS}body{{max-width:100rem}}td,th{{font-size:.85rem}}</style></head><body>"
         f"<h1>Grading summary: {e(spec.name)}</h1>",
         f"<p>{len(results)} submissions{' (' + e(shard) + ')' if shard else ''}, "
         f"{summary['graded_now']} graded now and {summary['unchanged']} unchanged since the last run, "
-        f"in {seconds:.1f} s with {jobs} parallel jobs; "
+        f"in {summary['seconds']:.1f} s with {summary['jobs']} parallel jobs; "
         f"isolation: <b>{e(str(isolation.get('mode')))}</b>; "
         f"gradebook: <code>{e(summary['gradebook'])}</code></p>",
-        "<h2>Statuses</h2><table><tr>"
-        + "".join(f"<th>{s}</th>" for s in STATUSES)
-        + "</tr><tr>"
-        + "".join(f"<td>{counts.get(s, 0)}</td>" for s in STATUSES)
-        + "</tr></table>",
+        "<h2>Statuses</h2><table><tr>" + "".join(f"<th>{s}</th>" for s in STATUSES) + "</tr><tr>"
+        + "".join(f"<td>{counts.get(s, 0)}</td>" for s in STATUSES) + "</tr></table>",
         "<h2>Scores per part</h2><table><tr><th>part</th><th>function</th><th>points</th><th>passed</th>"
         "<th>mean</th><th>distribution (points: submissions)</th></tr>",
     ]
-    for i, p in enumerate(parts, 1):
+    for i, p in enumerate(summary["parts"], 1):
         dist = ", ".join(f"{k}: {v}" for k, v in p["distribution"].items())
         out.append(
             f"<tr><td>{i}</td><td><code>{e(p['function'])}</code></td><td>{p['points']:g}</td>"
             f"<td>{p['passed']} / {p['graded']}</td><td>{p['mean']:.2f}</td><td>{e(dist)}</td></tr>"
         )
     out.append("</table>")
+    png = _plot(spec, results) if results else ""
     if png:
         out.append(f"<img alt='score distribution per part' src='data:image/png;base64,{png}'>")
-    out.append(f"<h2>Flagged and failed submissions ({len(flagged)})</h2>")
-    if flagged:
-        out.append("<table><tr><th>student</th><th>status</th><th>reason</th><th>file</th></tr>")
-        for f in flagged:
-            out.append(
-                f"<tr><td>{e(f['student'])}</td><td>{e(f['status'])}</td><td>{e(f['reason'])}</td>"
-                f"<td>{e(f['file'])}</td></tr>"
-            )
-        out.append("</table>")
-    else:
-        out.append("<p>None.</p>")
-    if gradebook_errors:
-        out.append(
-            "<h2>Gradebook errors</h2><ul>"
-            + "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in gradebook_errors.items())
-            + "</ul>"
-        )
+    out.extend(_flagged_html(summary))
     if policy is not None:
         out.append(
             f"<p>Late policy: deadline {e(str(policy.deadline))}, {policy.penalty_per_day:.0%} of the "
             f"autograded score per started day late, at most {policy.max_penalty:.0%}.</p>"
         )
-    out.append(
+    out.extend(_results_html(spec, summary))
+    out.append("<h2>Isolation</h2><table>")
+    out.extend(f"<tr><td>{e(str(k))}</td><td>{e(str(v))}</td></tr>" for k, v in isolation.items())
+    out.append("</table></body></html>")
+    return "\n".join(out)
+
+
+def _flagged_html(summary: dict) -> list[str]:
+    e, flagged = _e, summary["flagged"]
+    out = [f"<h2>Flagged and failed submissions ({len(flagged)})</h2>"]
+    if flagged:
+        out.append("<table><tr><th>student</th><th>status</th><th>reason</th><th>file</th></tr>")
+        out.extend(
+            f"<tr><td>{e(f['student'])}</td><td>{e(f['status'])}</td><td>{e(f['reason'])}</td>"
+            f"<td>{e(f['file'])}</td></tr>"
+            for f in flagged
+        )
+        out.append("</table>")
+    else:
+        out.append("<p>None.</p>")
+    if summary["gradebook_errors"]:
+        items = "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in summary["gradebook_errors"].items())
+        out.append(f"<h2>Gradebook errors</h2><ul>{items}</ul>")
+    return out
+
+
+def _results_html(spec: AssignmentSpec, summary: dict) -> list[str]:
+    e, parts = _e, summary["parts"]
+    out = [
         "<h2>All submissions</h2><table><tr><th>student</th><th>status</th><th>autograded</th>"
         + "".join(f"<th>{e(p['function'])}</th>" for p in parts)
         + "<th>late</th><th>manual (pending)</th><th>total</th><th>file graded</th><th>files ignored</th>"
         "<th>seconds</th></tr>"
-    )
-    for r, row in zip(results, summary["results"]):
+    ]
+    for row in summary["results"]:
         manual = "" if row["manual"] is None else f"{row['manual']:g}"
         pending = f" ({row['manual_pending']:g})" if row["manual_pending"] else ""
         penalty = f" (−{row['late_penalty']:g})" if row["late_penalty"] else ""
+        scores = row["parts"]
         out.append(
-            f"<tr><td>{e(r.student)}</td><td>{e(r.status)}</td><td>{r.score:g} / {spec.max_auto:g}</td>"
-            + "".join(
-                f"<td>{r.parts[p['grade_id']].score:g}</td>" if p["grade_id"] in r.parts else "<td></td>"
-                for p in parts
-            )
-            + f"<td>{e(row['late'])}{penalty}</td>"
-            + f"<td>{manual}{pending}</td><td>{row['total']:g}</td>"
-            + f"<td><code>{e(r.file)}</code><br><small>{e(r.timestamp or '')}</small></td>"
+            f"<tr><td>{e(row['student'])}</td><td>{e(row['status'])}</td>"
+            f"<td>{row['score']:g} / {spec.max_auto:g}</td>"
+            + "".join(f"<td>{scores[p['grade_id']]:g}</td>" if p["grade_id"] in scores else "<td></td>" for p in parts)
+            + f"<td>{e(row['late'])}{penalty}</td><td>{manual}{pending}</td><td>{row['total']:g}</td>"
+            + f"<td><code>{e(row['file'])}</code><br><small>{e(row['timestamp'] or '')}</small></td>"
             + "<td>" + "<br>".join(f"<code>{e(f)}</code> ({e(w)})" for f, w in row["ignored"]) + "</td>"
-            + f"<td>{r.seconds:.2f}</td></tr>"
+            + f"<td>{row['seconds']:.2f}</td></tr>"
         )
-    out.append("</table><h2>Isolation</h2><table>")
-    for k, v in isolation.items():
-        out.append(f"<tr><td>{e(str(k))}</td><td>{e(str(v))}</td></tr>")
-    out.append("</table></body></html>")
-    html_path = folder / "summary.html"
-    html_path.write_text("\n".join(out), encoding="utf-8")
-    return html_path, json_path
+    out.append("</table>")
+    return out

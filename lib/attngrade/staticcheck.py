@@ -165,7 +165,6 @@ COURSE_WORDS = (
     "submitted/",
     "attngrade",
     "attnmath",
-    ".ipynb",
 )
 
 
@@ -198,6 +197,7 @@ class CellInfo:
     findings: list = field(default_factory=list)
     syntax_error: bool = False
     notes: list = field(default_factory=list)  # e.g. removed magics
+    python: str = ""  # the cell as plain Python (:func:`to_python`)
 
 
 _MAGIC_CALLS = {"run_line_magic", "run_cell_magic", "system", "getoutput", "run_magic", "magic"}
@@ -316,6 +316,160 @@ def _dotted(node) -> str | None:
     return None
 
 
+_SYS_ANYWHERE = frozenset(
+    {"meta_path", "path_hooks", "path_importer_cache", "_getframe", "_current_frames", "settrace",
+     "setprofile", "addaudithook"}
+)
+
+
+class _Walker:
+    """One pass over a cell's AST, collecting what :func:`analyse_cell` reports."""
+
+    def __init__(self, info: CellInfo, reference: frozenset, module_names: set | None, docstrings: set):
+        self.info, self.reference, self.docstrings = info, reference, docstrings
+        self.modules = set(module_names or ())
+        self.aliases: dict[str, str] = {}  # local name -> module it is bound to
+        self.seen: set[tuple[str, str]] = set()
+        self.line = 0
+        self.handlers = {
+            ast.Import: self.visit_import, ast.ImportFrom: self.visit_import_from, ast.Name: self.visit_name,
+            ast.Attribute: self.visit_attribute, ast.Call: self.visit_call, ast.Constant: self.visit_constant,
+            ast.ClassDef: self.visit_class, ast.Global: self.visit_global, ast.NamedExpr: self.visit_walrus,
+        }
+
+    def add(self, kind: str, message: str) -> None:
+        if (kind, message) not in self.seen:
+            self.seen.add((kind, message))
+            self.info.findings.append(Finding(kind, f"{message} (line {self.line})"))
+
+    def check_module(self, name: str) -> None:
+        top = name.split(".")[0]
+        for group, kind in ((self.reference, "reference"), (FORBIDDEN_MODULES, "forbidden"),
+                            (KERNEL_MODULES, "tampering"), (REVIEW_MODULES, "review")):
+            if top in group:
+                self.add(kind, f"imports {top}")
+                return
+
+    def top_level(self, body: list) -> None:
+        """Names the cell defines at its top level (what other cells can use)."""
+        blocks = (ast.If, ast.Try, ast.With, ast.For, ast.While)
+        for node in body:
+            for sub in ast.walk(node) if isinstance(node, blocks) else [node]:
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    self.info.defines.add(sub.name)
+                elif isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                    self.info.defines.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+                elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    self.info.defines.update((a.asname or a.name).split(".")[0] for a in sub.names)
+
+    def visit(self, node) -> None:
+        self.line = getattr(node, "lineno", self.line)
+        handler = self.handlers.get(type(node))
+        if handler is not None:
+            handler(node)
+
+    def visit_global(self, node) -> None:
+        self.info.defines.update(node.names)
+
+    def visit_walrus(self, node) -> None:
+        if isinstance(node.target, ast.Name):
+            self.info.defines.add(node.target.id)
+
+    def visit_import(self, node) -> None:
+        for a in node.names:
+            self.check_module(a.name)
+            local = (a.asname or a.name).split(".")[0]
+            self.aliases[local] = a.name.split(".")[0] if not a.asname else a.name
+            self.modules.add(local)
+
+    def visit_import_from(self, node) -> None:
+        if node.level:
+            self.add("forbidden", "relative import")
+        self.check_module(node.module or "")
+        for a in node.names:
+            if a.name == "*":
+                self.add("tampering", f"star import from {node.module}")
+            self.check_module(f"{node.module}.{a.name}" if node.module else a.name)
+            if (node.module or "").split(".")[0] in self.reference:
+                continue
+            if a.name in FORBIDDEN_NAMES or (a.name in DUNDER_ESCAPES and a.name not in REVIEW_ATTRS):
+                self.add("forbidden", f"imports {a.name}")
+            if a.name == "get_ipython":
+                self.add("tampering", "uses get_ipython")
+
+    def visit_name(self, node) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self.info.uses.add(node.id)
+        if node.id in FORBIDDEN_NAMES:
+            self.add("forbidden", f"uses {node.id}")
+        elif node.id in REVIEW_NAMES:
+            self.add("review", f"uses {node.id}")
+        elif node.id == "get_ipython":
+            self.add("tampering", "uses get_ipython")
+        elif node.id in self.reference:
+            self.add("reference", f"uses {node.id}")
+
+    def visit_attribute(self, node) -> None:
+        root = _root_name(node)
+        if root is not None:
+            self.info.uses.add(root)
+        if node.attr in REVIEW_ATTRS:
+            self.add("review", f"uses .{node.attr}")
+        elif node.attr in DUNDER_ESCAPES:
+            self.add("forbidden", f"uses .{node.attr}")
+        elif node.attr in SYS_ESCAPES:
+            base = _dotted(node.value) or ""
+            if base.split(".")[-1] == "sys" or self.aliases.get(base) == "sys":
+                self.add("forbidden", f"uses sys.{node.attr}")
+            elif node.attr in _SYS_ANYWHERE:
+                self.add("forbidden", f"uses .{node.attr}")
+        elif node.attr in KERNEL_ATTRS:
+            self.add("tampering", f"uses .{node.attr}")
+        if node.attr in FD_CALLS and self.aliases.get(_dotted(node.value) or "") == "os":
+            self.add("tampering", f"uses os.{node.attr} (raw file descriptors)")
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and root is not None and root in self.modules:
+            self.add("tampering", f"patches {_dotted(node) or root}")
+
+    def visit_call(self, node) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args:
+            target = _root_name(node.args[0])
+            if target in self.modules:
+                self.add("tampering", f"patches {target} with {func.id}")
+        first = node.args[0] if node.args else None
+        if isinstance(func, ast.Name) and func.id == "open" and isinstance(first, ast.Constant):
+            if isinstance(first.value, int) and not isinstance(first.value, bool):
+                self.add("tampering", "opens a raw file descriptor")
+
+    def visit_constant(self, node) -> None:
+        if not isinstance(node.value, str) or id(node) in self.docstrings:
+            return
+        text = node.value
+        if not any(ch.isspace() for ch in text):
+            low = text.lower()
+            for word in COURSE_WORDS:
+                if word in low:
+                    kind = "reference" if word == "attnmath" else "course"
+                    self.add(kind, f"names course files or modules ({word!r})")
+        stripped = text.strip()
+        if re.fullmatch(r"[A-Za-z_][\w.]*", stripped):
+            top = stripped.split(".")[0]
+            if top in self.reference or top in ("attngrade", "importlib"):
+                self.add("reference" if top in self.reference else "forbidden", f"names module {top!r}")
+        if "__" in text and _DUNDER_TEXT.search(text):
+            self.add("forbidden", "names a dunder escape hatch in a string")
+
+    def visit_class(self, node) -> None:
+        for base in node.bases:
+            dotted = _dotted(base) or ""
+            if dotted.endswith("NodeTransformer") or dotted.endswith("NodeVisitor"):
+                self.add("tampering", "defines an AST transformer")
+
+
+_DUNDER_TEXT = re.compile(r"__(import|builtins|loader|spec|subclasses|globals)__")
+
+
 @_serialized
 def analyse_cell(
     source: str, *, reference: frozenset = REFERENCE_MODULES, module_names: set | None = None
@@ -323,156 +477,22 @@ def analyse_cell(
     """Parse one answer cell and collect its definitions, uses and findings.
 
     ``module_names`` are names known to be bound to modules elsewhere (the release's setup cells,
-    for example ``np``); assignments to their attributes count as patching.
+    for example ``np``); assignments to their attributes count as patching. The cell is walked
+    once; its cost grows with its size, so the grader runs it in the read stage's bounded child
+    (:mod:`attngrade.reading`).
     """
     info = CellInfo()
     source, info.notes = to_python(source)
+    info.python = source
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         info.syntax_error = True
         return info
-    modules = set(module_names or ())
-    aliases: dict[str, str] = {}  # local name -> module it is bound to
-    docstrings = _docstring_nodes(tree)
-    seen: set[tuple[str, str]] = set()
-
-    where = [0]
-
-    def add(kind: str, message: str) -> None:
-        if (kind, message) not in seen:
-            seen.add((kind, message))
-            info.findings.append(Finding(kind, f"{message} (line {where[0]})"))
-
-    def check_module(name: str) -> None:
-        top = name.split(".")[0]
-        if top in reference:
-            add("reference", f"imports {top}")
-        elif top in FORBIDDEN_MODULES:
-            add("forbidden", f"imports {top}")
-        elif top in KERNEL_MODULES:
-            add("tampering", f"imports {top}")
-        elif top in REVIEW_MODULES:
-            add("review", f"imports {top}")
-
-    # Top-level definitions (what other cells can use).
-    for node in tree.body:
-        for sub in (
-            ast.walk(node) if isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)) else [node]
-        ):
-            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                info.defines.add(sub.name)
-            elif isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-                for t in targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name):
-                            info.defines.add(n.id)
-            elif isinstance(sub, (ast.Import, ast.ImportFrom)):
-                for a in sub.names:
-                    info.defines.add((a.asname or a.name).split(".")[0])
+    walker = _Walker(info, reference, module_names, _docstring_nodes(tree))
+    walker.top_level(tree.body)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Global):
-            info.defines.update(node.names)
-        elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-            info.defines.add(node.target.id)
-
-    for node in ast.walk(tree):
-        where[0] = getattr(node, "lineno", where[0])
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                check_module(a.name)
-                local = (a.asname or a.name).split(".")[0]
-                aliases[local] = a.name.split(".")[0] if not a.asname else a.name
-                modules.add(local)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                add("forbidden", "relative import")
-            check_module(node.module or "")
-            for a in node.names:
-                if a.name == "*":
-                    add("tampering", f"star import from {node.module}")
-                check_module(f"{node.module}.{a.name}" if node.module else a.name)
-                if (node.module or "").split(".")[0] in reference:
-                    continue
-                if a.name in FORBIDDEN_NAMES or (a.name in DUNDER_ESCAPES and a.name not in REVIEW_ATTRS):
-                    add("forbidden", f"imports {a.name}")
-                if a.name in {"get_ipython"}:
-                    add("tampering", "uses get_ipython")
-        elif isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                info.uses.add(node.id)
-            if node.id in FORBIDDEN_NAMES:
-                add("forbidden", f"uses {node.id}")
-            elif node.id in REVIEW_NAMES:
-                add("review", f"uses {node.id}")
-            elif node.id == "get_ipython":
-                add("tampering", "uses get_ipython")
-            elif node.id in reference:
-                add("reference", f"uses {node.id}")
-        elif isinstance(node, ast.Attribute):
-            root = _root_name(node)
-            if root is not None:
-                info.uses.add(root)
-            if node.attr in REVIEW_ATTRS:
-                add("review", f"uses .{node.attr}")
-            elif node.attr in DUNDER_ESCAPES:
-                add("forbidden", f"uses .{node.attr}")
-            elif node.attr in SYS_ESCAPES:
-                base = _dotted(node.value) or ""
-                if base.split(".")[-1] == "sys" or aliases.get(base) == "sys":
-                    add("forbidden", f"uses sys.{node.attr}")
-                elif node.attr in (
-                    "meta_path",
-                    "path_hooks",
-                    "path_importer_cache",
-                    "_getframe",
-                    "_current_frames",
-                    "settrace",
-                    "setprofile",
-                    "addaudithook",
-                ):
-                    add("forbidden", f"uses .{node.attr}")
-            elif node.attr in KERNEL_ATTRS:
-                add("tampering", f"uses .{node.attr}")
-            if node.attr in FD_CALLS and aliases.get(_dotted(node.value) or "") == "os":
-                add("tampering", f"uses os.{node.attr} (raw file descriptors)")
-            if isinstance(node.ctx, (ast.Store, ast.Del)) and root is not None and root in modules:
-                add("tampering", f"patches {_dotted(node) or root}")
-        elif isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args:
-                target = _root_name(node.args[0])
-                if target in modules:
-                    add("tampering", f"patches {target} with {func.id}")
-            if (
-                isinstance(func, ast.Name)
-                and func.id == "open"
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, int)
-            ):
-                add("tampering", "opens a raw file descriptor")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
-            text = node.value
-            low = text.lower()
-            if not any(ch.isspace() for ch in text):
-                for word in COURSE_WORDS:
-                    if word in low:
-                        kind = "reference" if word == "attnmath" else "course"
-                        add(kind, f"names course files or modules ({word!r})")
-            stripped = text.strip()
-            if re.fullmatch(r"[A-Za-z_][\w.]*", stripped):
-                top = stripped.split(".")[0]
-                if top in reference or top in ("attngrade", "importlib"):
-                    add("reference" if top in reference else "forbidden", f"names module {top!r}")
-            if re.search(r"__(import|builtins|loader|spec|subclasses|globals)__", text):
-                add("forbidden", "names a dunder escape hatch in a string")
-        elif isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                dotted = _dotted(base) or ""
-                if dotted.endswith("NodeTransformer") or dotted.endswith("NodeVisitor"):
-                    add("tampering", "defines an AST transformer")
+        walker.visit(node)
     return info
 
 

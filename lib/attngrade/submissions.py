@@ -7,8 +7,9 @@ Layouts accepted for ``SUBMISSIONS`` (see :func:`discover`):
 * **flat folder** of notebooks named by student (rules in :func:`student_from_filename`).
 * **zip** of either of the above (one enclosing folder is fine).
 
-A submitted notebook is never trusted: :func:`read_submission` checks it is nbformat 4 JSON of
-sane size, and :func:`rebuild` takes from it only the sources of the answer cells, by the grade
+The discovery stage never follows a link and keeps whatever one entry holds (a name that is not
+UTF-8, a FIFO, a zip member too large) to that entry's submission. A submitted notebook is never
+trusted: :mod:`attngrade.reading` parses it in a bounded child process, and :func:`rebuild` takes from it only the sources of the answer cells, by the grade
 ids that the *released* notebook declares. Every difference from the release that a student
 could use to cheat (deleted, duplicated or retyped cells, edited nbgrader metadata, points,
 tags, locked cells) is reported as a tampering flag and has no effect on the grade.
@@ -18,18 +19,21 @@ from __future__ import annotations
 
 import calendar
 import copy
-import json
+import hashlib
 import os
 import re
-import shutil
+import stat
 import tempfile
 import unicodedata
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .names import base_id, clip_bytes, shown, student_ids
 from .notebooks import cell_grade_id
+from .reading import MAX_FILE_BYTES, SubmissionError, read_small
 
 __all__ = [
     "Submission",
@@ -38,25 +42,14 @@ __all__ = [
     "parse_filename",
     "FileName",
     "other_assignment",
-    "read_submission",
     "rebuild",
     "Rebuilt",
     "SubmissionError",
-    "MAX_NOTEBOOK_BYTES",
+    "Unpacked",
 ]
 
-MAX_NOTEBOOK_BYTES = 32 * 2**20  # the notebook without its outputs and attachments
-MAX_FILE_BYTES = 512 * 2**20  # the file as submitted, outputs included
 MAX_ZIP_BYTES = 2 * 2**30
 _IGNORED = {"__MACOSX", ".ipynb_checkpoints", "__pycache__"}
-
-
-class SubmissionError(Exception):
-    """A submission that cannot be graded; ``status`` is ``malformed`` or ``missing``."""
-
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass
@@ -87,18 +80,6 @@ class FileName:
     notes: list = field(default_factory=list)
 
 
-def _safe_student(name: str) -> str:
-    """A student id that keeps the name's letters: Unicode NFC, whitespace runs to ``_``.
-
-    Only characters that cannot be in a file or folder name safely (path separators, control
-    characters, quotes, shell and URL specials) become ``_``; ``Anna Müller`` is ``Anna_Müller``.
-    """
-    name = unicodedata.normalize("NFC", name).strip()
-    name = re.sub(r"\s+", "_", name)
-    name = re.sub(r"[^\w.@+-]", "_", name)
-    return name.strip("._")[:100]
-
-
 _CANVAS = re.compile(r"(?P<name>.*?)(?P<late>_late)?_(?P<user>\d+)_(?P<sub>\d+)")
 _MOODLE = re.compile(r"(?P<name>.*?)_(?P<user>\d+)_assignsubmission_\w+?_?")
 
@@ -119,7 +100,7 @@ def parse_filename(
        ``_<id>_assignsubmission_file_``. The late marker and the submission id are kept;
        a resubmission counter ``-2`` is removed only where it follows the notebook's name
        (``alice_softmax-2``) or Canvas's tokens;
-    4. what is left is the student id (:func:`_safe_student`). ``s_1001``, ``team-01``,
+    4. what is left is the student id (:func:`attngrade.names.base_id`). ``s_1001``, ``team-01``,
        ``alice_2`` stay as they are: one number alone is not an LMS token.
 
     ``student_01_softmax`` reads as ``student`` + ``_01_softmax`` or as ``student_01`` +
@@ -166,7 +147,7 @@ def parse_filename(
             notes.append(f"LMS resubmission counter -{copy_no}")
         if late:
             notes.append("marked late by the LMS")
-        return FileName(_safe_student(rest) or None, rest, late, sub_id, copy_no, notes)
+        return FileName(clip_bytes(base_id(rest), 100) or None, rest, late, sub_id, copy_no, notes)
     return FileName(None, stem, copy=copy_no, notes=notes)  # pragma: no cover - the loop returns
 
 
@@ -192,50 +173,101 @@ def _utc_text(when: datetime) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
 
 
+def _kind(path: Path) -> str:
+    """``dir``, ``file``, ``link``, ``other`` or ``absent``, from ``lstat``: links are never followed."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "absent"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
+
+
 def _read_timestamp(folder: Path) -> tuple[str | None, list[str]]:
     path = folder / "timestamp.txt"
-    if not path.is_file():
+    if _kind(path) == "absent":
         return None, []
     try:
-        text = path.read_text(errors="replace").strip()[:100]
+        text = read_small(path, 4096).decode("utf-8", "replace").strip()[:100]
         from nbgrader.utils import parse_utc
 
         return _utc_text(parse_utc(text).replace(tzinfo=timezone.utc)), []
     except Exception:  # noqa: BLE001 - any unreadable timestamp is ignored, and noted
-        return None, ["timestamp.txt unreadable; no submission time recorded"]
+        return None, ["timestamp.txt unreadable (not a plain text file); no submission time recorded"]
 
 
-def _extract_zip(path: Path, into: Path) -> Path:
-    """Unpack safely; every file gets the time the zip stored for it (read as UTC)."""
+@dataclass
+class Unpacked:
+    """A zip unpacked into ``root``; ``problems``: members left out (an empty file in their place)."""
+
+    root: Path
+    problems: dict = field(default_factory=dict)  # Path -> why the member was not unpacked
+
+
+def _member_parts(name: str) -> list[str] | None:
+    """The path of a zip member below the unpacking folder, or None when it must be skipped."""
+    parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
+    if not parts or name.startswith(("/", "\\")) or ".." in parts:
+        return None
+    if any(p in _IGNORED or p.startswith(".") for p in parts):
+        return None
+    return [p if len(p.encode("utf-8")) <= 200 else clip_bytes(p, 180) + "~" + _digest(p) for p in parts]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _unpack_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budget: int) -> str | None:
+    """Unpack one member to ``target``; why it was left out, or None."""
+    if (info.external_attr >> 16) & 0o170000 == 0o120000:
+        return "is a symbolic link in the zip; links are not followed"
+    if info.file_size > MAX_FILE_BYTES:
+        return f"is {info.file_size} bytes in the zip (limit {MAX_FILE_BYTES})"
+    if info.file_size > budget:
+        return f"was not unpacked: the zip expands to more than {MAX_ZIP_BYTES} bytes"
+    try:
+        with zf.open(info) as src, open(target, "wb") as dst:
+            copied = 0
+            while chunk := src.read(1 << 20):
+                copied += len(chunk)
+                if copied > info.file_size:
+                    raise ValueError("more bytes than the zip declares")
+                dst.write(chunk)
+    except (zipfile.BadZipFile, zlib.error, ValueError, RuntimeError, NotImplementedError, EOFError) as exc:
+        return f"could not be unpacked ({type(exc).__name__}: {str(exc)[:80]})"
+    return None
+
+
+def _extract_zip(path: Path, into: Path) -> Unpacked:
+    """Unpack safely: no member outside ``into``, no links; a member too large or unreadable is
+    left out and recorded (it makes its student's submission ``malformed``, nobody else's).
+    Every file gets the time the zip stored for it (read as UTC)."""
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise ValueError(f"{path} is not a readable zip file: {exc}") from exc
-    total = 0
+    unpacked, budget = Unpacked(into), MAX_ZIP_BYTES
     with zf:
         for info in zf.infolist():
-            name = info.filename
-            parts = Path(name).parts
-            if (
-                info.is_dir()
-                or not parts
-                or name.startswith("/")
-                or ".." in parts
-                or any(p in _IGNORED or p.startswith(".") for p in parts)
-            ):
+            parts = None if info.is_dir() else _member_parts(info.filename)
+            if parts is None:
                 continue
-            if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symlink
-                continue
-            total += info.file_size
-            if total > MAX_ZIP_BYTES:
-                raise ValueError(f"{path} expands to more than {MAX_ZIP_BYTES} bytes")
             target = into.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-            stamp = calendar.timegm((*info.date_time, 0, 0, 0))
-            os.utime(target, (stamp, stamp))
-    return into
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                why = _unpack_member(zf, info, target, budget)
+                if why is not None:
+                    target.write_bytes(b"")
+                    unpacked.problems[target] = why
+                    continue
+                budget -= info.file_size
+                stamp = calendar.timegm((*info.date_time, 0, 0, 0))
+                os.utime(target, (stamp, stamp))
+            except (OSError, ValueError, OverflowError):
+                continue  # a member whose path cannot be made here (a file where a folder is)
+    return unpacked
 
 
 def _visible(p: Path) -> bool:
@@ -243,7 +275,7 @@ def _visible(p: Path) -> bool:
 
 
 def _file_time(path: Path, zipped: bool) -> tuple[str, str]:
-    when = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    when = datetime.fromtimestamp(os.lstat(path).st_mtime, timezone.utc)
     evidence = "the zip's stored time of the file" if zipped else "the file's modification time"
     return _utc_text(when), evidence
 
@@ -263,138 +295,203 @@ def _newest(cands: list[Submission]) -> tuple[Submission | None, str]:
     return None, "no evidence of which is newer (same LMS id or time)"
 
 
+@dataclass
+class _Scan:
+    """What every entry of one submissions folder is read against."""
+
+    root: Path
+    assignment: str
+    notebook: str
+    zipped: bool
+    problems: dict  # from the zip: Path -> why that member was left out
+    long_suffix: bool = True
+
+    @property
+    def nb_file(self) -> str:
+        return self.notebook + ".ipynb"
+
+
+def _open_root(path: str | Path, workdir: str | None) -> tuple[Path, bool, dict]:
+    root = Path(path)
+    if not root.exists():
+        raise ValueError(f"{path}: no such file or folder; give the folder or zip of the submissions")
+    zipped = root.is_file() and zipfile.is_zipfile(root)
+    problems: dict = {}
+    if zipped:
+        unpacked = _extract_zip(root, Path(tempfile.mkdtemp(prefix="attngrade-zip-", dir=workdir)))
+        root, problems = unpacked.root, unpacked.problems
+    if not root.is_dir():
+        raise ValueError(
+            f"{path} is neither a folder nor a zip file; give the folder or zip of the submissions"
+        )
+    return root, zipped, problems
+
+
+def _entries(root: Path, assignment: str) -> tuple[Path, list[Path]]:
+    """The folder holding the submissions (``submitted/`` or one enclosing folder) and its entries."""
+    if _kind(root / "submitted") == "dir" and not any(p.suffix == ".ipynb" for p in root.iterdir()):
+        root = root / "submitted"
+    entries = [p for p in root.iterdir() if _visible(p)]
+    if len(entries) == 1 and _kind(entries[0]) == "dir" and _kind(entries[0] / assignment) != "dir":
+        inner = entries[0]
+        inside = list(inner.iterdir())
+        if any(p.suffix == ".ipynb" for p in inside) or any(_kind(d / assignment) == "dir" for d in inside):
+            root, entries = inner, [p for p in inside if _visible(p)]
+    return root, sorted(entries)
+
+
+def _has_notebooks(entries: list[Path], assignment: str) -> bool:
+    return any(
+        e.suffix.lower() == ".ipynb" or (_kind(e) == "dir" and _kind(e / assignment) != "absent")
+        for e in entries
+    )
+
+
+def _nbgrader_entry(scan: _Scan, entry: Path, kind: str) -> Submission | None:
+    """``<student>/<assignment>/<notebook>.ipynb``; None when the folder has no such assignment."""
+    name, folder = unicodedata.normalize("NFC", entry.name), entry / scan.assignment
+    where = f"{shown(entry.name)}/{scan.assignment}/"
+    sub = Submission(name, None, "nbgrader", name=name, source=where)
+    if kind == "link":
+        sub.problem = ("malformed", f"{shown(entry.name)} is a symbolic link; links are not followed")
+        return sub
+    folder_kind = _kind(folder)
+    if folder_kind == "link":
+        sub.problem = ("malformed", f"{where.rstrip('/')} is a symbolic link; links are not followed")
+        return sub
+    if folder_kind != "dir":
+        return None
+    sub.timestamp, sub.notes = _read_timestamp(folder)
+    sub.evidence = "nbgrader's timestamp.txt" if sub.timestamp else ""
+    others = sorted(
+        p.name for p in folder.iterdir() if p.suffix == ".ipynb" and _visible(p) and p.name != scan.nb_file
+    )
+    sub.ignored = [(shown(where + o), f"not the released name {scan.nb_file}") for o in others]
+    candidate = folder / scan.nb_file
+    _attach_file(sub, scan, candidate, _kind(candidate), where + scan.nb_file)
+    if sub.problem is None and sub.path is None:
+        found = f"; found {', '.join(map(shown, others))}" if others else " in the submission folder"
+        sub.problem = ("missing", f"no {scan.nb_file}{found}")
+    return sub
+
+
+def _attach_file(sub: Submission, scan: _Scan, path: Path, kind: str, source: str) -> None:
+    """Make ``path`` the file ``sub`` grades, or give ``sub`` the problem that stops it."""
+    if kind == "absent":
+        return
+    sub.source = shown(source)
+    if kind == "link":
+        sub.problem = ("malformed", f"{sub.source} is a symbolic link; links are not followed")
+    elif kind != "file":
+        sub.problem = ("malformed", f"{sub.source} is not a regular file")
+    elif path in scan.problems:
+        sub.problem = ("malformed", f"{sub.source} {scan.problems[path]}")
+    else:
+        sub.path = path
+
+
+def _flat_entry(scan: _Scan, entry: Path, kind: str) -> Submission:
+    """A notebook named by its student (:func:`parse_filename`)."""
+    parsed = parse_filename(entry.name, scan.notebook, scan.assignment, assignment_suffix=scan.long_suffix)
+    name = unicodedata.normalize("NFC", parsed.name if parsed.student else entry.stem)
+    timestamp, evidence = _file_time(entry, scan.zipped)
+    sub = Submission(
+        name, None, "flat", timestamp, None, list(parsed.notes), late=parsed.late, evidence=evidence,
+        submission_id=parsed.submission_id, name=name,
+    )
+    _attach_file(sub, scan, entry, kind, entry.name)
+    if parsed.student is None and sub.problem is None:
+        sub.problem = ("malformed", f"the file name {shown(entry.name)!r} does not name a student")
+        sub.path = None
+    return sub
+
+
+def _entry(scan: _Scan, entry: Path) -> Submission | None:
+    """One entry of the submissions folder as a submission; every failure is that entry's own."""
+    try:
+        kind = _kind(entry)
+        if entry.suffix.lower() == ".ipynb" and kind != "dir":
+            return _flat_entry(scan, entry, kind)
+        if kind in ("dir", "link"):
+            return _nbgrader_entry(scan, entry, kind)
+        return None
+    except Exception as exc:  # noqa: BLE001 - the class goes on; this entry says why it was not read
+        name = unicodedata.normalize("NFC", entry.name)
+        why = f"the grader could not read {shown(entry.name)!r} ({type(exc).__name__}: {shown(str(exc))[:100]})"
+        return Submission(name, None, "unknown", problem=("malformed", why), name=name)
+
+
+def _choose(name: str, cands: list[Submission]) -> Submission:
+    """One student's submission among their files: the newest, or ``ambiguous`` on a tie."""
+    if len(cands) == 1:
+        return cands[0]
+    files = ", ".join(sorted(c.source for c in cands))
+    best, why = _newest(cands)
+    if best is None:
+        keep = cands[0]
+        keep.problem = (
+            "ambiguous",
+            f"{len(cands)} files for {shown(name)!r} and {why}: {files}; "
+            "keep the one to grade (or fix their times) and grade again",
+        )
+    else:
+        keep = best
+        keep.notes.append(f"graded {keep.source!r}: {why} of {len(cands)} files")
+    for c in sorted(cands, key=lambda c: c.source):
+        if c is not keep or keep.problem is not None:
+            keep.ignored.append((c.source, "older" if keep.problem is None else "ambiguous: not graded"))
+        if c is not keep:
+            keep.ignored.extend(c.ignored)
+    if keep.problem is not None:
+        keep.source, keep.path, keep.timestamp = "", None, None  # nothing graded, no file named
+    keep.late = any(c.late for c in ([keep] if keep.problem is None else cands))
+    return keep
+
+
 def discover(
     path: str | Path, assignment: str, notebook: str, *, workdir: str | None = None
 ) -> list[Submission]:
     """Every submission of ``assignment`` under ``path`` (folder or zip), sorted by student.
 
-    One student with several files: the newest by the best evidence is graded (LMS submission
-    ids, then nbgrader's ``timestamp.txt`` or the zip's stored times or the files' times); the
-    others are listed in ``ignored``. When nothing tells which is newer, or when two different
-    names give one id, the student's status is ``ambiguous`` and nothing is guessed.
-    Raises ``ValueError`` when ``path`` does not exist or holds no notebook at all.
+    Links are never followed (a link is its student's ``malformed``), and whatever one entry
+    holds (a name that is not UTF-8, a FIFO, a zip member too large) is that entry's problem,
+    never the class's. One student with several files: the newest by the best evidence is graded
+    (LMS submission ids, then nbgrader's ``timestamp.txt`` or the zip's stored times or the
+    files' times); the others are listed in ``ignored``. When nothing tells which is newer, the
+    student's status is ``ambiguous`` and nothing is guessed. Different names get different ids
+    (:func:`attngrade.names.student_ids`). Raises ``ValueError`` when ``path`` does not exist or
+    holds no notebook at all.
     """
-    root = Path(path)
-    if not root.exists():
-        raise ValueError(f"{path}: no such file or folder; give the folder or zip of the submissions")
-    zipped = root.is_file() and zipfile.is_zipfile(root)
-    if zipped:
-        root = _extract_zip(root, Path(tempfile.mkdtemp(prefix="attngrade-zip-", dir=workdir)))
-    if not root.is_dir():
-        raise ValueError(
-            f"{path} is neither a folder nor a zip file; give the folder or zip of the submissions"
-        )
-    if (root / "submitted").is_dir() and not list(root.glob("*.ipynb")):
-        root = root / "submitted"
-    # One enclosing folder (a zip of a folder): descend.
-    entries = [p for p in root.iterdir() if _visible(p)]
-    if len(entries) == 1 and entries[0].is_dir() and not (entries[0] / assignment).is_dir():
-        inner = entries[0]
-        if any(p.suffix == ".ipynb" for p in inner.iterdir()) or any(
-            (d / assignment).is_dir() for d in inner.iterdir() if d.is_dir()
-        ):
-            root, entries = inner, [p for p in inner.iterdir() if _visible(p)]
-    if not any(p.suffix.lower() == ".ipynb" and _visible(p) for p in root.rglob("*.ipynb")) and not any(
-        (e / assignment).is_dir() for e in entries if e.is_dir()
-    ):
+    root, zipped, problems = _open_root(path, workdir)
+    root, entries = _entries(root, assignment)
+    if not _has_notebooks(entries, assignment):
         raise ValueError(
             f"{path}: no notebooks found (expected <student>/{assignment}/{notebook}.ipynb, "
             f"or <student>.ipynb files, or a zip of either)"
         )
+    flat_names = [e.name for e in entries if e.suffix.lower() == ".ipynb" and _kind(e) != "dir"]
+    scan = _Scan(root, assignment, notebook, zipped, problems)
+    scan.long_suffix = _folder_uses_assignment_suffix(flat_names, notebook, assignment)
     groups: dict[str, list[Submission]] = {}
-    nb_file = notebook + ".ipynb"
-    long_suffix = _folder_uses_assignment_suffix(
-        [e.name for e in entries if e.is_file() and e.suffix.lower() == ".ipynb"], notebook, assignment
-    )
-
-    for entry in sorted(entries):
-        if entry.is_dir():
-            folder = entry / assignment
-            if not folder.is_dir():
-                continue
-            student = _safe_student(entry.name) or "unnamed"
-            timestamp, notes = _read_timestamp(folder)
-            others = sorted(
-                p.name for p in folder.iterdir() if p.suffix == ".ipynb" and _visible(p) and p.name != nb_file
-            )
-            candidate = folder / nb_file
-            sub = Submission(
-                student, candidate if candidate.is_file() else None, "nbgrader", timestamp, None, notes,
-                f"{entry.name}/{assignment}/" + (nb_file if candidate.is_file() else ""),
-                [(f"{entry.name}/{assignment}/{o}", f"not the released name {nb_file}") for o in others],
-                evidence="nbgrader's timestamp.txt" if timestamp else "", name=entry.name,
-            )
-            if sub.path is None:
-                found = f"; found {', '.join(others)}" if others else " in the submission folder"
-                why = f"no {nb_file}{found}"
-                sub.problem = ("missing", why)
-            groups.setdefault(student, []).append(sub)
-        elif entry.suffix.lower() == ".ipynb":
-            parsed = parse_filename(entry.name, notebook, assignment, assignment_suffix=long_suffix)
-            timestamp, evidence = _file_time(entry, zipped)
-            sub = Submission(
-                parsed.student or _safe_student(entry.stem) or "unnamed", entry, "flat", timestamp, None,
-                list(parsed.notes), entry.name, late=parsed.late, evidence=evidence,
-                submission_id=parsed.submission_id, name=unicodedata.normalize("NFC", parsed.name),
-            )
-            if parsed.student is None:
-                sub.problem = ("malformed", f"the file name {entry.name!r} does not name a student")
-            groups.setdefault(sub.student, []).append(sub)
-
+    for entry in entries:
+        sub = _entry(scan, entry)
+        if sub is not None:
+            groups.setdefault(sub.name, []).append(sub)
+    ids = student_ids(groups)
     subs = []
-    for student, cands in sorted(groups.items()):
-        if len(cands) == 1:
-            subs.append(cands[0])
-            continue
-        names = sorted({c.name for c in cands})
-        files = ", ".join(sorted(c.source for c in cands))
-        if len(names) > 1:
-            keep = cands[0]
-            keep.problem = (
-                "ambiguous",
-                f"different names give the one id {student!r} ({', '.join(map(repr, names))}): {files}; "
-                "rename the files so that each student has one name, and grade again",
-            )
-        else:
-            best, why = _newest(cands)
-            if best is None:
-                keep = cands[0]
-                keep.problem = (
-                    "ambiguous",
-                    f"{len(cands)} files for {student!r} and {why}: {files}; "
-                    "keep the one to grade (or fix their times) and grade again",
-                )
-            else:
-                keep = best
-                keep.notes.append(f"graded {keep.source!r}: {why} of {len(cands)} files")
-        for c in sorted(cands, key=lambda c: c.source):
-            if c is not keep or keep.problem is not None:
-                keep.ignored.append((c.source, "older" if keep.problem is None else "ambiguous: not graded"))
-            if c is not keep:
-                keep.ignored.extend(c.ignored)
-        if keep.problem is not None:
-            keep.source, keep.path, keep.timestamp = "", None, None  # nothing graded, no file named
-        keep.late = any(c.late for c in ([keep] if keep.problem is None else cands))
+    for name, cands in groups.items():
+        keep = _choose(name, cands)
+        keep.student = ids[unicodedata.normalize("NFC", name)]
         subs.append(keep)
-    return subs
+    return sorted(subs, key=lambda s: s.student)
 
 
-def other_assignment(path: Path, assignment: str, releases: dict[str, set]) -> str | None:
-    """The assignment whose notebook ``path`` is, when it is clearly another one's; else None.
+def other_assignment(gids: set, assignment: str, releases: dict[str, set]) -> str | None:
+    """The assignment whose notebook (with grade ids ``gids``) is clearly another one's; else None.
 
     ``releases`` maps every assignment of the course to its release's grade ids. Grade ids
     that several releases share (``setup``, ``intro``) are no evidence either way.
     """
-    try:
-        nb = json.loads(path.read_bytes().decode("utf-8-sig"))
-        gids = {
-            c["metadata"]["nbgrader"]["grade_id"]
-            for c in nb["cells"]
-            if isinstance(c, dict) and isinstance(c.get("metadata", {}).get("nbgrader"), dict)
-            and isinstance(c["metadata"]["nbgrader"].get("grade_id"), str)
-        }
-    except Exception:  # noqa: BLE001 - an unreadable notebook is read_submission's to report
-        return None
     count: dict[str, int] = {}
     for name, ids in releases.items():
         shared = set().union(*(v for k, v in releases.items() if k != name)) if len(releases) > 1 else set()
@@ -415,48 +512,6 @@ def _source(cell) -> str | None:
     if isinstance(src, list) and all(isinstance(s, str) for s in src):
         return "".join(src)
     return None
-
-
-def read_submission(path: Path) -> dict:
-    """The notebook as a dict, or :class:`SubmissionError` (``malformed``) saying why not."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise SubmissionError("malformed", f"notebook file is {size} bytes (limit {MAX_FILE_BYTES})")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SubmissionError("missing", f"cannot read the notebook: {exc.strerror or exc}") from exc
-    if not data.strip():
-        raise SubmissionError("malformed", "the notebook file is empty")
-    try:
-        nb = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise SubmissionError("malformed", "the notebook is not UTF-8 text") from exc
-    except RecursionError as exc:
-        raise SubmissionError("malformed", "the notebook's JSON is nested too deeply") from exc
-    except ValueError as exc:
-        raise SubmissionError("malformed", f"the notebook is not valid JSON ({str(exc)[:80]})") from exc
-    if not isinstance(nb, dict):
-        raise SubmissionError("malformed", "the notebook is not a JSON object")
-    major = nb.get("nbformat")
-    if major != 4 or isinstance(major, bool):
-        raise SubmissionError("malformed", f"nbformat {major!r} is not supported (version 4 is)")
-    cells = nb.get("cells")
-    if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
-        raise SubmissionError("malformed", "the notebook has no list of cells")
-    # Outputs (plots, printed text) and attachments are never graded: drop them before the size
-    # limit applies, so a notebook made large by images is graded like any other.
-    for cell in cells:
-        cell.pop("attachments", None)
-        if "outputs" in cell:
-            cell["outputs"] = []
-    del data
-    stripped = len(json.dumps(nb))
-    if stripped > MAX_NOTEBOOK_BYTES:
-        raise SubmissionError(
-            "malformed", f"notebook is {stripped} bytes without its outputs (limit {MAX_NOTEBOOK_BYTES})"
-        )
-    return nb
 
 
 @dataclass
@@ -521,7 +576,7 @@ def rebuild(release: dict, submitted: dict) -> Rebuilt:
         found = by_gid.get(gid, [])
         if found:
             matched += 1
-        if len(found) > 1:
+        if len(found) > 1 and not (is_answer and cell["cell_type"] == "code"):  # code answer copies run where they stand
             flags.append(f"cell {gid!r} appears {len(found)} times")
         if not found:
             flags.append(f"{'answer ' if is_answer else ''}cell {gid!r} was deleted")
@@ -549,7 +604,7 @@ def rebuild(release: dict, submitted: dict) -> Rebuilt:
         if not is_answer:
             continue
         if usable:
-            src = _source(usable[-1])  # the last copy: what ran last in the student's notebook
+            src = _source(usable[0])  # the copy at its own place (notebooks.run_plan)
             cell["source"] = src
         if _norm(cell["source"]) == _norm(_release_source(release, gid)):
             unanswered.append(gid)

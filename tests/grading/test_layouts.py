@@ -150,13 +150,15 @@ def test_numbered_names_keep_their_number_when_the_folder_uses_the_notebook_suff
     assert [s.student for s in discover(other, "01_softmax", "softmax")] == ["alice", "bob"]
 
 
-def test_two_names_giving_one_id_are_ambiguous_not_dropped(tmp_path, notebooks):
+def test_two_names_giving_one_id_are_two_students_not_one(tmp_path, notebooks):
+    """``Anna Müller`` and ``Anna_Müller`` would both be ``Anna_Müller``: each gets its own id."""
     _names(tmp_path, notebooks, ["Anna Müller.ipynb", "Anna_Müller.ipynb", "Anna Möller.ipynb"])
-    subs = {s.student: s for s in discover(tmp_path, "01_softmax", "softmax")}
-    assert sorted(subs) == ["Anna_Möller", "Anna_Müller"]
-    status, reason = subs["Anna_Müller"].problem
-    assert status == "ambiguous" and "Anna Müller.ipynb" in reason and "Anna_Müller.ipynb" in reason
-    assert subs["Anna_Möller"].problem is None
+    subs = {s.name: s for s in discover(tmp_path, "01_softmax", "softmax")}
+    assert sorted(subs) == ["Anna Möller", "Anna Müller", "Anna_Müller"]
+    assert subs["Anna Möller"].student == "Anna_Möller"
+    ids = {subs[n].student for n in ("Anna Müller", "Anna_Müller")}
+    assert len(ids) == 2 and all(i.startswith("Anna_Müller~") for i in ids)
+    assert all(s.problem is None and s.path is not None for s in subs.values())
 
 
 def _zip(path, entries):

@@ -1,0 +1,261 @@
+"""The read stage: a submitted notebook parsed and analysed where an overrun costs only its student.
+
+Everything the grader itself does with a notebook's content (decoding, parsing the JSON, checking
+its shape, turning magics into Python, the static analysis of every code cell) runs in a child
+process of the grader's own code, under a memory limit (:data:`READ_MEMORY_MB`) and a time limit
+(:data:`READ_SECONDS`). A notebook that overruns them is that student's ``malformed``, with the
+reason; the grader's memory and the rest of the class never pay.
+
+The child keeps what grading uses and drops the rest before any size limit applies: outputs,
+attachments, the notebook's own metadata (widget state, for example) and every cell metadata
+key but ``nbgrader`` and ``tags``. An honest notebook made large by plots or widgets is graded
+like any other; the limit applies to the cells' sources (:data:`MAX_SOURCE_BYTES`).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "Prepared",
+    "SubmissionError",
+    "read_notebook",
+    "read_small",
+    "slim_notebook",
+    "MAX_FILE_BYTES",
+    "MAX_SOURCE_BYTES",
+    "MAX_CELLS",
+]
+
+MAX_FILE_BYTES = 512 * 2**20  # the file as submitted, outputs and metadata included
+MAX_SOURCE_BYTES = 32 * 2**20  # the cells' sources together
+MAX_CELLS = 5000
+READ_MEMORY_MB = 3072  # the reading child's address space: a 512 MiB file parses within it
+READ_SECONDS = 60.0
+_SMALL_META = 64 * 2**10  # a cell's nbgrader metadata, the notebook's kernelspec / language_info
+_LIB = str(Path(__file__).resolve().parents[1])
+
+
+class SubmissionError(Exception):
+    """A submission that cannot be graded; ``status`` is ``malformed`` or ``missing``."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def read_small(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``path`` if it holds at most ``limit``; ``OSError`` for a link,
+    a folder, a FIFO, a device or a larger file. Never follows a link and never blocks."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if info.st_size > limit:
+            raise OSError(errno.EFBIG, f"the file is {info.st_size} bytes (limit {limit})")
+        chunks, total = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            total += len(chunk)
+            if total > limit:
+                raise OSError(errno.EFBIG, f"the file is more than {limit} bytes (limit {limit})")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _small(value, limit: int = _SMALL_META):
+    """``value`` when its JSON is at most ``limit`` bytes, else a marker (never the value)."""
+    try:
+        return value if len(json.dumps(value)) <= limit else {"dropped": "too large"}
+    except (TypeError, ValueError, RecursionError):
+        return {"dropped": "unreadable"}
+
+
+def _slim_cell(cell: dict) -> dict:
+    src = cell.get("source")
+    if isinstance(src, list) and all(isinstance(s, str) for s in src):
+        src = "".join(src)
+    meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+    kept = {}
+    if "nbgrader" in meta:
+        kept["nbgrader"] = _small(meta["nbgrader"])
+    if isinstance(meta.get("tags"), list):
+        kept["tags"] = [t[:200] for t in meta["tags"][:100] if isinstance(t, str)]
+    ctype = cell.get("cell_type")
+    out = {
+        "cell_type": ctype[:40] if isinstance(ctype, str) else ctype if isinstance(ctype, (int, float)) else None,
+        "source": src if isinstance(src, str) else 0,  # 0: a source that is not text (rebuild flags it)
+        "metadata": kept,
+    }
+    if isinstance(cell.get("id"), str):
+        out["id"] = cell["id"][:64]
+    return out
+
+
+def slim_notebook(nb) -> tuple[dict, list[str]]:
+    """What grading uses of a parsed notebook, and notes on what was dropped; raises
+    :class:`SubmissionError` (``malformed``) for a notebook that is not nbformat 4."""
+    if not isinstance(nb, dict):
+        raise SubmissionError("malformed", "the notebook is not a JSON object")
+    major = nb.get("nbformat")
+    if major != 4 or isinstance(major, bool):
+        raise SubmissionError("malformed", f"nbformat {str(major)[:20]!r} is not supported (version 4 is)")
+    cells = nb.get("cells")
+    if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
+        raise SubmissionError("malformed", "the notebook has no list of cells")
+    if len(cells) > MAX_CELLS:
+        raise SubmissionError("malformed", f"the notebook has {len(cells)} cells (limit {MAX_CELLS})")
+    slim = [_slim_cell(c) for c in cells]
+    size = sum(len(c["source"].encode("utf-8", "surrogatepass")) for c in slim if c["source"] != 0)
+    if size > MAX_SOURCE_BYTES:
+        raise SubmissionError(
+            "malformed", f"the cells' sources are {size} bytes (limit {MAX_SOURCE_BYTES})"
+        )
+    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    keep = {k: _small(meta[k]) for k in ("kernelspec", "language_info") if k in meta}
+    dropped = sorted(str(k)[:40] for k in meta if k not in keep)
+    notes = [f"notebook metadata not used by the grader, ignored: {', '.join(dropped)[:200]}"] if dropped else []
+    minor = nb.get("nbformat_minor")
+    return {
+        "nbformat": 4,
+        "nbformat_minor": minor if isinstance(minor, int) and not isinstance(minor, bool) else 5,
+        "metadata": keep,
+        "cells": slim,
+    }, notes
+
+
+def _parse(path: str) -> tuple[dict, list[str]]:
+    try:
+        data = read_small(Path(path), MAX_FILE_BYTES)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise SubmissionError("missing", "cannot read the notebook: it is gone") from exc
+        raise SubmissionError("malformed", f"cannot read the notebook: {exc.strerror or exc}") from exc
+    if not data.strip():
+        raise SubmissionError("malformed", "the notebook file is empty")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SubmissionError("malformed", "the notebook is not UTF-8 text") from exc
+    del data
+    try:
+        nb = json.loads(text)
+    except RecursionError as exc:
+        raise SubmissionError("malformed", "the notebook's JSON is nested too deeply") from exc
+    except ValueError as exc:
+        raise SubmissionError("malformed", f"the notebook is not valid JSON ({str(exc)[:80]})") from exc
+    del text
+    return slim_notebook(nb)
+
+
+def _key(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _analyse_all(notebook: dict, reference: frozenset, module_names: set) -> dict:
+    """Per distinct code-cell source: its Python (magics removed), notes and static findings."""
+    from .staticcheck import analyse_cell
+
+    out = {}
+    for cell in notebook["cells"]:
+        src = cell["source"]
+        if cell["cell_type"] != "code" or not isinstance(src, str) or _key(src) in out:
+            continue
+        info = analyse_cell(src, reference=reference, module_names=module_names)
+        out[_key(src)] = {
+            "python": info.python,
+            "defines": sorted(info.defines),
+            "uses": sorted(info.uses),
+            "findings": [[f.kind, f.message] for f in info.findings],
+            "syntax_error": info.syntax_error,
+            "notes": info.notes,
+        }
+    return out
+
+
+def _child() -> None:
+    """The reading child: one request as JSON on stdin, one answer as JSON on stdout."""
+    import resource
+
+    request = json.loads(sys.stdin.buffer.read())
+    limit = request["memory_mb"] << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        notebook, notes = _parse(request["path"])
+        analysis = _analyse_all(notebook, frozenset(request["reference"]), set(request["module_names"]))
+        answer = {"notebook": notebook, "notes": notes, "analysis": analysis}
+    except SubmissionError as exc:
+        answer = {"error": [exc.status, str(exc)]}
+    except MemoryError:
+        answer = {"error": ["malformed", f"reading the notebook needs more than {request['memory_mb']} MiB"]}
+    sys.stdout.write(json.dumps(answer))
+
+
+@dataclass
+class Prepared:
+    """A submission's notebook as the grader reads it (see :func:`read_notebook`)."""
+
+    notebook: dict  # the slim notebook: cells with their type, source, nbgrader metadata and tags
+    analysis: dict  # sha256 of a code cell's source -> its Python, notes and findings (plain data)
+    notes: list = field(default_factory=list)
+    reference: frozenset = frozenset()
+    module_names: set = field(default_factory=set)
+
+    def grade_ids(self) -> set:
+        ids = set()
+        for cell in self.notebook["cells"]:
+            meta = cell["metadata"].get("nbgrader")
+            if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str):
+                ids.add(meta["grade_id"])
+        return ids
+
+    def cell(self, source: str):
+        """The :class:`~attngrade.staticcheck.CellInfo` of a code cell's source (its ``python``
+        and ``notes`` included); a source the child did not see (a release cell) is analysed here."""
+        from .staticcheck import CellInfo, Finding, analyse_cell
+
+        got = self.analysis.get(_key(source))
+        if got is None:
+            return analyse_cell(source, reference=self.reference, module_names=self.module_names)
+        return CellInfo(
+            set(got["defines"]), set(got["uses"]), [Finding(k, m) for k, m in got["findings"]],
+            got["syntax_error"], list(got["notes"]), got["python"],
+        )
+
+
+def read_notebook(
+    path: Path, *, reference: frozenset, module_names: set, seconds: float = READ_SECONDS,
+    memory_mb: int = READ_MEMORY_MB,
+) -> Prepared:
+    """Parse and analyse the notebook at ``path`` in a limited child process (module docstring);
+    raises :class:`SubmissionError` with the reason when it cannot be graded."""
+    request = json.dumps({
+        "path": os.fsdecode(path), "reference": sorted(reference), "module_names": sorted(module_names),
+        "memory_mb": memory_mb,
+    })
+    code = f"import sys; sys.path.insert(0, {_LIB!r}); from attngrade.reading import _child; _child()"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-I", "-c", code], input=request.encode(), capture_output=True,
+            timeout=seconds, env={"PATH": os.environ.get("PATH", ""), "LC_ALL": "C.UTF-8"},
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise SubmissionError("malformed", f"reading the notebook took more than {seconds:g} s") from exc
+    if proc.returncode != 0:
+        last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+        why = "it ran out of memory" if "MemoryError" in last[0] else f"it ended: {last[0][:120]}"
+        raise SubmissionError("malformed", f"the notebook could not be read ({why})")
+    answer = json.loads(proc.stdout)
+    if "error" in answer:
+        raise SubmissionError(*answer["error"])
+    return Prepared(answer["notebook"], answer["analysis"], answer["notes"], reference, module_names)
