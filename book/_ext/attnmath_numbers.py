@@ -44,6 +44,7 @@ CODE_DIRECTIVES = {"code-cell", "literalinclude", "code", "code-block", "sourcec
 MATH_DIRECTIVES = {"math"}
 
 _FENCE = re.compile(r"^(\s*)(`{3,}|:{3,})\s*(\{([\w:-]+)\})?\s*(.*)$")
+_GLUE_CALL = re.compile(r"\bglue\(\s*(f?)([\"'])(.+?)\2")
 _META = re.compile(r"^:(\s*)([\w-]+):\s*(.*)$")
 _OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*)$")
 _ROLE = re.compile(r"\{([\w:-]+)\}(`+)(.*?)\2")
@@ -51,7 +52,7 @@ _CODE = re.compile(r"(`+)(.+?)\1")
 _LINK = re.compile(r"\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
 _COMMENT = re.compile(r"<!--.*?-->")
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$]+?)\$")
-_NUMBER = re.compile(r"(?<![\w.\-−/^])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w.](?<!x)|,\d{3})")
+_NUMBER = re.compile(r"(?<![\w.\-−/^])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?!(?!x\b)\w|\.\d|,\d{3})")
 _MATH_NUMBER = re.compile(r"(?<!\^{-)(?<![\w.^_{])(\d+\.\d+|\d+(?=\s*\\%))")
 _REFERENCE = re.compile(
     r"(?:Chapters?|chapters?|Sections?|sections?|§|Eqs?\.|Equations?|equations?|Figs?\.|"
@@ -215,10 +216,14 @@ def _is_word(text: str, match: re.Match) -> bool:
 
 def chapter_numbers(path: Path, root: Path = ROOT) -> list[Hit]:
     """Every number of a chapter's prose that is neither glued nor cited (before the allow-list)."""
-    relative = path.resolve().relative_to(root).as_posix()
+    return source_numbers(path.read_text(), path.resolve().relative_to(root).as_posix())
+
+
+def source_numbers(source: str, relative: str) -> list[Hit]:
+    """The numbers of a MyST source that are neither glued nor cited; ``relative`` names it."""
     hits = []
     paragraph: list[tuple[int, str]] = []
-    for number, text, kind in list(prose_lines(path.read_text())) + [(0, "", "prose")]:
+    for number, text, kind in list(prose_lines(source)) + [(0, "", "prose")]:
         if kind == "prose" and text.strip():
             paragraph.append((number, text))
             continue
@@ -277,13 +282,16 @@ def stale_allowances(paths: list[Path], root: Path = ROOT,
     return [entry for entry in allowed if not any(_allows(entry, hit) for hit in hits)]
 
 
-def glue_keys(source: str) -> tuple[set[str], set[str]]:
-    """The keys a chapter's code glues, and the keys its text pastes (``{glue:text}`key:fmt```)."""
-    glued = set(re.findall(r"\bglue\(\s*[\"']([^\"']+)[\"']", source))
-    pasted = {m.group(3).split(":")[0] if m.group(1) != "glue:text" else m.group(3).rsplit(":", 1)[0]
+def unglued_keys(source: str) -> set[str]:
+    """The keys a chapter's text pastes (``{glue:text}`key:fmt```) that no ``glue(...)`` call of
+    its code defines; an f-string key stands for every key its fixed parts allow."""
+    patterns = []
+    for match in _GLUE_CALL.finditer(source):
+        parts = re.split(r"\{[^}]*\}", match.group(3)) if match.group(1) else [match.group(3)]
+        patterns.append(re.compile(".+".join(map(re.escape, parts)) + r"\Z"))
+    pasted = {m.group(3).split("::")[-1].split(":")[0]
               for m in _ROLE.finditer(source) if m.group(1).startswith("glue")}
-    pasted = {key.split("::")[-1] for key in pasted}
-    return glued, pasted
+    return {key for key in pasted if not any(p.match(key) for p in patterns)}
 
 
 def check_numbers(app, env, docnames):
