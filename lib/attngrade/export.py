@@ -41,6 +41,7 @@ __all__ = [
     "read_roster",
     "safe_cell",
     "write",
+    "write_for_class",
 ]
 
 KINDS = ("canvas", "moodle")
@@ -260,3 +261,12 @@ def write(
         for line in out:
             w.writerow([safe_cell(x) for x in line])
     return problems
+
+
+def write_for_class(kind: str, out: Path, roster: list | None, *, notebook: str, assignment: str) -> tuple[Path, list]:
+    """The grading command's step: ``out/<kind>.csv`` from ``out/grades.csv``; returns its path
+    and the problems (students not exported, and why)."""
+    path = Path(out) / f"{kind}.csv"
+    problems = write(kind, read_grades(Path(out) / "grades.csv"), roster, path, notebook=notebook,
+                     assignment=assignment)
+    return path, problems

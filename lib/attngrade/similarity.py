@@ -56,6 +56,9 @@ __all__ = [
     "answers_of",
     "compare_class",
     "compare_part",
+    "add_to_summary",
+    "course_code",
+    "for_class",
     "load_answers",
     "main",
     "render_section",
@@ -421,6 +424,37 @@ def write_report(folder: Path, result: Similarity, title: str) -> tuple[Path, Pa
     html_path = folder / "similarity.html"
     html_path.write_text(page, encoding="utf-8")
     return html_path, csv_path
+
+
+def for_class(folder: Path, assignment: str, course: dict, fresh: dict, everyone, *, compare: bool,
+              threshold: float = THRESHOLD) -> Similarity | None:
+    """The grading command's step: keep the class's answers in ``folder/answers.json`` (this
+    run's ``fresh`` answers and the kept ones of unchanged students), then compare them unless
+    ``compare`` is false (a ``--shard`` host: the final step compares every host's answers)."""
+    answers = update_answers(folder, assignment, fresh, everyone, course)
+    return run(answers, course, threshold) if compare else None
+
+
+def add_to_summary(out: Path, result: Similarity) -> Path:
+    """Write ``out/similarity.csv``, put the section into ``out/summary.html`` (before its end)
+    and the pairs' count into ``out/summary.json``."""
+    out = Path(out)
+    csv_path = write_csv(out / "similarity.csv", result)
+    page = out / "summary.html"
+    text = page.read_text(encoding="utf-8")
+    at = text.rfind("</body>")
+    section = render_section(result, csv_path.name)
+    page.write_text(text[:at] + section + text[at:] if at >= 0 else text + section, encoding="utf-8")
+    summary = out / "summary.json"
+    data = json.loads(summary.read_text(encoding="utf-8"))
+    data["similarity"] = {
+        "threshold": result.threshold,
+        "pairs": len(result.pairs),
+        "csv": csv_path.name,
+        "parts": {i.part: {"compared": i.compared, "short": len(i.short)} for i in result.parts},
+    }
+    summary.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    return csv_path
 
 
 def main(argv: list[str] | None = None) -> int:

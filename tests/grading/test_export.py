@@ -186,3 +186,13 @@ def test_bad_input_names_the_argument(tmp_path):
         X.read_roster(bad)
     with pytest.raises(ValueError, match="no student column"):
         X.read_roster(_write_csv(tmp_path / "r.csv", [["who", "what"], ["a", "b"]]))
+
+
+def test_write_for_class_reads_grades_csv(tmp_path):
+    with open(tmp_path / "grades.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(CANVAS_GRADES[0]))
+        w.writeheader()
+        w.writerows(CANVAS_GRADES)
+    path, problems = X.write_for_class("canvas", tmp_path, None, notebook=NB, assignment=ASSIGNMENT)
+    assert path == tmp_path / "canvas.csv" and problems == []
+    assert {r[1]: r[5] for r in _read(path)[2:]} == {"12345": "7.2", "4711": "", "999": "10"}

@@ -188,3 +188,23 @@ def test_bad_input_names_the_argument():
         S.compare_part(PART, [("a", "code")])
     with pytest.raises(TypeError, match="markdown"):
         S.task_code(None)
+
+
+def test_for_class_keeps_answers_and_a_shard_host_only_writes_them(tmp_path):
+    share = {s: ANSWERS[s] for s in ("s03", "c2", "s07")}
+    assert S.for_class(tmp_path / "a", "01_softmax", COURSE, share, set(share), compare=False) is None
+    assert S.load_answers([tmp_path / "a"])[2] == share
+    result = S.for_class(tmp_path / "b", "01_softmax", COURSE, share, set(share), compare=True)
+    assert [(p.student_a, p.student_b) for p in result.pairs] == [("c2", "s03")]
+
+
+def test_add_to_summary_puts_the_section_in_the_page_and_the_count_in_the_json(tmp_path):
+    (tmp_path / "summary.html").write_text("<html><body><h1>Grading summary</h1></body></html>")
+    (tmp_path / "summary.json").write_text(json.dumps({"assignment": "01_softmax"}))
+    result = S.run({s: ANSWERS[s] for s in ("s03", "c2", "s07")}, COURSE)
+    S.add_to_summary(tmp_path, result)
+    page = (tmp_path / "summary.html").read_text()
+    assert page.index("<h1>Grading summary") < page.index("id='similarity'") < page.index("</body>")
+    data = json.loads((tmp_path / "summary.json").read_text())
+    assert data["similarity"]["pairs"] == 1 and data["similarity"]["parts"][PART]["compared"] == 3
+    assert (tmp_path / "similarity.csv").is_file()
