@@ -72,6 +72,7 @@ K = 25  # characters of tokenised code per fingerprint (copydetect's default noi
 THRESHOLD = 0.9  # a pair is listed when this share of one answer's own code is in the other
 MIN_TOKENS = 60  # an answer with less code of its own than this is not evidence (tokenised characters)
 MIN_CLASS = 3  # the grading command compares classes of at least this many students by default
+MAX_CHARS = 64 * 1024  # an answer's first characters compared: the analysis is bounded per student
 ANSWERS_FILE = "answers.json"
 
 
@@ -98,6 +99,7 @@ class PartInfo:
     part: str
     compared: int = 0
     short: list = field(default_factory=list)  # students whose answer is too short to compare
+    cut: list = field(default_factory=list)  # students whose answer was longer than MAX_CHARS
 
 
 @dataclass
@@ -173,6 +175,9 @@ def compare_part(
     prints = {}
     for student in sorted(answers):
         code = answers[student]
+        if isinstance(code, str) and len(code) > MAX_CHARS:
+            code = code[:MAX_CHARS]
+            info.cut.append(student)
         fp = _fingerprint(code, ignored) if isinstance(code, str) and code.strip() else None
         if fp is None or fp.token_coverage < min_tokens:
             info.short.append(student)
@@ -405,7 +410,8 @@ def render_section(result: Similarity, csv_name: str = "similarity.csv") -> str:
             f"; <details style='display:inline'><summary>{len(info.short)} too short to be evidence"
             f"</summary>{e(', '.join(info.short))}</details>" if info.short else ""
         )
-        notes.append(f"<li><code>{e(info.part)}</code>: {info.compared} answers compared{short}</li>")
+        cut = f"; {len(info.cut)} longer than {MAX_CHARS // 1024} KiB, compared by their start" if info.cut else ""
+        notes.append(f"<li><code>{e(info.part)}</code>: {info.compared} answers compared{short}{cut}</li>")
     out.append("<ul>" + "".join(notes) + "</ul></section>")
     return "".join(out)
 

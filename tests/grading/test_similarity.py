@@ -208,3 +208,12 @@ def test_add_to_summary_puts_the_section_in_the_page_and_the_count_in_the_json(t
     data = json.loads((tmp_path / "summary.json").read_text())
     assert data["similarity"]["pairs"] == 1 and data["similarity"]["parts"][PART]["compared"] == 3
     assert (tmp_path / "similarity.csv").is_file()
+
+
+def test_a_huge_answer_is_compared_by_its_first_characters_only():
+    code = ANSWERS["s03"][PART]
+    huge = code + "\n" + "# padding\n" * (S.MAX_CHARS // 10)
+    result = S.run({"a": {PART: code}, "b": {PART: huge}}, COURSE)
+    assert result.parts[0].cut == ["b"]
+    assert [(p.student_a, p.student_b) for p in result.pairs] == [("a", "b")]
+    assert len(result.pairs[0].code_b) == S.MAX_CHARS
