@@ -12,18 +12,28 @@ A test that checks a claim of the source documents carries a marker::
 document makes it (paraphrased where needed, maths in ``$...$``), ``verdict`` one of
 :data:`VERDICTS`:
 
-* ``verified``: true as stated, and the test checks it over the whole domain it states;
+* ``verified``: true as stated, and the tests check it over the whole domain it states (every
+  size, shape, seed or published configuration the claim speaks of, drawn by hypothesis where
+  that fits); a claim about one instance (a published model, the source's own numbers) is
+  checked on that instance;
+* ``verified on``: true on the domain the tests span, which is narrower than the claim's (a
+  memory trace at a few sizes, a statistical check at a few dimensions); the appendix shows the
+  verdict as "verified on" followed by that domain, so the narrowing is never hidden;
 * ``corrected``: false as stated; ``correction`` gives the right statement, which the test checks,
   and the chapter that repeats the claim says so in a Correction box (``box``, its label);
 * ``clarified``: true under the source's own assumptions, but misleading without a caveat;
   ``correction`` gives the caveat, the test checks the claim together with it.
 
-``domain`` says over which inputs the test checks the claim (shapes, dtypes, edge sizes), so a
-reader can compare it with the generality of the claim. ``chapter`` is the chapter that repeats
-the claim; without it the chapter named after the test's module (``test_masking.py`` ->
+``domain`` says over which inputs the test checks the claim (shapes, dtypes, edge sizes, seeds,
+configurations), so a reader can compare it with the generality of the claim; every marker has
+one. A test that only illustrates a claim does not make it ``verified``: such a claim is
+``clarified`` (an analogy, with what exactly holds) or ``verified on`` its narrower domain.
+``chapter`` is the chapter that repeats the claim; without it the chapter named after the test's module (``test_masking.py`` ->
 ``04_masking``) is taken. Several markers with the same source and text are one claim decided by
 all their tests. A claim the book repeats but no test here can decide is listed in
-:data:`NOT_VERIFIABLE` with the reason.
+:data:`NOT_VERIFIABLE` with the reason, and with the verdict ``not verifiable here``: a verdict
+needs a test. Claims whose texts are nearly the same get the same verdict
+(:func:`near_identical_claims`) unless :data:`DISTINCT` says how they differ.
 
 The book's appendix "Claims and errata" is built from :func:`collect_claims` and from the outcome
 of the claim tests in the same build (:func:`run_claim_tests`), so a claim's verdict is shown
@@ -34,7 +44,9 @@ markers is static (``ast``): nothing is imported.
 from __future__ import annotations
 
 import ast
+import difflib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -42,7 +54,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-VERDICTS = ("verified", "corrected", "clarified")
+VERDICTS = ("verified", "verified on", "corrected", "clarified")
 UNVERIFIABLE = "not verifiable here"
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,20 +137,6 @@ NOT_VERIFIABLE = (
                  "checks that the result is the same (exactly the same maths) and that no "
                  "$L \\times S$ array is allocated, not the time; bench/ measures the Triton "
                  "kernel where a GPU is present."),
-    Claim("002 §9", "Mistral 7B interleaves sliding-window layers with full-attention layers",
-          "corrected", "Mistral 7B uses a sliding window of $W = 4096$ in every layer; tokens "
-          "farther back are reached through the stack of layers (a receptive field of about "
-          "$W$ per layer), not through full-attention layers.", "04_masking",
-          "corr-mistral-window", (),
-          reason="a fact about a published model's configuration, checked against Jiang et al. "
-                 "(2023), not something a test on this library can decide."),
-    Claim("003 §4.4", "RoPE gives better length extrapolation than absolute positions",
-          "corrected", "RoPE alone does not extrapolate well beyond the training length; ALiBi "
-          "was proposed (Press et al., 2022) precisely because sinusoidal and rotary encodings "
-          "degrade there. Long-context RoPE models rely on interpolating or rescaling the "
-          "frequencies.", "06_positional", "corr-rope-extrapolation", (),
-          reason="a claim about trained models' perplexity beyond their training length; it "
-                 "needs training runs at scale, which the book cites instead (Press et al., 2022)."),
     Claim("001 Multi-Head Attention", "Each head can learn different relationships (syntax, "
           "semantics, coreference, etc.)", UNVERIFIABLE, None, "12_induction", None, (),
           reason="syntax, semantics and coreference are relations of natural language: deciding "
@@ -147,6 +145,84 @@ NOT_VERIFIABLE = (
                  "heads specialising (previous-token, induction, sink) but cannot test these "
                  "linguistic labels."),
 )
+
+
+#: Claims whose texts are nearly the same but which say different things, so their verdicts may
+#: differ: (the start of one text, the start of the other, what separates them).
+DISTINCT = (
+    (r"Self-attention: $Q = K = V = X$, $\mathrm{attn}", "Self-attention: $Q = K = V = X$",
+     "the first adds that the weights are the similarity of the tokens themselves, which is "
+     "wrong; the second is right as the arguments of the projections"),
+    ("Learned patterns: different layers learn", "Early layers attend locally",
+     "the first states the layer order as a general insight, which is wrong; the second "
+     "reports it as an observation about trained models"),
+    ("Linear attention: $O(nd^2)$ instead", "Linear attention: two products",
+     "the first counts $O(nd^2)$, which is right; the second concludes $O(nd)$, which is not"),
+    ("Memory: $O(n^2)$ for the attention matrix", "The $O(n^2)$ attention matrix is the main",
+     "the first states the size of the stored matrix, which is right; the second ranks it the "
+     "main memory cost, which decoding contradicts"),
+)
+
+#: How alike two claim texts must be to count as one claim: the ratio of
+#: :class:`difflib.SequenceMatcher` and the share of common words, both at least this.
+NEAR_IDENTICAL = 0.42
+
+
+def _words(text: str) -> str:
+    """The words and numbers of a claim text, lower case; TeX commands and one-letter symbols,
+    which every formula shares, dropped."""
+    return " ".join(re.findall(r"[a-z0-9]{2,}", re.sub(r"\\[A-Za-z]+", " ", text).lower()))
+
+
+def _declared_distinct(a: str, b: str, distinct) -> bool:
+    return any((a.startswith(x) and b.startswith(y)) or (a.startswith(y) and b.startswith(x))
+               for x, y, _ in distinct)
+
+
+def near_identical_claims(claims: list[Claim], distinct=DISTINCT) -> list[tuple[Claim, Claim]]:
+    """Pairs of claims whose texts say nearly the same, except the pairs ``distinct`` names."""
+    pairs = []
+    for i, a in enumerate(claims):
+        wa = _words(a.text)
+        for b in claims[i + 1:]:
+            wb = _words(b.text)
+            ratio = difflib.SequenceMatcher(None, wa, wb).ratio()
+            common = len(set(wa.split()) & set(wb.split())) / len(set(wa.split()) | set(wb.split()))
+            if min(ratio, common) >= NEAR_IDENTICAL and not _declared_distinct(a.text, b.text, distinct):
+                pairs.append((a, b))
+    return pairs
+
+
+def _asserts(node: ast.AST, helpers: dict[str, ast.FunctionDef], seen: set[str]) -> bool:
+    """Whether ``node`` asserts: an ``assert``, a call of ``assert*`` or ``pytest.raises``, or a
+    call of a helper of the same module that does."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assert):
+            return True
+        if isinstance(sub, ast.Call):
+            f = sub.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name.startswith(("assert", "check_gradient")) or name in ("raises", "warns"):
+                return True
+            if name in helpers and name not in seen:
+                seen.add(name)
+                if _asserts(helpers[name], helpers, seen):
+                    return True
+    return False
+
+
+def claim_tests_without_assertions(tests_dir: str | Path | None = None) -> list[str]:
+    """The claim tests whose body (or a helper it calls) asserts nothing."""
+    tests_dir = Path(tests_dir) if tests_dir else Path(__file__).resolve().parent
+    missing = []
+    for path in sorted({m.test.partition("::")[0] for m in collect_markers(tests_dir)}):
+        tree = ast.parse((tests_dir.parent / path).read_text())
+        helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        for m in collect_markers(tests_dir):
+            name = m.test.partition("::")[2]
+            if m.test.startswith(path + "::") and not _asserts(helpers[name], helpers, {name}):
+                missing.append(m.test)
+    return sorted(set(missing))
 
 
 def _const(node):
@@ -221,19 +297,24 @@ def inconsistent_groups(tests_dir: str | Path | None = None) -> list[str]:
     return problems
 
 
-def run_claim_tests(root: str | Path = ROOT, *, timeout: float = 300) -> dict[str, str]:
-    """Run every test that carries a claim marker; return ``{test id: outcome}``.
+def run_claim_tests(root: str | Path = ROOT, *, timeout: float = 300, only=None) -> dict[str, str]:
+    """Run every test that carries a claim marker (or those of them whose ids ``only`` lists);
+    return ``{test id: outcome}``.
 
     The outcome of a parametrised test is ``passed`` only when every case passed; otherwise it
     is the first of ``failed``, ``error``, ``skipped`` found. pytest runs in a subprocess with
-    ``-m claim -p no:cacheprovider`` on the files that hold claim markers, and its JUnit XML
-    report is read back; a test id that does not appear in the report is ``not run``.
+    ``-m claim -p no:cacheprovider`` on the files that hold claim markers (or on the tests of
+    ``only``), and its JUnit XML report is read back; a test id that does not appear in the
+    report is ``not run``.
     """
     root = Path(root)
     markers = collect_markers(root / "tests")
+    if only is not None:
+        wanted = set(only)
+        markers = [m for m in markers if m.test in wanted]
     if not markers:
         return {}
-    files = sorted({m.test.partition("::")[0] for m in markers})
+    files = sorted({m.test if only is not None else m.test.partition("::")[0] for m in markers})
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "claims.xml"
         cmd = [sys.executable, "-m", "pytest", *files, "-m", "claim", "-q", "-p", "no:cacheprovider",

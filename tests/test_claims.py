@@ -9,8 +9,9 @@ covers, a chapter of the book, and a Correction box that exists in that chapter.
 import re
 from pathlib import Path
 
-from claims import CHAPTERS, NOT_VERIFIABLE, UNVERIFIABLE, VERDICTS, collect_claims, collect_markers, \
-    inconsistent_groups, run_claim_tests
+from claims import CHAPTERS, DISTINCT, NOT_VERIFIABLE, UNVERIFIABLE, VERDICTS, Claim, \
+    claim_tests_without_assertions, collect_claims, collect_markers, inconsistent_groups, \
+    near_identical_claims, run_claim_tests
 
 SEEDS = {"000", "001", "002", "003", "004"}
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,9 +30,12 @@ def test_every_claim_marker_is_well_formed():
         assert m.text and len(m.text) > 10, f"{m.test}: the claim text is missing"
         assert m.verdict in VERDICTS, f"{m.test}: verdict {m.verdict!r} is not one of {VERDICTS}"
         assert m.chapter in CHAPTERS, f"{m.test}: chapter {m.chapter!r} is not a chapter of the book"
-        if m.verdict != "verified":
+        assert m.domain and len(m.domain) > 15, f"{m.test}: the marker must say what its test spans (domain=...)"
+        if m.verdict in ("corrected", "clarified"):
             assert m.correction, f"{m.test}: a {m.verdict} claim must state the correction or caveat"
             assert m.box, f"{m.test}: a {m.verdict} claim must name its Correction box (box=...)"
+        else:
+            assert not m.correction, f"{m.test}: a {m.verdict} claim has no correction"
 
 
 def test_every_correction_box_a_marker_names_exists_in_its_chapter():
@@ -53,13 +57,66 @@ def test_claims_are_in_chapter_order():
     assert chapters == sorted(chapters)
 
 
-def test_unverifiable_claims_say_why():
+def test_unverifiable_claims_say_why_and_every_verdict_has_a_test():
     for c in NOT_VERIFIABLE:
         assert c.reason and len(c.reason) > 40 and not c.tests
         assert c.chapter in CHAPTERS
-        assert c.verdict in (*VERDICTS, UNVERIFIABLE)
+        assert c.verdict == UNVERIFIABLE, f"{c.text!r}: a claim with no test has no verdict ({c.verdict})"
         if c.box:
             assert c.box in _labels(c.chapter), f"{c.text!r}: no box ({c.box})= in book/{c.chapter}.md"
+    for c in collect_claims(Path(__file__).parent):
+        assert (c.verdict == UNVERIFIABLE) == (not c.tests), f"{c.source} {c.text!r}: {c.verdict} with {len(c.tests)} tests"
+
+
+def test_every_claim_test_asserts():
+    assert claim_tests_without_assertions(Path(__file__).parent) == []
+
+
+def test_a_claim_test_that_asserts_nothing_is_found(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_sample.py").write_text(
+        "import pytest\n"
+        "def _check(x):\n    assert x\n"
+        "def _show(x):\n    print(x)\n"
+        "@pytest.mark.claim('001 X', 'checked by a helper', 'verified', domain='one case')\n"
+        "def test_helper():\n    _check(1)\n"
+        "@pytest.mark.claim('001 X', 'an error is checked', 'verified', domain='one case')\n"
+        "def test_raises():\n    with pytest.raises(ValueError):\n        int('x')\n"
+        "@pytest.mark.claim('001 X', 'only shown', 'verified', domain='one case')\n"
+        "def test_shown():\n    _show(1)\n")
+    assert claim_tests_without_assertions(tmp_path / "tests") == ["tests/test_sample.py::test_shown"]
+
+
+def test_near_identical_claims_get_the_same_verdict_and_one_chapter_lists_them_once():
+    claims = collect_claims(Path(__file__).parent)
+    for a, b in near_identical_claims(claims):
+        assert a.verdict == b.verdict, (
+            f"{a.source} {a.text!r} is {a.verdict} but the near-identical {b.source} {b.text!r} is "
+            f"{b.verdict}: give them one verdict, or say in claims.DISTINCT how they differ")
+        assert (a.source, a.chapter) != (b.source, b.chapter), (
+            f"{a.source} {a.text!r} and {b.text!r}: one claim in two rows of {a.chapter}; use one text")
+
+
+def test_each_declared_distinct_pair_names_two_near_identical_claims():
+    claims = collect_claims(Path(__file__).parent)
+    for first, second, why in DISTINCT:
+        a = [c for c in claims if c.text.startswith(first)]
+        b = [c for c in claims if c.text.startswith(second) and c not in a]
+        assert len(a) == 1 and len(b) == 1, f"DISTINCT names no single pair: {first!r}, {second!r}"
+        assert len(why) > 30, "say what separates the two claims"
+        # the declaration is needed (the pair counts as near-identical without it) and it works
+        assert near_identical_claims([a[0], b[0]], distinct=()) == [(a[0], b[0])]
+        assert near_identical_claims([a[0], b[0]]) == []
+
+
+def test_near_identical_claims_are_found_and_different_claims_are_not():
+    def claim(text, verdict="verified"):
+        return Claim("001 X", text, verdict, None, "01_softmax", None, (("t", "d"),))
+
+    same = [claim("Sliding-window attention costs $O(nw)$"), claim("Sliding window attention: $O(nw)$ complexity")]
+    assert len(near_identical_claims(same)) == 1
+    other = [claim("Softmax preserves the order of the logits"), claim("The softmax Jacobian is $J = \\operatorname{diag}(p) - p p^\\top$")]
+    assert near_identical_claims(other) == []
 
 
 def test_the_run_reports_each_claim_tests_outcome_and_a_failure_is_not_hidden(tmp_path):

@@ -364,24 +364,33 @@ def test_attention_matrix_bytes_checks_the_memory_arithmetic(L, H, bytes_per_ele
 
 @pytest.mark.claim(
     "002 §5.2",
-    "Storing the attention matrix $A$ takes $O(n^2)$ memory, the main bottleneck; total "
-    "$O(n^2 + nd)$",
+    "Storing the attention matrix $A$ takes $O(n^2)$ memory; total $O(n^2 + nd)$",
     "verified",
-    domain=r"$B = 2$, $H = 3$, $L = 5 \ne S = 7$: the bytes of the stored weights")
+    domain=r"$1 \le B, H \le 3$, $1 \le L, S \le 12$ ($L \ne S$ included), $1 \le D, D_v \le 5$, "
+           "hypothesis: the bytes plain attention keeps for its backward")
 @pytest.mark.claim(
     "003 §5.1",
     "Space complexity $O(n^2)$ (attention weight matrix)",
     "verified",
-    domain=r"$B = 2$, $H = 3$, $L = 5 \ne S = 7$: the bytes of the stored weights")
+    domain=r"$1 \le B, H \le 3$, $1 \le L, S \le 12$ ($L \ne S$ included), $1 \le D, D_v \le 5$, "
+           "hypothesis: the bytes plain attention keeps for its backward")
 @pytest.mark.claim(
     "000 Complexity Analysis",
     "Space: the attention matrix $A$ takes $O(n m)$",
     "verified",
-    domain=r"$B = 2$, $H = 3$, $L = 5 \ne S = 7$: the bytes of the stored weights")
-def test_attention_matrix_bytes_matches_the_probs_plain_attention_keeps():
-    q, k, v = random_qkv(B=2, H=3, L=5, S=7, D=4, seed=18)
+    domain=r"$1 \le B, H \le 3$, $1 \le L, S \le 12$ ($L \ne S$ included), $1 \le D, D_v \le 5$, "
+           "hypothesis: the bytes plain attention keeps for its backward")
+@settings(max_examples=40, deadline=None)
+@given(B=st.integers(1, 3), H=st.integers(1, 3), L=st.integers(1, 12), S=st.integers(1, 12),
+       D=st.integers(1, 5), D_v=st.integers(1, 5))
+def test_attention_matrix_bytes_matches_the_probs_plain_attention_keeps(B, H, L, S, D, D_v):
+    q, k, v = random_qkv(B=B, H=H, L=L, S=S, D=D, D_v=D_v, seed=18)
     _, cache = scaled_dot_product_attention(q, k, v)
-    assert cache.probs.nbytes == attention_matrix_bytes(5, 7, H=3, B=2, bytes_per_elem=8)
+    matrix = attention_matrix_bytes(L, S, H=H, B=B, bytes_per_elem=8)
+    assert cache.probs.nbytes == matrix == 8 * B * H * L * S  # O(n m) per head
+    # everything the backward keeps: the L x S weights plus the n x d inputs
+    kept = sum(a.nbytes for a in (cache.q, cache.k, cache.v, cache.probs))
+    assert kept == 8 * B * H * (L * S + L * D + S * D + S * D_v)
 
 
 # --------------------------------------------------------------------------- bad input

@@ -549,6 +549,46 @@ def test_a_window_mask_allows_at_most_n_times_w_pairs(n, w):
     assert allowed <= n * w
 
 
+#: Mistral 7B (Jiang et al., 2023, Table 1): 32 layers, every one with a causal window of 4096.
+MISTRAL_LAYERS, MISTRAL_WINDOW = 32, 4096
+
+
+@pytest.mark.claim(
+    "002 §9",
+    "Mistral 7B interleaves sliding-window layers with full-attention layers",
+    "corrected",
+    correction="Mistral 7B uses a sliding window of $W = 4096$ in every layer; tokens farther "
+               r"back are reached through the stack of layers: after $\ell$ windowed layers "
+               r"position $i$ depends on positions $i - \ell (W - 1)$ to $i$, about "
+               "131 000 tokens back after its 32 layers, with no full-attention layer.",
+    domain=r"stacks of $1 \le \ell \le 4$ residual windowed self-attention layers with random "
+           r"weights, $1 \le n \le 12$ tokens, windows $1 \le w \le 5$, width 3: which inputs "
+           r"each output depends on (autograd), against $[\, 0 \le i - j \le \ell (w - 1) \,]$, "
+           "hypothesis; the reach at Mistral 7B's published $W$ and layer count",
+    chapter="04_masking",
+    box="corr-mistral-window")
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 12), w=st.integers(1, 5), layers=st.integers(1, 4),
+       seed=st.integers(0, 2**16))
+def test_stacked_window_layers_reach_layers_times_window_minus_one_back(n, w, layers, seed):
+    rng = np.random.default_rng(seed)
+    weights = [torch.from_numpy(0.5 * rng.standard_normal((3, 3, 3))) for _ in range(layers)]
+    allowed = torch.from_numpy(sliding_window_mask(n, w))  # (n, n)
+
+    def stack(x):  # (n, 3): residual windowed self-attention layers, as in a decoder
+        for wq_wk_wv in weights:
+            q, k, v = (x @ m for m in wq_wk_wv)
+            x = x + F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        return x
+
+    jac = torch.autograd.functional.jacobian(stack, torch.from_numpy(rng.standard_normal((n, 3))))
+    depends = (jac.abs().sum(dim=(1, 3)) > 0).numpy()  # (n, n): output i reads input j
+    distance = np.arange(n)[:, None] - np.arange(n)[None, :]
+    assert np.array_equal(depends, (distance >= 0) & (distance <= layers * (w - 1)))
+    reach = MISTRAL_LAYERS * (MISTRAL_WINDOW - 1)
+    assert 130_000 < reach < 132_000
+
+
 @SETTINGS
 @given(t=st.integers(0, 6), L=st.integers(1, 6), seed=st.integers(0, 2**16))
 def test_bottom_right_mask_reproduces_the_last_rows_of_full_causal_attention(t, L, seed):
