@@ -21,6 +21,8 @@ __all__ = [
     "check_alignment",
     "check_bool",
     "check_bool_mask",
+    "check_finite",
+    "check_logits",
     "check_float_dtype",
     "check_int",
     "check_int_array",
@@ -43,7 +45,8 @@ BoolArray = NDArray[np.bool_]
 
 
 def as_array(
-    x: object, name: str, *, ndim: int | tuple[int, ...] | None = None, allow_int: bool = False
+    x: object, name: str, *, ndim: int | tuple[int, ...] | None = None, allow_int: bool = False,
+    finite: bool = False,
 ) -> FloatArray:
     """Return ``x`` as a floating NumPy array, or raise a clear error.
 
@@ -58,6 +61,8 @@ def as_array(
     allow_int : bool
         Accept integer input (converted to float64). Default: only floating input is accepted
         from arrays; Python lists of numbers are always converted to float64.
+    finite : bool
+        Refuse NaN and infinities (:func:`check_finite`).
     """
     if isinstance(x, (str, bytes)) or x is None:
         raise TypeError(f"{name} must be a numeric array, got {type(x).__name__}")
@@ -81,7 +86,32 @@ def as_array(
         if x.ndim not in accepted:
             want = " or ".join(str(a) for a in accepted)
             raise ValueError(f"{name} must have {want} dimensions, got shape {x.shape}")
+    if finite:
+        check_finite(x, name)
     return x
+
+
+def check_finite(x: object, name: str, *, hint: str = "") -> None:
+    """Raise ``ValueError`` naming ``name`` if the numeric array ``x`` holds NaN or an infinity.
+
+    ``hint`` is appended to the message (what to do instead).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    if not isinstance(x, np.ndarray) or x.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real numeric NumPy array, got {type(x).__name__} "
+                        f"{getattr(x, 'dtype', '')}".rstrip())
+    if x.size and not np.isfinite(x).all():
+        kind = "NaN" if np.isnan(x).any() else "an infinity"
+        raise ValueError(f"{name} contains {kind}; it must be finite{hint}")
+
+
+def check_logits(x: FloatArray, name: str) -> None:
+    """Logits may be ``-inf`` (a masked entry) but never NaN or ``+inf``: raise naming ``name``."""
+    if np.isnan(x).any():
+        raise ValueError(f"{name} contains NaN")
+    if np.isposinf(x).any():
+        raise ValueError(f"{name} contains +inf; only -inf (a masked entry) is allowed")
 
 
 def check_int(value: object, name: str, *, minimum: int | None = None) -> int:

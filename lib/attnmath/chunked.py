@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_array, check_axis, check_bool, check_positive_int
+from ._validate import as_array, check_axis, check_bool, check_logits, check_positive_int
 from .core import prepare, softmax_rows_inplace, work_dtype
 
 __all__ = [
@@ -130,14 +130,14 @@ def _online_max_and_sum(x: np.ndarray, block_size: int):
     return m, total
 
 
-def _prepare_rows(x, axis, block_size, what: str):
+def _prepare_rows(x, axis, block_size):
     x = as_array(x, "x", allow_int=True)
     if x.ndim == 0:
         raise ValueError("x must have at least 1 dimension, got a scalar")
     axis = check_axis(axis, x.ndim)
     block_size = check_positive_int(block_size, "block_size")
     if np.isnan(x).any():
-        raise ValueError(f"x contains NaN (the {what} input)")
+        raise ValueError("x contains NaN")
     xw = np.moveaxis(x.astype(work_dtype(x), copy=False), axis, -1)  # (..., n)
     return x, xw, axis, block_size
 
@@ -179,9 +179,8 @@ def online_softmax(x, *, block_size: int, axis: int = -1) -> np.ndarray:
     ``-inf`` (no distribution) and ``+inf`` or NaN entries raise ``ValueError``.
     Oracle: :func:`attnmath.softmax.softmax`, for every block size from 1 to ``n``.
     """
-    x, xw, axis, block_size = _prepare_rows(x, axis, block_size, "softmax")
-    if np.isposinf(xw).any():
-        raise ValueError("x contains +inf; only -inf (a masked entry) is allowed in a softmax input")
+    x, xw, axis, block_size = _prepare_rows(x, axis, block_size)
+    check_logits(xw, "x")
     m, total = _online_max_and_sum(xw, block_size)  # (...,), (...,)
     if np.isneginf(m).any():
         raise ValueError(
@@ -221,7 +220,7 @@ def online_logsumexp(x, *, block_size: int, axis: int = -1, keepdims: bool = Fal
     :func:`attnmath.softmax.logsumexp` and ``torch.logsumexp``.
     """
     keepdims = check_bool(keepdims, "keepdims")
-    x, xw, axis, block_size = _prepare_rows(x, axis, block_size, "logsumexp")
+    x, xw, axis, block_size = _prepare_rows(x, axis, block_size)
     m, total = _online_max_and_sum(xw, block_size)  # (...,), (...,)
     shift = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore"):

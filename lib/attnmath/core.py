@@ -37,7 +37,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._validate import (ALIGNMENTS, as_array, check_alignment, check_bool, check_positive_int,
+from ._validate import check_finite as _check_finite
+from ._validate import (ALIGNMENTS, as_array, check_alignment, check_bool, check_logits, check_positive_int,
                         check_qkv, check_scale, work_dtype)
 from .masking import broadcast_mask
 
@@ -69,17 +70,8 @@ class AttentionGrads(NamedTuple):
 
 
 def check_finite(x: np.ndarray, name: str) -> None:
-    """Raise ``ValueError`` naming ``name`` if ``x`` holds NaN or an infinity."""
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {type(name).__name__}")
-    if not isinstance(x, np.ndarray) or not np.issubdtype(x.dtype, np.number):
-        raise TypeError(f"x must be a numeric NumPy array, got {type(x).__name__}")
-    if x.size and not np.isfinite(x).all():
-        kind = "NaN" if np.isnan(x).any() else "an infinity"
-        raise ValueError(
-            f"{name} contains {kind}; attention inputs must be finite (mask entries with `mask` "
-            "or a -inf `bias` instead)"
-        )
+    """Raise ``ValueError`` naming ``name`` if ``x`` holds NaN or an infinity (attention inputs)."""
+    _check_finite(x, name, hint=" (mask entries with `mask` or a -inf `bias` instead)")
 
 
 def check_causal(causal, causal_alignment) -> tuple[bool, str]:
@@ -92,9 +84,12 @@ def grouped(x: np.ndarray, H_kv: int) -> np.ndarray:
 
     For queries this puts the query heads that share a key/value head on their own axis; keys
     and values, ``(..., H_kv, n, d)``, get an axis of size one there (``H_kv = H``). Plain
-    ``(n, d)`` matrices get two leading axes of size one (``H_kv`` must then be 1).
+    ``(n, d)`` matrices get two leading axes of size one (``H_kv`` must then be 1). Any dtype
+    (boolean keep masks too); values are moved as they are, NaN included.
     """
-    if not isinstance(x, np.ndarray) or x.ndim < 2:
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"x must be a NumPy array, got {type(x).__name__}")
+    if x.ndim < 2:
         raise ValueError(f"x must be an array of shape (..., H, n, d) or (n, d), got {np.shape(x)}")
     H_kv = check_positive_int(H_kv, "H_kv")
     if x.ndim == 2:
@@ -142,6 +137,7 @@ def softmax_rows_inplace(x: np.ndarray) -> None:
                         f"{getattr(x, 'dtype', '')}")
     if x.ndim == 0:
         raise ValueError("x must have at least 1 dimension (the softmax axis), got a scalar")
+    check_logits(x, "x")
     if x.shape[-1] == 0:
         return
     m = np.max(x, axis=-1, keepdims=True)  # (..., 1)
@@ -187,9 +183,11 @@ class Problem(NamedTuple):
 
     def allowed(self, rows: slice, cols: slice, shape) -> np.ndarray | None:
         """Boolean tile ``shape = (..., H_kv, g, l, s)`` of what may be attended; ``None``: all."""
-        i0, i1, _ = rows.indices(self.L)
-        j0, j1, _ = cols.indices(self.S)
-        allowed = None
+        i0, i1 = _check_tile(rows, "rows", self.L)
+        j0, j1 = _check_tile(cols, "cols", self.S)
+        if not isinstance(shape, tuple) or tuple(shape[-2:]) != (i1 - i0, j1 - j0):
+            raise ValueError(f"shape must be a tuple ending in (l, s) = ({i1 - i0}, {j1 - j0}), got {shape!r}")
+        allowed: np.ndarray | None = None
         if self.causal or self.window is not None:
             i = np.arange(i0, i1)[:, None] + self.offset  # (l, 1): the key each query sits on
             j = np.arange(j0, j1)[None, :]  # (1, s)
@@ -210,6 +208,12 @@ class Problem(NamedTuple):
 
         ``q_rows`` is ``q5[..., rows, :]`` (passed in so that a caller can reuse it).
         """
+        i0, i1 = _check_tile(rows, "rows", self.L)
+        want = self.q5.shape[:-2] + (i1 - i0, self.q5.shape[-1])
+        if not isinstance(q_rows, np.ndarray) or q_rows.shape != want:
+            raise ValueError(f"q_rows must be q5[..., rows, :] of shape {want}, got {np.shape(q_rows)}")
+        check_finite(q_rows, "q_rows")
+        _check_tile(cols, "cols", self.S)
         tile = q_rows @ np.swapaxes(self.k5[..., cols, :], -1, -2)  # (..., H_kv, g, l, s)
         tile *= self.scale
         if self.bias is not None:
@@ -220,8 +224,27 @@ class Problem(NamedTuple):
         return tile
 
     def finish(self, out5: np.ndarray) -> np.ndarray:
-        """Output ``(..., H_kv, g, L, D_v)`` back to ``(..., H, L, D_v)`` in the input dtype."""
+        """Output ``(..., H_kv, g, L, D_v)`` back to ``(..., H, L, D_v)`` in the input dtype.
+
+        Values are moved as they are (NaN passes through)."""
+        want = self.q5.shape[:-1] + (self.v5.shape[-1],)
+        out5 = as_array(out5, "out5")
+        if out5.shape != want:
+            raise ValueError(f"out5 must have shape (..., H_kv, g, L, D_v) = {want}, got {np.shape(out5)}")
         return out5.reshape(self.out_shape).astype(self.out_dtype, copy=False)
+
+
+def _check_tile(rows: object, name: str, n: int) -> tuple[int, int]:
+    """``(start, stop)`` of a tile: a step-1 slice of ``range(n)``."""
+    if not isinstance(rows, slice):
+        raise TypeError(f"{name} must be a slice, got {type(rows).__name__}")
+    try:
+        start, stop, step = rows.indices(n)
+    except TypeError:
+        raise TypeError(f"{name} must be a slice of integers, got {rows!r}") from None
+    if step != 1:
+        raise ValueError(f"{name} must be a slice with step 1, got {rows!r}")
+    return start, max(start, stop)
 
 
 def _check_window(window) -> int | None:
@@ -280,6 +303,11 @@ def prepare(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = False,
 
 def check_cache(cache, cls: type, forward: str, backward: str):
     """Raise ``TypeError`` unless ``cache`` is a ``cls`` (the forward's cache), naming both."""
+    if not isinstance(cls, type):
+        raise TypeError(f"cls must be a class, got {type(cls).__name__}")
+    for name, value in (("forward", forward), ("backward", backward)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a function's name (str), got {type(value).__name__}")
     if not isinstance(cache, cls):
         raise TypeError(
             f"cache must be the {cls.__name__} returned by {forward}, got "

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import FloatArray, as_array, check_positive_int, check_real, check_seed
+from ._validate import FloatArray, as_array, check_finite, check_positive_int, check_real, check_seed
 from .multihead import MultiHeadParams, init_multihead_params, self_attention
 
 __all__ = [
@@ -60,11 +60,10 @@ def layer_norm(
     x = as_array(x, "x")
     if x.ndim == 0 or x.shape[-1] == 0:
         raise ValueError(f"x must have shape (..., C) with C >= 1, got shape {x.shape}")
-    if not np.isfinite(x).all():
-        raise ValueError("x contains NaN or infinity")
+    check_finite(x, "x")
     C = x.shape[-1]
-    gamma = as_array(gamma, "gamma", ndim=1)
-    beta = as_array(beta, "beta", ndim=1)
+    gamma = as_array(gamma, "gamma", ndim=1, finite=True)
+    beta = as_array(beta, "beta", ndim=1, finite=True)
     if gamma.shape != (C,) or beta.shape != (C,):
         raise ValueError(f"gamma and beta must have shape (C,) = ({C},), got {gamma.shape} and {beta.shape}")
     eps = check_real(eps, "eps", positive=True)
@@ -103,11 +102,11 @@ def feed_forward(
     """
     if activation not in ("relu", "gelu"):
         raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
-    x = as_array(x, "x")
+    x = as_array(x, "x", finite=True)
     if x.ndim == 0:
         raise ValueError("x must have shape (..., C), got a scalar")
-    w_1 = as_array(w_1, "w_1", ndim=2)
-    w_2 = as_array(w_2, "w_2", ndim=2)
+    w_1 = as_array(w_1, "w_1", ndim=2, finite=True)
+    w_2 = as_array(w_2, "w_2", ndim=2, finite=True)
     if w_1.shape[0] != x.shape[-1] or w_2.shape != (w_1.shape[1], w_1.shape[0]):
         raise ValueError(
             f"w_1 must have shape (C, F) and w_2 (F, C) with C={x.shape[-1]}, got {w_1.shape} and {w_2.shape}"
@@ -130,7 +129,7 @@ def _check_bias(b: ArrayLike | None, name: str, size: int) -> FloatArray | None:
     """A bias is one vector shared by every position: shape ``(size,)``, never per row."""
     if b is None:
         return None
-    b = as_array(b, name)
+    b = as_array(b, name, finite=True)
     if b.shape != (size,):
         raise ValueError(f"{name} must have shape ({size},) (one bias for every position), got {b.shape}")
     return b
@@ -229,7 +228,7 @@ def encoder_block_forward(
     ``torch.nn.TransformerEncoderLayer(batch_first=True, norm_first=False)``. The pre-norm
     variant is :func:`pre_norm_encoder_block_forward`.
     """
-    x = as_array(x, "x", ndim=3)
+    x = as_array(x, "x", ndim=3, finite=True)
     attn, ffn, ln1, ln2 = _encoder_sublayers(params, H, mask, activation, eps)
     y = ln1(x + attn(x))  # (B, L, C)
     return ln2(y + ffn(y))  # (B, L, C)
@@ -256,7 +255,7 @@ def pre_norm_encoder_block_forward(
     :class:`attnmath.nn.TransformerEncoderBlock` with ``norm_first=True`` and of
     ``torch.nn.TransformerEncoderLayer(norm_first=True)``.
     """
-    x = as_array(x, "x", ndim=3)
+    x = as_array(x, "x", ndim=3, finite=True)
     attn, ffn, ln1, ln2 = _encoder_sublayers(params, H, mask, activation, eps)
     y = x + attn(ln1(x))  # (B, L, C)
     return y + ffn(ln2(y))  # (B, L, C)

@@ -493,7 +493,7 @@ class FastMemory:
         n = check_positive_int(n, "n", allow_zero=True)
         if self.held + n > self.M:
             raise ValueError(
-                f"fast memory overflow: a block of {n} elements on top of the {self.held} held "
+                f"fast memory overflow: a block of n = {n} elements on top of the {self.held} held "
                 f"needs {self.held + n} > M = {self.M} elements; use smaller blocks "
                 f"(block_r, block_c) or a larger M"
             )

@@ -51,6 +51,8 @@ from ._validate import (
     FloatArray,
     as_array,
     as_rng,
+    check_bool,
+    check_heads,
     check_int,
     check_int_array,
     check_positive_int,
@@ -209,7 +211,7 @@ def repeated_batch(B: int, T: int, V: int, seed: int | np.random.Generator, *,
 
 
 def _check_pattern(probs: ArrayLike, min_L: int = 1) -> FloatArray:
-    probs = as_array(probs, "probs")
+    probs = as_array(probs, "probs", finite=True)
     if probs.ndim < 2 or probs.shape[-1] != probs.shape[-2]:
         raise ValueError(f"probs must have shape (..., L, L), got {probs.shape}")
     if probs.shape[-1] < min_L:
@@ -347,10 +349,10 @@ def ov_circuit(W_E: ArrayLike, W_V: ArrayLike, W_O: ArrayLike, W_U: ArrayLike) -
     -------
     M : ndarray, shape (V, V)
     """
-    W_E = as_array(W_E, "W_E", ndim=2)
-    W_V = as_array(W_V, "W_V", ndim=2)
-    W_O = as_array(W_O, "W_O", ndim=2)
-    W_U = as_array(W_U, "W_U", ndim=2)
+    W_E = as_array(W_E, "W_E", ndim=2, finite=True)
+    W_V = as_array(W_V, "W_V", ndim=2, finite=True)
+    W_O = as_array(W_O, "W_O", ndim=2, finite=True)
+    W_U = as_array(W_U, "W_U", ndim=2, finite=True)
     V, C = W_E.shape
     D = W_V.shape[1]
     if W_V.shape[0] != C:
@@ -487,6 +489,7 @@ class AttentionOnlyTransformer(nn.Module):
         V = check_int(V, "V", minimum=2)
         n_ctx = check_positive_int(n_ctx, "n_ctx")
         n_layers = check_positive_int(n_layers, "n_layers")
+        C, H, _ = check_heads(C, H)
         self.V, self.n_ctx = V, n_ctx
         self.embed = nn.Embedding(V, C)
         self.pos = nn.Embedding(n_ctx, C)
@@ -515,9 +518,13 @@ class AttentionOnlyTransformer(nn.Module):
         if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long \
                 or tokens.dim() != 2:
             raise TypeError("tokens must be a 2-d torch.LongTensor (B, L)")
+        need_weights = check_bool(need_weights, "need_weights")
         B, L = tokens.shape
         if L > self.n_ctx:
             raise ValueError(f"tokens has length L={L} > n_ctx={self.n_ctx}")
+        if tokens.numel() and not (0 <= int(tokens.min()) and int(tokens.max()) < self.V):
+            raise ValueError(f"tokens must lie in [0, V) = [0, {self.V}), got "
+                             f"[{int(tokens.min())}, {int(tokens.max())}]")
         x = self.embed(tokens) + self.pos.weight[:L]  # (B, L, C)
         patterns = []
         for layer in self.layers:
@@ -536,7 +543,10 @@ class AttentionOnlyTransformer(nn.Module):
 
         Row ``a``, column ``b`` of head ``h`` is :func:`ov_circuit` with this model's weights.
         """
-        mha = self.layers[check_int(layer, "layer", minimum=0)]
+        layer = check_int(layer, "layer", minimum=0)
+        if layer >= len(self.layers):
+            raise ValueError(f"layer must be < n_layers = {len(self.layers)}, got {layer}")
+        mha = self.layers[layer]
         assert isinstance(mha, MultiHeadAttention)
         H, D, C = mha.H, mha.D, mha.C
         w = mha.in_proj_weight.detach().double().numpy()  # (3 C, C), rows q | k | v

@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike
 from ._validate import (
     FloatArray,
     as_array,
+    check_finite,
     check_int,
     check_int_array,
     check_positive_int,
@@ -160,13 +161,10 @@ def softmax_gating(x: ArrayLike, w_g: ArrayLike) -> FloatArray:
     add tunable Gaussian noise to the logits during training; that is a separate regulariser
     and is not applied here. Oracle: ``torch.softmax(x @ w_g, -1)``.
     """
-    x = as_array(x, "x", ndim=2)
-    w_g = as_array(w_g, "w_g", ndim=2)
+    x = as_array(x, "x", ndim=2, finite=True)
+    w_g = as_array(w_g, "w_g", ndim=2, finite=True)
     if w_g.shape[0] != x.shape[1] or w_g.shape[1] == 0:
         raise ValueError(f"w_g must have shape (C={x.shape[1]}, E) with E >= 1 experts, got {w_g.shape}")
-    for name, a in (("x", x), ("w_g", w_g)):
-        if not np.isfinite(a).all():
-            raise ValueError(f"{name} contains NaN or infinity")
     return softmax(x @ w_g, axis=-1)  # (N, E)
 
 
@@ -409,7 +407,9 @@ def _moe_forward(
     for e in range(E):
         n_idx, s_idx = np.nonzero((routing.expert_index == e) & kept)  # the tokens expert e serves
         if n_idx.size == 0:
-            continue
+            continue  # an expert no token reaches is never evaluated: its weights may be anything
+        check_finite(w1[e], f"w1[{e}]")  # the weights of an expert in use
+        check_finite(w2[e], f"w2[{e}]")
         pre = x[n_idx] @ w1[e]  # (M, F)
         h_pre[n_idx, s_idx] = pre
         y[n_idx, s_idx] = np.maximum(pre, 0.0) @ w2[e]  # (M, C)
@@ -522,7 +522,7 @@ def moe_backward(dout: ArrayLike, cache: MoECache) -> MoEGrads:
     if not isinstance(cache, MoECache):
         raise TypeError(f"cache must be the MoECache returned by moe_forward, got {type(cache).__name__}")
     x, w_g, w1, w2, probs, expert_index, gate, kept, h_pre, y, renormalized = cache
-    dout = as_array(dout, "dout", ndim=2).astype(x.dtype, copy=False)
+    dout = as_array(dout, "dout", ndim=2, finite=True).astype(x.dtype, copy=False)
     N, C = x.shape
     if dout.shape != (N, C):
         raise ValueError(f"dout must have the output's shape {(N, C)}, got {dout.shape}")

@@ -90,7 +90,8 @@ def split_heads(x: ArrayLike, H: int) -> FloatArray:
     -----
     Head ``h`` owns the contiguous feature block ``h*D:(h+1)*D``, the layout of torch's
     ``nn.MultiheadAttention`` (``view(B, L, H, D).transpose(1, 2)``). Inverse:
-    :func:`merge_heads`.
+    :func:`merge_heads`. Values are moved as they are: NaN and infinities pass through, as in
+    torch's ``view``.
     """
     x = as_array(x, "x")
     H = check_positive_int(H, "H")
@@ -120,7 +121,7 @@ def merge_heads(x: ArrayLike) -> FloatArray:
     Notes
     -----
     ``merge_heads(split_heads(x, H))`` is ``x``. This is the :math:`\operatorname{Concat}` of the
-    multi-head formula.
+    multi-head formula. Values are moved as they are: NaN and infinities pass through.
     """
     x = as_array(x, "x")
     if x.ndim < 3:
@@ -243,7 +244,8 @@ def params_from_in_proj(
     Notes
     -----
     Pass NumPy arrays (``tensor.detach().numpy()``). Oracle: the converted weights make
-    :func:`multihead_attention` reproduce ``nn.MultiheadAttention``.
+    :func:`multihead_attention` reproduce ``nn.MultiheadAttention``. Values are moved as they
+    are (NaN and infinities pass through); :func:`multihead_attention` refuses them.
     """
     w_in = as_array(in_proj_weight, "in_proj_weight", ndim=2)
     w_out = as_array(out_proj_weight, "out_proj_weight", ndim=2)
@@ -283,24 +285,35 @@ def params_to_in_proj(
     Notes
     -----
     Requires ``D_v = D`` and ``C_kv = C`` (one fused input projection). The biases are all
-    present or all ``None``. Inverse of :func:`params_from_in_proj`.
+    present or all ``None``; each bias must have its weight's output width. Inverse of
+    :func:`params_from_in_proj`; values are moved as they are (NaN and infinities pass through).
     """
     if not isinstance(params, MultiHeadParams):
         raise TypeError(f"params must be a MultiHeadParams, got {type(params).__name__}")
-    w_q, w_k, w_v, w_o = (as_array(w, n, ndim=2) for w, n in zip(params[:4], ("w_q", "w_k", "w_v", "w_o")))
+    names = [f"params.{n}" for n in params._fields]
+    w_q, w_k, w_v, w_o = (as_array(w, n, ndim=2) for w, n in zip(params[:4], names))
     if not (w_q.shape[0] == w_k.shape[0] == w_v.shape[0]):
         raise ValueError(
-            f"w_q, w_k and w_v must share their input width C, got {w_q.shape}, {w_k.shape}, {w_v.shape}"
+            "params.w_q, params.w_k and params.w_v must share their input width C, "
+            f"got {w_q.shape}, {w_k.shape}, {w_v.shape}"
         )
     if w_k.shape != w_v.shape:
-        raise ValueError(f"a fused input projection needs D_v = D: w_k {w_k.shape} != w_v {w_v.shape}")
-    biases = params[4:7]
-    present = [b is not None for b in biases]
-    if any(present) and not all(present):
-        raise ValueError("b_q, b_k and b_v must be all present or all None for a fused in_proj_bias")
+        raise ValueError(
+            f"a fused input projection needs D_v = D: params.w_k {w_k.shape} != params.w_v {w_v.shape}"
+        )
+    present = [b is not None for b in params[4:]]
+    if any(present[:3]) and not all(present[:3]):
+        raise ValueError("params.b_q, b_k and b_v must be all present or all None for a fused in_proj_bias")
+    # every bias has the width of its weight's output: (H*D,), (H_kv*D,), (H_kv*D,), (C,)
+    widths = (w_q.shape[1], w_k.shape[1], w_v.shape[1], w_o.shape[1])
+    b_q, b_k, b_v, b_o = (None if b is None else as_array(b, n, ndim=1)
+                          for b, n in zip(params[4:], names[4:]))
+    for b, n, width in zip((b_q, b_k, b_v, b_o), names[4:], widths):
+        if b is not None and b.shape != (width,):
+            raise ValueError(f"{n} must have shape ({width},) to match its weight, got {b.shape}")
     in_w = np.concatenate([w_q, w_k, w_v], axis=1).T  # (H*D + 2*H_kv*D, C)
-    in_b = np.concatenate([as_array(b, n) for b, n in zip(biases, ("b_q", "b_k", "b_v"))]) if all(present) else None
-    out_b = None if params.b_o is None else as_array(params.b_o, "b_o").copy()
+    in_b = np.concatenate([b_q, b_k, b_v]) if all(present[:3]) else None  # (H*D + 2*H_kv*D,)
+    out_b = None if b_o is None else b_o.copy()
     return in_w.copy(), in_b, w_o.T.copy(), out_b
 
 
@@ -447,8 +460,8 @@ def multihead_attention(
     grouped-query weights ``torch.nn.functional.scaled_dot_product_attention(enable_gqa=True)``
     between ``torch.nn.functional.linear`` projections.
     """
-    x_q = as_array(x_q, "x_q", ndim=3)
-    x_kv = as_array(x_kv, "x_kv", ndim=3)
+    x_q = as_array(x_q, "x_q", ndim=3, finite=True)
+    x_kv = as_array(x_kv, "x_kv", ndim=3, finite=True)
     B, L, C = x_q.shape
     B_kv, S, C_kv = x_kv.shape
     if B_kv != B:
@@ -614,7 +627,7 @@ def self_attention(
     Backward: :func:`self_attention_backward`, whose ``dx`` adds the two paths by which ``x``
     reaches the output. Oracle: ``torch.nn.MultiheadAttention(x, x, x)`` and ``torch.autograd``.
     """
-    x = as_array(x, "x", ndim=3)
+    x = as_array(x, "x", ndim=3, finite=True)
     return multihead_attention(x, x, params, H, H_kv=H_kv, mask=mask, bias=bias)
 
 
@@ -659,8 +672,8 @@ def output_projection_as_sum(heads: ArrayLike, w_o: ArrayLike) -> FloatArray:
     It is why multi-head attention is "a sum of ``H`` independent low-rank attention layers",
     each with a rank-``D_v`` output map.
     """
-    heads = as_array(heads, "heads", ndim=4)
-    w_o = as_array(w_o, "w_o", ndim=2)
+    heads = as_array(heads, "heads", ndim=4, finite=True)
+    w_o = as_array(w_o, "w_o", ndim=2, finite=True)
     B, H, L, D_v = heads.shape
     if w_o.shape[0] != H * D_v:
         raise ValueError(f"w_o must have shape (H*D_v, C) with H*D_v={H * D_v}, got {w_o.shape}")

@@ -29,9 +29,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import check_bool, check_heads, check_positive_int, check_probability, check_real
+from ._validate import as_array, check_bool, check_heads, check_positive_int, check_probability, check_real
 from .encoder import EncoderBlockParams
-from .multihead import MultiHeadParams
+from .multihead import MultiHeadParams, params_to_in_proj
 
 __all__ = ["MultiHeadAttention", "TransformerEncoderBlock"]
 
@@ -43,6 +43,9 @@ def _check_input(x, name: str, C: int, dtype: torch.dtype) -> torch.Tensor:
         raise ValueError(f"{name} must have shape (B, L, C) with C={C}, got {tuple(x.shape)}")
     if x.dtype != dtype:
         raise TypeError(f"{name} must have the module's dtype {dtype}, got {x.dtype}")
+    if not bool(torch.isfinite(x).all()):
+        kind = "NaN" if bool(torch.isnan(x).any()) else "an infinity"
+        raise ValueError(f"{name} contains {kind}; it must be finite (mask entries with `mask` instead)")
     return x
 
 
@@ -175,6 +178,8 @@ class MultiHeadAttention(nn.Module):
         """
         dtype = self.in_proj_weight.dtype
         x_q = _check_input(x_q, "x_q", self.C, dtype)
+        is_causal = check_bool(is_causal, "is_causal")
+        need_weights = check_bool(need_weights, "need_weights")
         B, L, C = x_q.shape
         H, H_kv, D = self.H, self.H_kv, self.D
         w, b = self.in_proj_weight, self.in_proj_bias
@@ -281,11 +286,11 @@ class MultiHeadAttention(nn.Module):
         """
         if not isinstance(params, MultiHeadParams):
             raise TypeError(f"params must be a MultiHeadParams, got {type(params).__name__}")
-        C = np.shape(params.w_q)[0]
-        present = [b is not None for b in params[4:]]
-        if any(present) and not all(present):
-            raise ValueError("the biases b_q, b_k, b_v, b_o must be all present or all None")
-        module = cls(C, H, H_kv, bias=all(present), dropout=dropout, device=device, dtype=dtype)
+        in_w, in_b, out_w, out_b = params_to_in_proj(params)  # checks the shapes of params
+        C = in_w.shape[1]
+        if (in_b is None) != (out_b is None):
+            raise ValueError("the biases params.b_q, b_k, b_v, b_o must be all present or all None")
+        module = cls(C, H, H_kv, bias=in_b is not None, dropout=dropout, device=device, dtype=dtype)
         shapes = {"w_q": (C, module.H * module.D), "w_k": (C, module.H_kv * module.D),
                   "w_v": (C, module.H_kv * module.D), "w_o": (module.H * module.D, C)}
         for name, want in shapes.items():
@@ -295,17 +300,28 @@ class MultiHeadAttention(nn.Module):
                     f"params.{name} must have shape {want} for C={C}, H={H}, H_kv={module.H_kv}, got {got}"
                 )
         with torch.no_grad():
-            w = np.concatenate([params.w_q, params.w_k, params.w_v], axis=1).T  # ((H + 2 H_kv) D, C)
-            module.in_proj_weight.copy_(_to_tensor(w, module.in_proj_weight))
-            module.out_proj.weight.copy_(_to_tensor(np.asarray(params.w_o).T, module.out_proj.weight))
+            module.in_proj_weight.copy_(_to_tensor(in_w, module.in_proj_weight))  # ((H + 2 H_kv) D, C)
+            module.out_proj.weight.copy_(_to_tensor(out_w, module.out_proj.weight))  # (C, H D)
             if module.in_proj_bias is not None:
-                b = np.concatenate([params.b_q, params.b_k, params.b_v])
-                module.in_proj_bias.copy_(_to_tensor(b, module.in_proj_bias))
-                module.out_proj.bias.copy_(_to_tensor(params.b_o, module.out_proj.bias))
+                module.in_proj_bias.copy_(_to_tensor(in_b, module.in_proj_bias))  # ((H + 2 H_kv) D,)
+                module.out_proj.bias.copy_(_to_tensor(out_b, module.out_proj.bias))  # (C,)
         return module
 
 
 _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu}
+
+
+def _check_block_shapes(params: EncoderBlockParams, C: int, ffn_dim: int, *, bias: bool) -> None:
+    """The feed-forward and layer-norm arrays of ``params`` against ``C`` and ``ffn_dim``."""
+    want = {"w_2": (ffn_dim, C), "b_1": (ffn_dim,), "b_2": (C,), "ln1_gamma": (C,), "ln1_beta": (C,),
+            "ln2_gamma": (C,), "ln2_beta": (C,)}
+    for name, shape in want.items():
+        value = getattr(params, name)
+        if value is None and name in ("b_1", "b_2") and not bias:
+            continue  # a block without biases has none to load
+        got = np.shape(as_array(value, f"params.{name}"))
+        if got != shape:
+            raise ValueError(f"params.{name} must have shape {shape} for C={C}, ffn_dim={ffn_dim}, got {got}")
 
 
 class TransformerEncoderBlock(nn.Module):
@@ -452,13 +468,12 @@ class TransformerEncoderBlock(nn.Module):
         """
         if not isinstance(params, EncoderBlockParams):
             raise TypeError(f"params must be an EncoderBlockParams, got {type(params).__name__}")
-        C, ffn_dim = np.shape(params.w_1)
+        C, ffn_dim = as_array(params.w_1, "params.w_1", ndim=2).shape
         attn = MultiHeadAttention.from_numpy_params(params.attn, H, H_kv, dropout=dropout,
                                                     device=device, dtype=dtype)
         block = cls(C, H, ffn_dim, dropout, activation, norm_first, layer_norm_eps, H_kv=attn.H_kv,
                     bias=attn.in_proj_bias is not None, device=device, dtype=dtype)
-        if np.shape(params.w_2) != (ffn_dim, C):
-            raise ValueError(f"params.w_2 must have shape ({ffn_dim}, {C}), got {np.shape(params.w_2)}")
+        _check_block_shapes(params, C, ffn_dim, bias=attn.in_proj_bias is not None)
         block.self_attn = attn
         with torch.no_grad():
             linears = ((block.linear1, params.w_1, params.b_1), (block.linear2, params.w_2, params.b_2))

@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike
 from ._validate import (
     FloatArray,
     as_array,
+    check_finite,
     check_alignment,
     check_int,
     check_int_array,
@@ -289,8 +290,7 @@ def _rope_inputs(
     L, D = x.shape[-2:]
     if D == 0 or D % 2:
         raise ValueError(f"the last dimension D of x must be even and >= 2 for RoPE, got D={D} (x.shape={x.shape})")
-    if not np.isfinite(x).all():
-        raise ValueError("x contains NaN or infinity")
+    check_finite(x, "x")
     pos = check_int_array(positions, "positions")
     if pos.ndim == 1:
         if pos.shape[0] != L:
@@ -490,7 +490,7 @@ def interleaved_to_half(x: ArrayLike) -> FloatArray:
     Pair ``(2i, 2i+1)`` lands on ``(i, i + D/2)``, so
     ``apply_rope_half(interleaved_to_half(x)) == interleaved_to_half(apply_rope(x))`` and the
     attention scores are unchanged (a permutation is orthogonal). Inverse:
-    :func:`half_to_interleaved`.
+    :func:`half_to_interleaved`. Values are moved as they are: NaN and infinities pass through.
     """
     x = as_array(x, "x")
     if x.ndim < 1:
@@ -518,7 +518,8 @@ def half_to_interleaved(x: ArrayLike) -> FloatArray:
 
     Notes
     -----
-    Oracle: round trips with :func:`interleaved_to_half` both ways.
+    Oracle: round trips with :func:`interleaved_to_half` both ways. Values are moved as they
+    are: NaN and infinities pass through.
     """
     x = as_array(x, "x")
     if x.ndim < 1:

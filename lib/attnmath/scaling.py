@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import FloatArray, as_array, as_rng, check_axis, check_positive_int, check_real
+from ._validate import FloatArray, as_array, as_rng, check_axis, check_logits, check_positive_int, check_real
 from .softmax import softmax
 
 __all__ = [
@@ -405,6 +405,7 @@ def softmax_jacobian_norm(scores: ArrayLike, axis: int = -1) -> FloatArray:
     if scores.ndim == 0:
         raise ValueError("scores must have at least 1 dimension, got a scalar")
     axis = _check_row_axis(scores, axis, "scores")
+    check_logits(scores, "scores")
     p = np.moveaxis(softmax(scores, axis=axis), axis, -1)  # (..., S)
     S = p.shape[-1]
     top = np.argmax(p, axis=-1)[..., None]  # (..., 1)

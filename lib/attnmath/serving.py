@@ -262,7 +262,8 @@ def gather_blocks(pool: ArrayLike, block_table: ArrayLike, length: int) -> Float
     Returns
     -------
     ndarray, shape (H_kv, length, D)
-        A copy (fancy indexing), contiguous in token order.
+        A copy (fancy indexing), contiguous in token order. Values are moved as they are: NaN
+        and infinities pass through (:func:`paged_append` refuses them on the way in).
     """
     pool = as_array(pool, "pool", ndim=4)
     num_blocks, H_kv, block_size, D = pool.shape

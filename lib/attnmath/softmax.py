@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import FloatArray, as_array, check_axis, check_bool, check_bool_mask, check_real, work_dtype
+from ._validate import (FloatArray, as_array, check_axis, check_bool, check_bool_mask, check_logits, check_real,
+                        work_dtype)
 
 __all__ = [
     "softmax",
@@ -34,10 +35,7 @@ def _check_temperature(temperature) -> float:
 def _shifted(x: np.ndarray, axis: int, temperature: float) -> np.ndarray:
     """``(x - max(x)) / tau`` along ``axis``: every entry is <= 0, the largest is exactly 0."""
     xw = x.astype(work_dtype(x), copy=False)
-    if np.isnan(xw).any():
-        raise ValueError("x contains NaN")
-    if np.isposinf(xw).any():
-        raise ValueError("x contains +inf; only -inf (a masked entry) is allowed")
+    check_logits(xw, "x")
     if xw.size == 0:  # nothing to normalise: the result is empty too, as torch.softmax
         return xw / temperature
     m = np.max(xw, axis=axis, keepdims=True)
@@ -118,7 +116,8 @@ def logsumexp(x: ArrayLike, axis: int = -1, *, keepdims: bool = False) -> FloatA
     .. math:: \operatorname{lse}(x) = m + \log \sum_j e^{x_j - m}, \qquad m = \max_j x_j.
 
     A row that is entirely ``-inf`` gives ``-inf`` (the log of an empty sum), which is what the
-    flash-tiled attention stores for a fully masked query. Oracle: ``torch.logsumexp``.
+    flash-tiled attention stores for a fully masked query; a ``+inf`` entry gives ``+inf``; NaN
+    is refused. Oracle: ``torch.logsumexp``.
     """
     x = as_array(x, "x", allow_int=True)
     if x.ndim == 0:
@@ -163,8 +162,7 @@ def masked_softmax(
     if x.ndim == 0:
         raise ValueError("x must have at least 1 dimension, got a scalar")
     axis = check_axis(axis, x.ndim)
-    if np.isnan(x).any():
-        raise ValueError("x contains NaN")
+    check_logits(x, "x")
     xw = x.astype(work_dtype(x), copy=False)
     if mask is not None:
         mask = check_bool_mask(mask, "mask")
@@ -209,6 +207,7 @@ def softmax_jacobian(z: ArrayLike, *, temperature: float = 1.0) -> FloatArray:
     z = as_array(z, "z", allow_int=True)
     if z.ndim == 0:
         raise ValueError("z must have at least 1 dimension, got a scalar")
+    check_logits(z, "z")
     p = softmax(z, axis=-1, temperature=temperature)
     diag = p[..., :, None] * np.eye(p.shape[-1], dtype=p.dtype)  # (..., n, n)
     return (diag - p[..., :, None] * p[..., None, :]) / _check_temperature(temperature)
@@ -246,8 +245,8 @@ def softmax_vjp(
     symmetric, this is also the Jacobian-vector product. A row of zeros in ``p`` (a fully
     masked row) gives a zero gradient. Oracle: ``torch.autograd`` through ``torch.softmax``.
     """
-    p = as_array(p, "p", allow_int=True)
-    grad_p = as_array(grad_p, "grad_p", allow_int=True)
+    p = as_array(p, "p", allow_int=True, finite=True)
+    grad_p = as_array(grad_p, "grad_p", allow_int=True, finite=True)
     if p.shape != grad_p.shape:
         raise ValueError(f"grad_p must have the shape of p {p.shape}, got {grad_p.shape}")
     if p.ndim == 0:

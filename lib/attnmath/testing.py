@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._validate import as_array, check_float_dtype, check_positive_int, check_real, check_seed
+from ._validate import as_array, check_bool, check_float_dtype, check_positive_int, check_real, check_seed
+from .core import check_dout, prepare
 
 __all__ = [
     "assert_close",
@@ -35,14 +36,16 @@ def assert_close(actual, expected, *, rtol: float = 1e-10, atol: float = 1e-12, 
 
     The test is ``|actual - expected| <= atol + rtol * |expected|``, shapes must be equal (no
     broadcasting), and NaN only matches NaN. The message names the value, the worst index, both
-    entries there and the largest absolute and relative errors.
+    entries there and the largest absolute and relative errors. ``actual`` and ``expected`` are
+    NumPy arrays, Python numbers or torch tensors (bfloat16 included, compared through float32)
+    of integers or floats; another dtype is a ``TypeError``.
     """
     rtol = check_real(rtol, "rtol", nonnegative=True)
     atol = check_real(atol, "atol", nonnegative=True)
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, got {type(name).__name__}")
-    actual = _to_numpy(actual)
-    expected = _to_numpy(expected)
+    actual = _real_numbers(actual, "actual")
+    expected = _real_numbers(expected, "expected")
     if actual.shape != expected.shape:
         raise AssertionError(f"{name}: shape {actual.shape} != expected {expected.shape}")
     a = actual.astype(np.float64)
@@ -74,22 +77,52 @@ def numerical_gradient(f: Callable[[np.ndarray], float], x, *, eps: float = 1e-6
 
     The error is :math:`O(\varepsilon^2)` from truncation plus :math:`O(\epsilon_{mach}/\varepsilon)`
     from rounding; ``eps=1e-6`` in float64 gives about eight correct digits. ``x`` is not modified.
+    ``f`` must return one finite real number (a ``ValueError`` names ``f`` otherwise).
     """
     if not callable(f):
         raise TypeError(f"f must be a callable (x -> float), got {type(f).__name__}")
     eps = check_real(eps, "eps", positive=True)
-    x = np.array(as_array(x, "x", allow_int=True), dtype=np.float64, copy=True)
+    x = np.array(as_array(x, "x", allow_int=True, finite=True), dtype=np.float64, copy=True)
     grad = np.empty_like(x)
     flat, gflat = x.reshape(-1), grad.reshape(-1)
     for i in range(flat.size):
         old = flat[i]
         flat[i] = old + eps
-        fp = float(f(x))
+        fp = _scalar_value(f(x))
         flat[i] = old - eps
-        fm = float(f(x))
+        fm = _scalar_value(f(x))
         flat[i] = old
         gflat[i] = (fp - fm) / (2.0 * eps)
     return grad
+
+
+def _scalar_value(value: Any) -> float:
+    """``f(x)`` as a float: one finite real number, or a ``ValueError`` naming ``f``."""
+    if hasattr(value, "detach") and hasattr(value, "numpy"):
+        value = value.detach().cpu().double().numpy()
+    if isinstance(value, (str, bytes)) or np.ndim(value) != 0 or np.iscomplexobj(value):
+        raise ValueError(f"f must return one real number (a scalar loss), got {type(value).__name__} "
+                         f"of shape {np.shape(value)}")
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"f must return one real number, got {type(value).__name__}") from None
+    if not np.isfinite(result):
+        raise ValueError(f"f returned {result}; it must be finite near x")
+    return result
+
+
+def _real_numbers(x: object, name: str) -> np.ndarray:
+    """``x`` (array, number or torch tensor) as a NumPy array of integers or floats."""
+    if hasattr(x, "detach") and hasattr(x, "numpy"):
+        t = x.detach().cpu()
+        x = (t.float() if str(t.dtype) == "torch.bfloat16" else t).numpy()
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"{name} must be a numeric array, got {type(x).__name__}")
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be an array of integers or floats, got dtype {arr.dtype}")
+    return arr
 
 
 def check_gradient(f: Callable[[np.ndarray], float], x, analytic, *, name: str = "x",
@@ -98,6 +131,9 @@ def check_gradient(f: Callable[[np.ndarray], float], x, analytic, *, name: str =
 
     Raises ``AssertionError`` naming the argument and the worst index.
     """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    analytic = _real_numbers(analytic, "analytic")
     numeric = numerical_gradient(f, x, eps=eps)
     assert_close(analytic, numeric, rtol=rtol, atol=atol, name=f"gradient with respect to {name}")
 
@@ -128,11 +164,17 @@ def random_qkv(B: int = 2, H: int = 2, L: int = 5, S: int | None = None, D: int 
 
 
 def to_torch(*arrays, requires_grad: bool = False):
-    """NumPy arrays to torch tensors (same dtype, CPU); one array gives one tensor."""
+    """NumPy arrays to torch tensors (same dtype, CPU); one array gives one tensor.
+
+    Each array must hold booleans, integers or floats (a ``TypeError`` names ``arrays``)."""
     import torch
 
+    requires_grad = check_bool(requires_grad, "requires_grad")
     out = []
-    for a in arrays:
+    for i, a in enumerate(arrays):
+        a = np.asarray(a) if not isinstance(a, (str, bytes)) else np.asarray(a, dtype=object)
+        if a.dtype.kind not in "biuf":
+            raise TypeError(f"arrays[{i}] must hold booleans, integers or floats, got dtype {a.dtype}")
         t = torch.from_numpy(np.ascontiguousarray(a))
         if requires_grad and t.is_floating_point():
             t.requires_grad_(True)
@@ -185,6 +227,11 @@ def sdpa_oracle(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = Fal
     import torch
     import torch.nn.functional as F
 
+    dtype = check_float_dtype(dtype)
+    problem = prepare(q, k, v, mask=mask, bias=bias, scale=scale, causal=causal,
+                      causal_alignment=causal_alignment, window=window)  # the core's checks
+    if dout is not None:
+        dout = check_dout(dout, problem.out_shape)
     arrays = [np.asarray(x).astype(dtype) for x in (q, k, v)]
     plain = arrays[0].ndim == 2
     if plain:
@@ -292,6 +339,7 @@ def triton_child_env(interpret: bool) -> dict:
     ``PYTHONPATH`` starts with the folder holding :mod:`attnmath`, so the child imports this
     checkout's library.
     """
+    interpret = check_bool(interpret, "interpret")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     if interpret:
         env["TRITON_INTERPRET"] = "1"
@@ -314,6 +362,8 @@ class TritonProcess:
     """
 
     def __init__(self, interpret: bool, helpers: str = ""):
+        if not isinstance(helpers, str):
+            raise TypeError(f"helpers must be Python source (str), got {type(helpers).__name__}")
         self._proc = subprocess.Popen([sys.executable, "-c", _TRITON_CHILD, helpers],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       env=triton_child_env(interpret))
@@ -347,12 +397,6 @@ class TritonProcess:
             self._proc.wait()
 
 
-def _to_numpy(x) -> np.ndarray:
-    if hasattr(x, "detach") and hasattr(x, "numpy"):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
-
-
 def uses_reference(fn, *, forbidden=("attnmath", "torch", "scipy", "jax"), _depth: int = 3) -> bool:
     """Whether ``fn`` reaches a forbidden library through the names its code uses.
 
@@ -365,6 +409,12 @@ def uses_reference(fn, *, forbidden=("attnmath", "torch", "scipy", "jax"), _dept
     """
     import inspect
     import types
+
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
+    if isinstance(forbidden, str) or not isinstance(forbidden, (tuple, list, set, frozenset)) \
+            or not all(isinstance(p, str) for p in forbidden):
+        raise TypeError(f"forbidden must be a tuple of package names, got {forbidden!r}")
 
     def forbidden_obj(obj) -> bool:
         mod = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)

@@ -63,8 +63,8 @@ __all__ = [
 def _check_points(
     x_query: ArrayLike, x_keys: ArrayLike, names: tuple[str, str] = ("x_query", "x_keys")
 ) -> tuple[FloatArray, FloatArray]:
-    x_query = as_array(x_query, names[0], allow_int=True)
-    x_keys = as_array(x_keys, names[1], allow_int=True)
+    x_query = as_array(x_query, names[0], allow_int=True, finite=True)
+    x_keys = as_array(x_keys, names[1], allow_int=True, finite=True)
     for name, x in zip(names, (x_query, x_keys)):
         if x.ndim < 2:
             raise ValueError(
@@ -75,9 +75,6 @@ def _check_points(
             f"{names[0]} and {names[1]} must share the last dim D: got shapes {x_query.shape} "
             f"and {x_keys.shape}"
         )
-    for name, x in zip(names, (x_query, x_keys)):
-        if not np.isfinite(x).all():
-            raise ValueError(f"{name} contains NaN or infinity")
     try:
         np.broadcast_shapes(x_query.shape[:-2], x_keys.shape[:-2])
     except ValueError:
@@ -88,7 +85,7 @@ def _check_points(
 
 
 def _check_values(values: ArrayLike, x_keys: FloatArray, name: str, key_name: str) -> FloatArray:
-    values = as_array(values, name, allow_int=True)
+    values = as_array(values, name, allow_int=True, finite=True)
     if values.ndim != x_keys.ndim or values.shape[:-1] != x_keys.shape[:-1]:
         raise ValueError(
             f"{name} must have shape (..., S, D_v) matching {key_name} {x_keys.shape} on every axis "
@@ -340,12 +337,14 @@ class LinearAttentionWeights(NamedTuple):
 def _check_regression(
     X: ArrayLike, y: ArrayLike, x_query: ArrayLike
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    X = as_array(X, "X", ndim=2, allow_int=True)
+    X = as_array(X, "X", ndim=2, allow_int=True, finite=True)
     N, d = X.shape
-    y = as_array(y, "y", ndim=1, allow_int=True)
+    if N == 0 or d == 0:
+        raise ValueError(f"X must hold at least one example and one feature (N, d >= 1), got {X.shape}")
+    y = as_array(y, "y", ndim=1, allow_int=True, finite=True)
     if y.shape != (N,):
         raise ValueError(f"y must have shape (N,) = ({N},) to match X {X.shape}, got {y.shape}")
-    x_query = as_array(x_query, "x_query", ndim=(1, 2), allow_int=True)
+    x_query = as_array(x_query, "x_query", ndim=(1, 2), allow_int=True, finite=True)
     if x_query.shape[-1] != d:
         raise ValueError(f"x_query must have shape (d,) or (M, d) with d={d}, got {x_query.shape}")
     return X, y, x_query
@@ -566,13 +565,13 @@ def linear_self_attention(z: ArrayLike, weights: LinearAttentionWeights) -> Floa
     :math:`i, j` of the first formula, and :func:`gd_one_step_prediction` with the weights of
     :func:`gd_linear_attention_weights`.
     """
-    z = as_array(z, "z", ndim=2, allow_int=True)
+    z = as_array(z, "z", ndim=2, allow_int=True, finite=True)
     T, C = z.shape
     if not isinstance(weights, LinearAttentionWeights):
         raise TypeError(f"weights must be a LinearAttentionWeights, got {type(weights).__name__}")
     mats = []
     for name, w in zip(weights._fields, weights):
-        w = as_array(w, f"weights.{name}", ndim=2, allow_int=True)
+        w = as_array(w, f"weights.{name}", ndim=2, allow_int=True, finite=True)
         if w.shape != (C, C):
             raise ValueError(
                 f"weights.{name} must have shape (C, C) = ({C}, {C}) for z of width C={C}, got {w.shape}"
@@ -644,12 +643,19 @@ def _self_attention_inputs(
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     q, k = _check_points(q, k, names=("q", "k"))
     L, S = q.shape[-2], k.shape[-2]
+    _check_nonempty(q, "q", "L")
     if L != S:
         raise ValueError(
             f"a permutation of the sequence acts on queries and keys alike, so L must equal S; "
             f"got q {q.shape} (L={L}) and k {k.shape} (S={S})"
         )
     return q, k, as_array(v, "v", allow_int=True)
+
+
+def _check_nonempty(x: FloatArray, name: str, length: str) -> None:
+    """A gap is a maximum over outputs: refuse an empty sequence, which has none."""
+    if x.shape[-2] == 0:
+        raise ValueError(f"{name} must hold at least one position ({length} >= 1), got shape {x.shape}")
 
 
 def _attend(q: FloatArray, k: FloatArray, v: FloatArray, mask: ArrayLike | None) -> FloatArray:
@@ -765,6 +771,8 @@ def key_value_permutation_gap(
     for a fixed query. Oracle: the identity itself.
     """
     q, k = _check_points(q, k, names=("q", "k"))
+    _check_nonempty(q, "q", "L")
+    _check_nonempty(k, "k", "S")
     v = as_array(v, "v", allow_int=True)
     perm = _check_perm(perm, k.shape[-2])
     out = _attend(q, k, v, mask)  # (..., L, D_v)
@@ -819,8 +827,8 @@ def _check_tol(tol: object) -> float | None:
 
 
 def _check_probs_values(probs: ArrayLike, v: ArrayLike) -> tuple[FloatArray, FloatArray]:
-    probs = as_array(probs, "probs", allow_int=True)
-    v = as_array(v, "v", allow_int=True)
+    probs = as_array(probs, "probs", allow_int=True, finite=True)
+    v = as_array(v, "v", allow_int=True, finite=True)
     if probs.ndim < 2 or v.ndim < 2:
         raise ValueError(
             f"probs and v must have at least 2 dimensions, got shapes {probs.shape} and {v.shape}"
@@ -931,7 +939,7 @@ def multi_head_output_rank(
             f"probs (..., H, L, S) and v (..., H, S, D_v) must share the head and batch axes, "
             f"got {probs.shape} and {v.shape}"
         )
-    w_o = as_array(w_o, "w_o", ndim=2, allow_int=True)
+    w_o = as_array(w_o, "w_o", ndim=2, allow_int=True, finite=True)
     *batch, H, L, S = probs.shape
     D_v = v.shape[-1]
     if w_o.shape[0] != H * D_v:
