@@ -229,12 +229,18 @@ def test_fully_masked_row_is_zero():
     "004 Gradient Flow Through Attention",
     "`dL/dS = A * (dL/dA - (dL/dA * A).sum(dim=-1, keepdim=True))` through the row-wise softmax",
     "verified",
-    domain=r"one case with everything at once: $L = 3 \ne S = 4$, grouped heads ($H = 4$, "
-           "$H_{kv} = 2$), a mask, a bias and fully masked rows, central differences in float64",
+    domain=r"$1 \le H_{kv} \le 2$ with $H / H_{kv} \in \{1, 2\}$, $2 \le L \le 4$, "
+           r"$1 \le S \le 5$ ($L \ne S$ included), $1 \le D, D_v \le 3$, random masks with and "
+           "without fully masked rows, a bias, central differences in float64, hypothesis",
     chapter="03_gradients")
-def test_gradient_matches_central_differences_with_a_mask_and_grouped_heads():
-    inputs = _make_case(lead=(1,), H=4, H_kv=2, L=3, S=4, D=3, D_v=2, mask=(1, 4, 3, 4),
-                        bias=(4, 1, 4), empty_rows=True, seed=11)
+@settings(max_examples=15, deadline=None)
+@given(H_kv=st.integers(1, 2), n_rep=st.integers(1, 2), L=st.integers(2, 4), S=st.integers(1, 5),
+       D=st.integers(1, 3), D_v=st.integers(1, 3), empty_rows=st.booleans(), seed=st.integers(0, 2**16))
+def test_gradient_matches_central_differences_with_a_mask_and_grouped_heads(H_kv, n_rep, L, S, D, D_v,
+                                                                           empty_rows, seed):
+    H = H_kv * n_rep
+    inputs = _make_case(lead=(1,), H=H, H_kv=H_kv, L=L, S=S, D=D, D_v=D_v, mask=(1, H, L, S),
+                        bias=(H, 1, S), empty_rows=empty_rows, seed=seed)
     q, k, v = inputs.pop("q"), inputs.pop("k"), inputs.pop("v")
     out, cache = scaled_dot_product_attention(q, k, v, **inputs)
     w = np.random.default_rng(12).standard_normal(out.shape)
@@ -719,21 +725,32 @@ def test_scale_accepts_any_real_number_including_numpy_integers():
     "Attention is 'database lookup with soft matching': the query matches against the keys to "
     "retrieve weighted values",
     "verified",
-    domain="queries resembling given keys ($L = 2$, $S = 6$), the scale growing until the weights "
-           "are one-hot; an illustration of the analogy, not a theorem")
-def test_a_large_scale_turns_attention_into_a_hard_lookup_of_the_best_key():
-    rng = np.random.default_rng(0)
-    k, v = rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
-    q = k[[4, 1]] + 0.3 * rng.standard_normal((2, 4))  # queries resembling keys 4 and 1
+    domain=r"what the analogy states: each output is the average of the values under weights "
+           "that form a distribution, ordered as the query-key scores, and the value of the best "
+           r"key once the scale is large: $1 \le L \le 3$, $1 \le S \le 8$, $1 \le D, D_v \le 4$, "
+           "hypothesis")
+@SETTINGS
+@given(L=st.integers(1, 3), S=st.integers(1, 8), D=st.integers(1, 4), D_v=st.integers(1, 4),
+       seed=st.integers(0, 2**16))
+def test_a_large_scale_turns_attention_into_a_hard_lookup_of_the_best_key(L, S, D, D_v, seed):
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.standard_normal((L, D)), rng.standard_normal((S, D)), rng.standard_normal((S, D_v))
     scores = q @ k.T  # (L, S)
-    best = np.argmax(scores, axis=-1)
-    top2 = np.sort(scores, axis=-1)[:, -2:]
-    assert (top2[:, 1] - top2[:, 0] > 0.05).all()  # a unique best match in each row
     soft, cache = scaled_dot_product_attention(q, k, v)
-    assert (cache.probs > 0).all() and (cache.probs.max(axis=-1) < 1.0).all()  # a soft blend
-    hard, cache = scaled_dot_product_attention(q, k, v, scale=1e3)
-    assert_close(cache.probs, np.eye(6)[best], rtol=0, atol=1e-12, name="one-hot weights")
-    assert_close(hard, v[best], name="the value of the best-matching key")
+    p = cache.probs
+    assert (p > 0).all() and np.allclose(p.sum(axis=-1), 1.0, rtol=0, atol=1e-12)  # soft matching
+    assert_close(soft, p @ v, name="weighted values")
+    for i in range(L):  # a better match never gets less weight
+        order = np.argsort(scores[i], kind="stable")
+        assert (np.diff(p[i, order]) >= -1e-15).all()
+    top2 = np.sort(scores, axis=-1)[:, -2:] if S > 1 else np.concatenate([scores - 1, scores], -1)
+    gap = top2[:, 1] - top2[:, 0]  # (L,)
+    if (gap > 1e-3).all():  # a unique best key in every row: a large scale makes it a lookup
+        hard, cache = scaled_dot_product_attention(q, k, v, scale=60.0 / gap.min())
+        best = np.argmax(scores, axis=-1)
+        assert_close(cache.probs, np.eye(S)[best], rtol=0, atol=S * np.exp(-50.0), name="one-hot weights")
+        assert_close(hard, v[best], rtol=1e-12, atol=1e-12 + S * np.exp(-50.0) * np.abs(v).max(),
+                     name="the value of the best-matching key")
 
 
 @pytest.mark.claim(
@@ -845,21 +862,23 @@ def test_rowwise_softmax_derivative_compares_the_column_indices():
     r"$+ \partial L/\partial V\, \partial V/\partial X$ ($Y$ depends on $X$ through $Q$, $K$ and "
     "$V$)",
     "verified",
-    domain=r"$B = 2$, $L = 6$, $C = 8$, $D = 4 \ne D_v = 3$ with a causal mask, against "
-           "`torch.autograd`",
+    domain=r"$1 \le B \le 3$, $1 \le L \le 8$, $1 \le C \le 8$, $1 \le D, D_v \le 5$ ($D \ne D_v$ "
+           "included), causal or not, against `torch.autograd`, hypothesis",
     chapter="03_gradients")
-def test_self_attention_input_gradient_is_the_sum_of_three_paths():
-    rng = np.random.default_rng(5)
-    L, C, D, D_v = 6, 8, 4, 3
-    x = rng.standard_normal((2, L, C))  # (B, L, C)
+@SETTINGS
+@given(B=st.integers(1, 3), L=st.integers(1, 8), C=st.integers(1, 8), D=st.integers(1, 5),
+       D_v=st.integers(1, 5), causal=st.booleans(), seed=st.integers(0, 2**16))
+def test_self_attention_input_gradient_is_the_sum_of_three_paths(B, L, C, D, D_v, causal, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((B, L, C))  # (B, L, C)
     w_q, w_k, w_v = rng.standard_normal((C, D)), rng.standard_normal((C, D)), rng.standard_normal((C, D_v))
-    dy = rng.standard_normal((2, L, D_v))
-    mask = causal_mask(L)
+    dy = rng.standard_normal((B, L, D_v))
+    mask = causal_mask(L) if causal else None
     _, cache = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, mask=mask)
     g = attention_backward(dy, cache)
     dx = g.dq @ w_q.T + g.dk @ w_k.T + g.dv @ w_v.T  # (B, L, C)
     xt, wqt, wkt, wvt = to_torch(x, w_q, w_k, w_v, requires_grad=True)
-    yt = F.scaled_dot_product_attention(xt @ wqt, xt @ wkt, xt @ wvt, is_causal=True)
+    yt = F.scaled_dot_product_attention(xt @ wqt, xt @ wkt, xt @ wvt, is_causal=causal)
     yt.backward(torch.from_numpy(dy))
     assert_close(dx, xt.grad, name="dX", **TOL)
     for w, wt, dpart in ((w_q, wqt, g.dq), (w_k, wkt, g.dk), (w_v, wvt, g.dv)):

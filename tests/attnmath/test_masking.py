@@ -158,16 +158,22 @@ def test_padding_mask_rejects_bad_input():
     r"Padding mask: $M_{\mathrm{pad}}[i,j] = 0$ for padding keys prevents attention to padding "
     "tokens",
     "verified",
-    domain="$B = 2$, $H = 2$, $L = 5$, lengths 3 and 5: arbitrary padded keys and values change no "
-           "valid output")
-def test_padded_keys_do_not_change_the_output_of_the_valid_positions():
-    B, H, L, D = 2, 2, 5, 4
-    q, k, v = random_qkv(B=B, H=H, L=L, D=D, seed=3)
-    mask = padding_mask([3, 5], L)  # (B, 1, 1, S)
+    domain=r"$1 \le B, H \le 3$, $1 \le L, S \le 8$, $1 \le D \le 4$, every length from 1 to $S$: "
+           "padded keys and values replaced by large arbitrary numbers change no output, hypothesis")
+@SETTINGS
+@given(B=st.integers(1, 3), H=st.integers(1, 3), L=st.integers(1, 8), S=st.integers(1, 8),
+       D=st.integers(1, 4), data=st.data())
+def test_padded_keys_do_not_change_the_output_of_the_valid_positions(B, H, L, S, D, data):
+    lengths = data.draw(st.lists(st.integers(1, S), min_size=B, max_size=B), label="lengths")
+    seed = data.draw(st.integers(0, 2**16), label="seed")
+    q, k, v = random_qkv(B=B, H=H, L=L, S=S, D=D, seed=seed)
+    mask = padding_mask(lengths, S)  # (B, 1, 1, S)
     out, _ = scaled_dot_product_attention(q, k, v, mask=mask)
     k2, v2 = k.copy(), v.copy()
-    k2[0, :, 3:] = 100.0 * np.random.default_rng(1).standard_normal(k2[0, :, 3:].shape)
-    v2[0, :, 3:] = -50.0
+    rng = np.random.default_rng(seed + 1)
+    for b, n in enumerate(lengths):
+        k2[b, :, n:] = 100.0 * rng.standard_normal(k2[b, :, n:].shape)
+        v2[b, :, n:] = -50.0
     out2, _ = scaled_dot_product_attention(q, k2, v2, mask=mask)
     assert_close(out2, out, name="output with changed padding")
 
@@ -182,10 +188,14 @@ def test_padded_keys_do_not_change_the_output_of_the_valid_positions():
     r"Combined mask: $M_{\mathrm{combined}} = M_{\mathrm{pad}} \odot M_{\mathrm{causal}}$, where "
     r"$\odot$ is element-wise AND",
     "verified",
-    domain="$B = 3$, $L = 6$, lengths 6, 4, 1: every entry of the combined mask")
-def test_combined_padding_and_causal_mask_is_the_elementwise_and():
-    B, L = 3, 6
-    pad = padding_mask([6, 4, 1], L)  # (B, 1, 1, S)
+    domain=r"$1 \le B \le 4$, $1 \le L \le 10$, every length from 0 to $L$, hypothesis: every "
+           "entry of the combined mask")
+@SETTINGS
+@given(L=st.integers(1, 10), data=st.data())
+def test_combined_padding_and_causal_mask_is_the_elementwise_and(L, data):
+    lengths = data.draw(st.lists(st.integers(0, L), min_size=1, max_size=4), label="lengths")
+    B = len(lengths)
+    pad = padding_mask(lengths, L)  # (B, 1, 1, S)
     causal = causal_mask(L)  # (L, S)
     combined = combine_masks(pad, causal)
     assert combined.shape == (B, 1, L, L)
@@ -453,27 +463,33 @@ def test_float16_finfo_min_plus_a_score_overflows_exactly_from_minus_16():
     r"GPT uses the causal mask $\mathrm{Mask}_{ij} = 1$ if $j \le i$, 0 if $j > i$ (lower "
     "triangular, `np.tril`)",
     "verified",
-    domain="$B = 2$, $H = 2$, $L = 5$, $D = 4$, against torch's `is_causal`")
-def test_bert_all_true_mask_masks_nothing_and_gpt_mask_is_causal():
+    domain=r"$1 \le B, H \le 3$, $2 \le L \le 9$, $1 \le D \le 4$, every changed suffix: "
+           "the mask against `np.tril` and torch's `is_causal`, hypothesis")
+@SETTINGS
+@given(B=st.integers(1, 3), H=st.integers(1, 3), L=st.integers(2, 9), D=st.integers(1, 4),
+       data=st.data())
+def test_bert_all_true_mask_masks_nothing_and_gpt_mask_is_causal(B, H, L, D, data):
     # Seed 003: BERT uses Mask_ij = 1 for all i, j (padding aside nothing is masked), GPT the
     # lower triangle.
-    B, H, L, D = 2, 2, 5, 4
-    q, k, v = random_qkv(B=B, H=H, L=L, D=D, seed=7)
+    t = data.draw(st.integers(1, L - 1), label="first changed position")
+    q, k, v = random_qkv(B=B, H=H, L=L, D=D, seed=data.draw(st.integers(0, 2**16), label="seed"))
     bert = np.ones((L, L), dtype=bool)
     out_bert, _ = scaled_dot_product_attention(q, k, v, mask=bert)
     out_none, _ = scaled_dot_product_attention(q, k, v)
     assert_close(out_bert, out_none, name="BERT output")
     # with padding, BERT's mask is just the padding mask
-    pad = padding_mask([5, 3], L)
+    pad = padding_mask(np.arange(B) % L + 1, L)
     np.testing.assert_array_equal(combine_masks(bert, pad), np.broadcast_to(pad, (B, 1, L, L)))
-    # GPT: changing a later key or value never changes an earlier output row
+    # GPT: the lower triangle; changing a later key or value never changes an earlier output row
+    np.testing.assert_array_equal(causal_mask(L), np.tril(np.ones((L, L), dtype=bool)))
     out_gpt, _ = scaled_dot_product_attention(q, k, v, mask=causal_mask(L))
+    assert_close(out_gpt, F.scaled_dot_product_attention(*to_torch(q, k, v), is_causal=True), name="GPT")
     k2, v2 = k.copy(), v.copy()
-    k2[..., 3:, :] += 10.0
-    v2[..., 3:, :] -= 7.0
+    k2[..., t:, :] += 10.0
+    v2[..., t:, :] -= 7.0
     out_gpt2, _ = scaled_dot_product_attention(q, k2, v2, mask=causal_mask(L))
-    assert_close(out_gpt2[..., :3, :], out_gpt[..., :3, :], name="causal rows before the change")
-    assert not np.allclose(out_gpt2[..., 3:, :], out_gpt[..., 3:, :])
+    assert_close(out_gpt2[..., :t, :], out_gpt[..., :t, :], name="causal rows before the change")
+    assert not np.allclose(out_gpt2[..., t:, :], out_gpt[..., t:, :])
 
 
 @pytest.mark.claim(
@@ -506,18 +522,23 @@ def test_an_all_ones_mask_on_a_padded_batch_lets_the_padding_change_the_real_tok
     r"Causal attention sets $S_{ij} = -\infty$ for $j > i$; after softmax, future positions have "
     "zero weight",
     "verified",
-    domain="$B = 2$, $H = 3$, $L = 7$, $D = 5$, against torch's `is_causal`")
+    domain=r"$1 \le B, H \le 3$, $1 \le L \le 10$, $1 \le D \le 5$, against torch's "
+           "`is_causal`, hypothesis")
 @pytest.mark.claim(
     "001 Masked (Causal) Attention",
     r"Set future positions to $-\infty$ before softmax to prevent attending to subsequent positions",
     "verified",
-    domain="$B = 2$, $H = 3$, $L = 7$, $D = 5$, against torch's `is_causal`")
-def test_future_positions_get_exactly_zero_weight_under_the_causal_mask():
-    q, k, v = random_qkv(B=2, H=3, L=7, D=5, seed=9)
-    out, cache = scaled_dot_product_attention(q, k, v, mask=causal_mask(7))
-    future = np.triu(np.ones((7, 7), dtype=bool), 1)
+    domain=r"$1 \le B, H \le 3$, $1 \le L \le 10$, $1 \le D \le 5$, against torch's "
+           "`is_causal`, hypothesis")
+@SETTINGS
+@given(B=st.integers(1, 3), H=st.integers(1, 3), L=st.integers(1, 10), D=st.integers(1, 5),
+       seed=st.integers(0, 2**16))
+def test_future_positions_get_exactly_zero_weight_under_the_causal_mask(B, H, L, D, seed):
+    q, k, v = random_qkv(B=B, H=H, L=L, D=D, seed=seed)
+    out, cache = scaled_dot_product_attention(q, k, v, mask=causal_mask(L))
+    future = np.triu(np.ones((L, L), dtype=bool), 1)
     assert (cache.probs[..., future] == 0.0).all()
-    assert_close(cache.probs.sum(axis=-1), np.ones((2, 3, 7)), name="row sums")
+    assert_close(cache.probs.sum(axis=-1), np.ones((B, H, L)), name="row sums")
     assert_close(out, F.scaled_dot_product_attention(*to_torch(q, k, v), is_causal=True), name="causal output")
 
 

@@ -247,13 +247,23 @@ def test_extreme_logits_give_finite_probabilities(dtype):
     "000 Implementation",
     "Subtracting the maximum before exponentiating makes softmax numerically stable",
     "verified",
-    domain="logits (1000, 999) in float64")
-def test_naive_formula_overflows_where_the_stable_one_does_not():
-    x = np.array([1000.0, 999.0])
-    with np.errstate(over="ignore", invalid="ignore"):
+    domain=r"every float64 vector of length 1 to 8 with entries in $[-10^{300}, 10^{300}]$ "
+           r"(hypothesis, against `torch.softmax`), and the logits $(1000, 999)$ where "
+           "the naive formula gives NaN")
+@SETTINGS
+@given(arrays(np.float64, st.integers(1, 8), elements=st.floats(-1e300, 1e300)))
+def test_naive_formula_overflows_where_the_stable_one_does_not(x):
+    p = softmax(x)
+    assert np.isfinite(p).all() and (p >= 0).all() and abs(p.sum() - 1) < 1e-12
+    assert_close(p, torch.softmax(torch.from_numpy(x), dim=-1), rtol=1e-12, atol=1e-300)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         naive = np.exp(x) / np.exp(x).sum()
-    assert np.isnan(naive).all()
-    assert_close(softmax(x), np.array([1.0, np.exp(-1.0)]) / (1.0 + np.exp(-1.0)), rtol=1e-15, atol=0)
+    if x.max() > np.log(np.finfo(np.float64).max):  # exp overflows: the naive formula breaks
+        assert not np.isfinite(naive).all()
+    pair = np.array([1000.0, 999.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert np.isnan(np.exp(pair) / np.exp(pair).sum()).all()
+    assert_close(softmax(pair), np.array([1.0, np.exp(-1.0)]) / (1.0 + np.exp(-1.0)), rtol=1e-15, atol=0)
 
 
 @pytest.mark.claim(
