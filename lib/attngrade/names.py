@@ -96,5 +96,5 @@ def student_ids(names: Iterable[str]) -> dict[str, str]:
 
 def csv_cell(text: str) -> str:
     """A CSV field from untrusted text that no spreadsheet turns into a formula (OWASP)."""
-    text = shown(str(text))
-    return "'" + text if text.startswith(_FORMULA) else text
+    text = str(text)
+    return ("'" if text.startswith(_FORMULA) else "") + shown(text)

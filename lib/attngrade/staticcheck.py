@@ -486,9 +486,9 @@ def analyse_cell(
     info.python = source
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError, RecursionError):
         info.syntax_error = True
-        return info
+        return info  # a MemoryError propagates: the read stage reports it as the limit it is
     walker = _Walker(info, reference, module_names, _docstring_nodes(tree))
     walker.top_level(tree.body)
     for node in ast.walk(tree):

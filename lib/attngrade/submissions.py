@@ -84,6 +84,17 @@ _CANVAS = re.compile(r"(?P<name>.*?)(?P<late>_late)?_(?P<user>\d+)_(?P<sub>\d+)"
 _MOODLE = re.compile(r"(?P<name>.*?)_(?P<user>\d+)_assignsubmission_\w+?_?")
 
 
+def _strip_names(stem: str, names: set) -> str | None:
+    """``stem`` without a trailing ``_<name>`` of ``names``; None when it is one of them."""
+    low = stem.lower()
+    for n in sorted(names, key=len, reverse=True):
+        if low == n:
+            return None
+        if low.endswith("_" + n):
+            return stem[: -len(n) - 1]
+    return stem
+
+
 def parse_filename(
     filename: str, notebook: str, assignment: str, *, assignment_suffix: bool = True
 ) -> FileName:
@@ -114,21 +125,11 @@ def parse_filename(
         stem, copy_no = m.group(1), int(m.group(2))
         notes.append(f"file is a copy ({copy_no})")
     counter = re.fullmatch(r"(.*?)-(\d{1,3})", stem)
-
-    def strip_names(s: str) -> str | None:
-        low = s.lower()
-        names = {notebook.lower(), assignment.lower()} if assignment_suffix else {notebook.lower()}
-        for n in sorted(names, key=len, reverse=True):
-            if low == n:
-                return None
-            if low.endswith("_" + n):
-                return s[: -len(n) - 1]
-        return s
-
+    names = {notebook.lower(), assignment.lower()} if assignment_suffix else {notebook.lower()}
     for candidate, with_counter in ((counter.group(1), True) if counter else (None, False), (stem, False)):
         if candidate is None:
             continue
-        rest = strip_names(candidate)
+        rest = _strip_names(candidate, names)
         if rest is None:
             if with_counter:
                 continue
@@ -540,30 +541,8 @@ def _norm(src: str | None) -> str:
 
 def rebuild(release: dict, submitted: dict) -> Rebuilt:
     """Take the answers from ``submitted`` by the release's grade ids; report tampering."""
-    flags: list[str] = []
-    by_gid: dict[str, list] = {}
-    release_gids = set()
-    for cell in release["cells"]:
-        gid = cell_grade_id(cell)
-        if gid:
-            release_gids.add(gid)
-    for cell in submitted["cells"]:
-        meta = _nbmeta(cell)
-        gid = meta.get("grade_id") if meta else None
-        if isinstance(gid, str):
-            by_gid.setdefault(gid, []).append(cell)
-            if gid not in release_gids:
-                flags.append(f"cell {gid!r} is not in the release")
-    for cell in submitted["cells"]:
-        tags = _meta(cell).get("tags")
-        if isinstance(tags, list):
-            bad = sorted(
-                {t for t in tags if isinstance(t, str)}
-                & {"skip-execution", "raises-exception", "remove-cell", "skip"}
-            )
-            if bad:
-                flags.append(f"tag {', '.join(bad)} on cell {cell_grade_id(cell) or '(untracked)'!r}")
-
+    release_gids = {gid for gid in map(cell_grade_id, release["cells"]) if gid}
+    by_gid, flags = _by_grade_id(release_gids, submitted)
     nb = copy.deepcopy(release)
     answers, written, unanswered = {}, {}, []
     matched = 0
@@ -581,26 +560,7 @@ def rebuild(release: dict, submitted: dict) -> Rebuilt:
         if not found:
             flags.append(f"{'answer ' if is_answer else ''}cell {gid!r} was deleted")
         usable = [c for c in found if c.get("cell_type") == cell["cell_type"] and _source(c) is not None]
-        for c in found:
-            if c.get("cell_type") != cell["cell_type"]:
-                flags.append(
-                    f"cell {gid!r} was changed from {cell['cell_type']} to {str(c.get('cell_type'))[:20]}"
-                )
-            elif _source(c) is None:
-                flags.append(f"cell {gid!r} has an unreadable source")
-            smeta = _nbmeta(c)
-            if smeta != rmeta:
-                keys = sorted(
-                    k for k in set(rmeta) | set(smeta or {}) if (smeta or {}).get(k) != rmeta.get(k)
-                )
-                flags.append(f"nbgrader metadata of cell {gid!r} edited ({', '.join(map(str, keys))[:80]})")
-            if (
-                not is_answer
-                and c.get("cell_type") == cell["cell_type"]
-                and _source(c) is not None
-                and _norm(_source(c)) != _norm(cell["source"])
-            ):
-                flags.append(f"locked cell {gid!r} was edited")
+        flags.extend(_copy_flags(gid, cell, found, rmeta, is_answer))
         if not is_answer:
             continue
         if usable:
@@ -615,6 +575,51 @@ def rebuild(release: dict, submitted: dict) -> Rebuilt:
     # De-duplicate flags, keep order.
     flags = list(dict.fromkeys(flags))
     return Rebuilt(nb, answers, written, flags, unanswered, matched)
+
+
+def _by_grade_id(release_gids: set, submitted: dict) -> tuple[dict, list]:
+    """The submitted cells by grade id, and flags for unknown ids and execution-skipping tags."""
+    flags: list[str] = []
+    by_gid: dict[str, list] = {}
+    for cell in submitted["cells"]:
+        meta = _nbmeta(cell)
+        gid = meta.get("grade_id") if meta else None
+        if isinstance(gid, str):
+            by_gid.setdefault(gid, []).append(cell)
+            if gid not in release_gids:
+                flags.append(f"cell {gid!r} is not in the release")
+    for cell in submitted["cells"]:
+        tags = _meta(cell).get("tags")
+        if isinstance(tags, list):
+            bad = sorted(
+                {t for t in tags if isinstance(t, str)}
+                & {"skip-execution", "raises-exception", "remove-cell", "skip"}
+            )
+            if bad:
+                flags.append(f"tag {', '.join(bad)} on cell {cell_grade_id(cell) or '(untracked)'!r}")
+    return by_gid, flags
+
+
+def _copy_flags(gid: str, cell, found: list, rmeta: dict, is_answer: bool) -> list[str]:
+    """How the submitted copies of one release cell differ from it (type, source, metadata)."""
+    flags = []
+    for c in found:
+        if c.get("cell_type") != cell["cell_type"]:
+            flags.append(f"cell {gid!r} was changed from {cell['cell_type']} to {str(c.get('cell_type'))[:20]}")
+        elif _source(c) is None:
+            flags.append(f"cell {gid!r} has an unreadable source")
+        smeta = _nbmeta(c)
+        if smeta != rmeta:
+            keys = sorted(k for k in set(rmeta) | set(smeta or {}) if (smeta or {}).get(k) != rmeta.get(k))
+            flags.append(f"nbgrader metadata of cell {gid!r} edited ({', '.join(map(str, keys))[:80]})")
+        if (
+            not is_answer
+            and c.get("cell_type") == cell["cell_type"]
+            and _source(c) is not None
+            and _norm(_source(c)) != _norm(cell["source"])
+        ):
+            flags.append(f"locked cell {gid!r} was edited")
+    return flags
 
 
 def _release_source(release: dict, gid: str) -> str:

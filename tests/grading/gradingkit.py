@@ -110,6 +110,25 @@ def _image_output(megabytes: float) -> dict:
     return nbformat.v4.new_output("display_data", data={"image/png": blob, "text/plain": "<Figure>"})
 
 
+def _grow(nb, kind: str, args: list[str]) -> None:
+    """Mutations that make a notebook large or odd in ways the grader must take in its stride."""
+    if kind == "metadata-mb":  # notebook metadata (widget state) of args[1] MB under key args[0]
+        nb.metadata[args[0]] = {"state": {f"w{i}": "A" * 4096 for i in range(int(float(args[1]) * 256))}}
+    elif kind == "cell-metadata-mb":  # metadata of args[2] MB under key args[1] on the cell args[0]
+        cell = next(c for c in nb.cells if cell_grade_id(c) == args[0])
+        cell.metadata[args[1]] = {"blob": "M" * int(float(args[2]) * 2**20)}
+    elif kind == "stream-output":  # printed output of args[1] MB on the cell args[0]
+        cell = next(c for c in nb.cells if cell_grade_id(c) == args[0])
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * int(float(args[1]) * 2**20))]
+    elif kind == "big-cell":  # an added cell of about args[0] MB: one list literal
+        rows = int(float(args[0]) * 2**20 / 24)
+        nb.cells.append(nbformat.v4.new_code_cell("table = [\n" + "    (1.25, 'abc', 7),\n" * rows + "]\n"))
+    elif kind == "many-cells":  # args[0] empty markdown cells at the end
+        nb.cells.extend(nbformat.v4.new_markdown_cell("") for _ in range(int(args[0])))
+    elif kind == "source-json":  # the source of cell args[0] replaced by a JSON value (not text)
+        next(c for c in nb.cells if cell_grade_id(c) == args[0])["source"] = json.loads(args[1])
+
+
 def build_case(case: CorpusCase, assignment: str, submitted: Path) -> None:
     """Write ``case`` as ``submitted/<case>/<assignment>/<notebook>`` (nbgrader's layout)."""
     nb_file = notebook_name(assignment)
@@ -118,7 +137,7 @@ def build_case(case: CorpusCase, assignment: str, submitted: Path) -> None:
     sources = dict(solution_answers(assignment)) if case.base == "solution" else {}
     sources.update(case.sections)
     nb = fill_any(release(assignment), sources)
-    filename, timestamp, raw = nb_file, "2026-11-22 10:00:00.000000 UTC", None
+    filename, timestamp, raw, encoding = nb_file, "2026-11-22 10:00:00.000000 UTC", None, "utf-8"
     for op in case.mutations:
         kind, args = op[0], op[1:]
         if kind == "delete":
@@ -146,9 +165,17 @@ def build_case(case: CorpusCase, assignment: str, submitted: Path) -> None:
         elif kind == "add-cell-after":  # an added cell right after the cell with grade id args[0]
             i = next(i for i, c in enumerate(nb.cells) if cell_grade_id(c) == args[0])
             nb.cells.insert(i + 1, nbformat.v4.new_code_cell(" ".join(args[1:]).replace("\\n", "\n")))
+        elif kind in ("copy-after", "copy-at-end"):  # a copy of cell args[0], metadata and all, with a new source
+            i = next(i for i, c in enumerate(nb.cells) if cell_grade_id(c) == args[0])
+            twin = copy.deepcopy(nb.cells[i])
+            twin["id"] = twin.get("id", "cell") + "-copy"
+            twin.source = " ".join(args[1:]).replace("\\n", "\n")
+            nb.cells.insert(i + 1 if kind == "copy-after" else len(nb.cells), twin)
         elif kind == "image-output":  # image outputs of args[1] MB on the cell with grade id args[0]
             cell = next(c for c in nb.cells if cell_grade_id(c) == args[0])
             cell.outputs = [_image_output(float(args[1]) / 4) for _ in range(4)]
+        elif kind in ("metadata-mb", "cell-metadata-mb", "stream-output", "big-cell", "many-cells", "source-json"):
+            _grow(nb, kind, args)
         elif kind == "strip-nbgrader":
             for c in nb.cells:
                 c.metadata.pop("nbgrader", None)
@@ -160,6 +187,12 @@ def build_case(case: CorpusCase, assignment: str, submitted: Path) -> None:
             raw = nbformat.writes(nb)[: int(args[0])]
         elif kind == "text":
             raw = " ".join(args)
+        elif kind == "nest":  # the file is N nested JSON arrays
+            raw = "[" * int(args[0]) + "]" * int(args[0])
+        elif kind == "json-sub":  # text replaced in the file's JSON (escapes such as \ud800 stay escapes)
+            raw = (raw if raw is not None else nbformat.writes(nb)).replace(args[0], args[1] if len(args) > 1 else "")
+        elif kind == "encode":  # the file written in another encoding
+            encoding = args[0]
         elif kind == "name":
             filename = " ".join(args)
         elif kind == "timestamp":
@@ -169,7 +202,7 @@ def build_case(case: CorpusCase, assignment: str, submitted: Path) -> None:
         else:
             raise ValueError(f"{case.name}: unknown mutation {kind!r}")
     if filename is not None:
-        (folder / filename).write_text(raw if raw is not None else nbformat.writes(nb))
+        (folder / filename).write_bytes((raw if raw is not None else nbformat.writes(nb)).encode(encoding))
     (folder / "timestamp.txt").write_text(timestamp)
 
 
