@@ -26,8 +26,9 @@ def found(source: str) -> list[str]:
     return [hit.number for hit in numbers.source_numbers(source, "book/99_test.md")]
 
 
-def test_there_are_fourteen_chapters_to_check():
-    assert [p.name[:2] for p in CHAPTERS] == [f"{n:02d}" for n in range(1, 15)]
+def test_the_check_reads_every_chapter():
+    assert len(CHAPTERS) >= 14
+    assert [p.name[:2] for p in CHAPTERS] == [f"{n:02d}" for n in range(1, len(CHAPTERS) + 1)]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
