@@ -264,7 +264,8 @@ def write_autograded_notebook(folder: Path, spec: AssignmentSpec, result: Result
     target = folder / result.student / spec.name
     target.mkdir(parents=True, exist_ok=True)
     path = target / f"{spec.notebook}.ipynb"
-    nbformat.write(result.notebook, str(path))
+    # Unpaired surrogates (a broken paste) stay JSON escapes: the file is valid UTF-8 JSON.
+    path.write_bytes(nbformat.writes(result.notebook).encode("utf-8", "backslashreplace"))
     if result.timestamp:
         (target / "timestamp.txt").write_text(result.timestamp, encoding="utf-8")
     return path

@@ -541,8 +541,8 @@ def _norm(src: str | None) -> str:
 
 def rebuild(release: dict, submitted: dict) -> Rebuilt:
     """Take the answers from ``submitted`` by the release's grade ids; report tampering."""
-    release_gids = {gid for gid in map(cell_grade_id, release["cells"]) if gid}
-    by_gid, flags = _by_grade_id(release_gids, submitted)
+    release_tags = {cell_grade_id(c): _tags(c) for c in release["cells"] if cell_grade_id(c)}
+    by_gid, flags = _by_grade_id(release_tags, submitted)
     nb = copy.deepcopy(release)
     answers, written, unanswered = {}, {}, []
     matched = 0
@@ -577,8 +577,17 @@ def rebuild(release: dict, submitted: dict) -> Rebuilt:
     return Rebuilt(nb, answers, written, flags, unanswered, matched)
 
 
-def _by_grade_id(release_gids: set, submitted: dict) -> tuple[dict, list]:
-    """The submitted cells by grade id, and flags for unknown ids and execution-skipping tags."""
+def _tags(cell) -> set:
+    tags = _meta(cell).get("tags")
+    return {t for t in tags if isinstance(t, str)} if isinstance(tags, list) else set()
+
+
+_SKIPPING_TAGS = {"skip-execution", "raises-exception", "remove-cell", "skip"}
+
+
+def _by_grade_id(release_tags: dict, submitted: dict) -> tuple[dict, list]:
+    """The submitted cells by grade id, and flags for unknown ids and for execution-skipping tags
+    that the release's cell does not carry itself."""
     flags: list[str] = []
     by_gid: dict[str, list] = {}
     for cell in submitted["cells"]:
@@ -586,17 +595,12 @@ def _by_grade_id(release_gids: set, submitted: dict) -> tuple[dict, list]:
         gid = meta.get("grade_id") if meta else None
         if isinstance(gid, str):
             by_gid.setdefault(gid, []).append(cell)
-            if gid not in release_gids:
+            if gid not in release_tags:
                 flags.append(f"cell {gid!r} is not in the release")
     for cell in submitted["cells"]:
-        tags = _meta(cell).get("tags")
-        if isinstance(tags, list):
-            bad = sorted(
-                {t for t in tags if isinstance(t, str)}
-                & {"skip-execution", "raises-exception", "remove-cell", "skip"}
-            )
-            if bad:
-                flags.append(f"tag {', '.join(bad)} on cell {cell_grade_id(cell) or '(untracked)'!r}")
+        bad = sorted((_tags(cell) & _SKIPPING_TAGS) - release_tags.get(cell_grade_id(cell), set()))
+        if bad:
+            flags.append(f"tag {', '.join(bad)} on cell {cell_grade_id(cell) or '(untracked)'!r}")
     return by_gid, flags
 
 

@@ -112,6 +112,8 @@ def _image_output(megabytes: float) -> dict:
 
 def _grow(nb, kind: str, args: list[str]) -> None:
     """Mutations that make a notebook large or odd in ways the grader must take in its stride."""
+    if kind != "source-json":
+        args = " ".join(args).split()
     if kind == "metadata-mb":  # notebook metadata (widget state) of args[1] MB under key args[0]
         nb.metadata[args[0]] = {"state": {f"w{i}": "A" * 4096 for i in range(int(float(args[1]) * 256))}}
     elif kind == "cell-metadata-mb":  # metadata of args[2] MB under key args[1] on the cell args[0]
@@ -202,7 +204,7 @@ def build_case(case: CorpusCase, assignment: str, submitted: Path) -> None:
         else:
             raise ValueError(f"{case.name}: unknown mutation {kind!r}")
     if filename is not None:
-        (folder / filename).write_bytes((raw if raw is not None else nbformat.writes(nb)).encode(encoding))
+        (folder / filename).write_bytes((raw if raw is not None else nbformat.writes(nb)).encode(encoding, "replace"))
     (folder / "timestamp.txt").write_text(timestamp)
 
 
