@@ -7,7 +7,8 @@ Usage::
 
 The calls are those of ``tests/attnmath/test_bad_input.py`` (the surface is read from the
 package: every public function, constructor and method that takes an argument; for each, bad
-values derived from one valid call argument by argument, plus bad calls listed by hand). Each
+values derived from one valid call argument by argument, plus bad calls listed by hand;
+``attnmath.flash_triton`` is probed in a child process when Triton is installed). Each
 call is classified by that file's ``outcome``: *clear* (a ``TypeError``/``ValueError`` raised
 inside attnmath naming the argument), *obscure* (an error from deep inside NumPy or torch, another
 exception type, or a message not naming the argument), *silent* (a result) and *unannounced
@@ -49,9 +50,19 @@ def main(argv=None) -> int:
     for case in cases.CASES:
         kind, message = cases.outcome(case)
         rows.append({"call": cases._label(case), "outcome": kind, "message": message[:200]})
+    surface = cases.public_surface()
+    if importlib.util.find_spec("triton") is not None:  # flash_triton, in a child process
+        proc = cases.start_triton_child()
+        try:
+            triton_surface, _, triton_rows = cases.triton_outcomes(proc)
+        finally:
+            proc.close()
+        surface |= triton_surface
+        rows += [{"call": label, "outcome": kind, "message": message[:200]}
+                 for label, kind, message in triton_rows]
     counts = Counter(r["outcome"] for r in rows)
     callables = {r["call"].split("[")[0] for r in rows}
-    summary = {"public callables": len(cases.public_surface()), "callables probed": len(callables),
+    summary = {"public callables": len(surface), "callables probed": len(callables),
                "calls": len(rows), **{k: counts.get(k, 0) for k in
                                       ("clear", "obscure", "silent", "unannounced NaN")}}
     print(json.dumps(summary, indent=1))

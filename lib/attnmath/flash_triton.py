@@ -472,6 +472,8 @@ def kernel_config(D: int, dtype: torch.dtype = torch.float16, *, block_q: int | 
     (``bench/bench_flash_gpu.py``) is the place to tune them by time.
     """
     _check_head_dim(D)
+    if dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"dtype must be torch.float16, bfloat16 or float32, got {dtype!r}")
     #                     fwd_m  n  dkdv_m  n  dq_m  n  warps: fwd dkdv dq  stages: fwd bwd
     if D <= 64:
         cfg = KernelConfig(128, 64, 32, 128, 128, 32, 4, 8, 8, 3, 3)

@@ -763,7 +763,15 @@ def _takes_arguments(fn):
     return any(p.name not in ("self", "cls") and not p.name.startswith("_") for p in params)
 
 
+def _is_autograd_function(cls):
+    """A ``torch.autograd.Function``: its ``forward``/``backward`` are reached through ``apply``
+    (a public function of the module), never called directly."""
+    return any(b.__name__ == "Function" and b.__module__.startswith("torch.autograd") for b in cls.__mro__)
+
+
 def _class_surface(cls):
+    if _is_autograd_function(cls):
+        return []
     names = []
     if not _is_record(cls) and ("__init__" in vars(cls) or "__post_init__" in vars(cls)):
         names.append("__init__")
@@ -782,13 +790,19 @@ def public_surface(skip=CHILD_PROCESS_MODULES):
     for info in pkgutil.iter_modules(attnmath.__path__):
         if info.name.startswith("_") or info.name in skip:
             continue
-        module = importlib.import_module(f"attnmath.{info.name}")
-        assert hasattr(module, "__all__"), f"attnmath.{info.name} has no __all__"
-        for obj in (getattr(module, n) for n in module.__all__):
-            if inspect.isclass(obj) and obj.__module__.startswith("attnmath."):
-                surface.update(_class_surface(obj))
-            elif inspect.isfunction(obj) and _takes_arguments(obj):
-                surface.add(_name(obj))
+        surface |= module_surface(importlib.import_module(f"attnmath.{info.name}"))
+    return surface
+
+
+def module_surface(module):
+    """The public callables of one module (its ``__all__``) that take an argument."""
+    assert hasattr(module, "__all__"), f"{module.__name__} has no __all__"
+    surface = set()
+    for obj in (getattr(module, n) for n in module.__all__):
+        if inspect.isclass(obj) and obj.__module__.startswith("attnmath."):
+            surface.update(_class_surface(obj))
+        elif inspect.isfunction(obj) and _takes_arguments(obj):
+            surface.add(_name(obj))
     return surface
 
 
@@ -903,3 +917,67 @@ def test_nan_or_infinity_anywhere_in_a_float_argument_is_refused_naming_it(data)
         assert kind == "silent", f"{_label(case)}: {bad} at flat index {index} is documented: {kind}: {message}"
     else:
         assert kind == "clear", f"{_label(case)} at flat index {index}: {kind}: {message}"
+
+
+# ------------------------------------------------------------------ attnmath.flash_triton, in a child
+
+
+def _triton_helpers():
+    """Source served by the child: this file's surface functions, applied to ``ft`` (flash_triton)."""
+    parts = ["import dataclasses\nimport inspect"]
+    parts += [inspect.getsource(f) for f in (_name, _is_record, _takes_arguments, _is_autograd_function,
+                                              _class_surface, module_surface)]
+    parts.append("def surface():\n    return sorted(module_surface(ft))\n")
+    return "\n\n".join(parts)
+
+
+def start_triton_child():
+    """A :class:`~attnmath.testing.TritonProcess` serving flash_triton and ``surface()``."""
+    return testing.TritonProcess(interpret=not torch.cuda.is_available(), helpers=_triton_helpers())
+
+
+def _triton_valid(proc):
+    """``{qualname: kwargs}``: one valid call, every argument by name, of each public function."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    g = torch.Generator().manual_seed(0)
+    q, k, v, dout = (torch.randn(1, 2, 16, 16, generator=g).to(device) for _ in range(4))
+    qkv = {"q": q, "k": k[:, :1], "v": v[:, :1], "causal": True, "scale": 0.5, "block_q": 16, "block_k": 16}
+    _, cache = proc.flash_attention_triton(**qkv)
+    return {
+        "flash_triton.kernel_config": {"D": 64, "dtype": torch.float32, "block_q": 16, "block_k": 16},
+        "flash_triton.flash_attention_triton": qkv,
+        "flash_triton.flash_attention_triton_backward": {"dout": dout, "cache": cache, "block_q": 16,
+                                                         "block_k": 16},
+        "flash_triton.flash_attention": qkv,
+    }
+
+
+def triton_outcomes(proc):
+    """``(surface, valid calls, [(label, outcome, message)])`` of flash_triton's bad calls."""
+    valid = _triton_valid(proc)
+    rows = []
+    for qualname, kwargs in valid.items():
+        fn = getattr(proc, qualname.split(".")[-1])
+        fn(**kwargs)  # the valid call runs
+        for name, value in kwargs.items():
+            for bad in _bad_values(value):
+                rows.append((f"{qualname}[{name}]", *outcome((fn, (), {**kwargs, name: bad}, name))))
+    return set(proc.surface()), valid, rows
+
+
+@pytest.fixture(scope="module")
+def triton_child():
+    pytest.importorskip("triton")
+    proc = start_triton_child()
+    try:
+        yield proc
+    finally:
+        proc.close()
+
+
+def test_flash_triton_refuses_bad_input_naming_the_argument_in_a_child_process(triton_child):
+    surface, valid, rows = triton_outcomes(triton_child)
+    assert surface == set(valid), "flash_triton's public callables and its valid calls differ"
+    assert surface <= {label.split("[")[0] for label, _, _ in rows}
+    bad = [f"{label}: {kind}: {message}" for label, kind, message in rows if kind != "clear"]
+    assert not bad, "\n".join(bad)
