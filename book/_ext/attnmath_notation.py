@@ -24,7 +24,8 @@ NOTATION = ROOT / "book" / "notation.md"
 #: Words of a sense that do not tell senses apart.
 _STOP = {"the", "a", "an", "of", "with", "and", "or", "one", "its", "per"}
 _CELL_LETTER = re.compile(r"\$([A-Za-z])(?:\$|\s*=)")
-_DEFINE_AFTER = r"(?:\b(?:[Ll]et|[Ww]rite|[Dd]enote|[Cc]all)\s+\$({0})(?=[\s=$,\\]))"
+_DEFINE_AFTER = (r"(?:\b(?:[Ll]et|[Ww]rite|[Dd]enote|[Cc]all|[Cc]onsider)\s+\$({0})"
+                 r"(?=[\s=$,\\]))")
 _DEFINE_BEFORE = (r"(?:\$({0})\$\s+(?:denotes|stands for|workers|elements|FLOP/s|bytes/s|"
                   r"is the number|be the number))")
 _SENTENCE = re.compile(r"(?:[^.!?]|[.!?](?!\s))+[.!?]?")
