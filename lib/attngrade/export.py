@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from .names import _FORMULA, base_id, csv_cell
+
 __all__ = [
     "CANVAS_HEADER",
     "KINDS",
@@ -39,7 +41,6 @@ __all__ = [
     "lms_id_from_filename",
     "read_grades",
     "read_roster",
-    "safe_cell",
     "write",
     "write_for_class",
 ]
@@ -60,15 +61,6 @@ MOODLE_HEADER = [
 ]
 MOODLE_PREFIX = "Participant "
 NOT_GRADED = ("missing", "malformed", "ambiguous")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def safe_cell(value) -> str:
-    """A CSV field that no spreadsheet reads as a formula (OWASP: a leading ``= + - @``, tab or
-    carriage return gets a ``'`` before it)."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(_FORMULA_START) else text
-
 
 @dataclass
 class Person:
@@ -106,14 +98,14 @@ def lms_id_from_filename(filename: str, notebook: str, assignment: str, system: 
 
 
 def read_grades(path: Path) -> list[dict]:
-    """The rows of ``grades.csv``."""
+    """The rows of ``grades.csv``, its fields as the students wrote them."""
     with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+        return [{k: _plain(v or "") for k, v in row.items()} for row in csv.DictReader(fh)]
 
 
 def _plain(text: str) -> str:
-    """A roster field as written, without the ``'`` that :func:`safe_cell` may have put before it."""
-    return text[1:] if text.startswith("'") and text[1:].startswith(_FORMULA_START) else text
+    """A field as written, without the ``'`` that :func:`attngrade.names.csv_cell` put before it."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(_FORMULA) else text
 
 
 def _roster_row(row: dict) -> Person | None:
@@ -156,10 +148,9 @@ def _grade(row: dict | None) -> str:
     return (row.get("total") or "").strip()
 
 
-def _id_of_name(name: str, notebook: str, assignment: str) -> str | None:
-    from .submissions import parse_filename
-
-    return parse_filename(name + ".ipynb", notebook, assignment).student if name.strip() else None
+def _id_of_name(name: str) -> str | None:
+    """The id a file named after ``name`` gives (``Anna Müller`` -> ``Anna_Müller``)."""
+    return base_id(name) if name.strip() else None
 
 
 def match(rows: list, roster: list, notebook: str, assignment: str, kind: str) -> tuple[list, list]:
@@ -169,7 +160,7 @@ def match(rows: list, roster: list, notebook: str, assignment: str, kind: str) -
     by_lms = {p.lms_id: p for p in roster if p.lms_id}
     by_name = {}
     for p in roster:
-        key = _id_of_name(p.name, notebook, assignment)
+        key = _id_of_name(p.name)
         if key:
             by_name.setdefault(key, p)
     graded: dict = {}
@@ -259,7 +250,7 @@ def write(
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         for line in out:
-            w.writerow([safe_cell(x) for x in line])
+            w.writerow([csv_cell(x) for x in line])
     return problems
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 from copydetect import CodeFingerprint, compare_files
 
-from .export import safe_cell
+from .names import csv_cell
 from .notebooks import cell_grade_id
 
 __all__ = [
@@ -342,7 +342,7 @@ def write_csv(path: Path, result: Similarity) -> Path:
         w.writerow(CSV_HEADER)
         for p in result.pairs:
             w.writerow(
-                [safe_cell(x) for x in (
+                [csv_cell(x) for x in (
                     p.part, f"{p.score:.4f}", p.student_a, p.student_b, f"{p.share_a:.4f}",
                     f"{p.share_b:.4f}", _shared_text(p.code_a, p.marks_a), _shared_text(p.code_b, p.marks_b),
                 )]
