@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 from copydetect import CodeFingerprint, compare_files
 
-from .names import csv_cell
+from .names import csv_cell, shown
 from .notebooks import cell_grade_id
 
 __all__ = [
@@ -276,7 +276,7 @@ def write_answers(folder: Path, assignment: str, answers: dict, course: dict) ->
     path = folder / ANSWERS_FILE
     data = {"assignment": assignment, "course": course, "answers": answers}
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+    tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
     tmp.replace(path)
     return path
 
@@ -369,8 +369,13 @@ font-size:.8rem;margin:.3rem 0;white-space:pre}
 """
 
 
+def _e(text) -> str:
+    """HTML-escaped printable text: ids and names that are not UTF-8 included."""
+    return html.escape(shown(str(text)))
+
+
 def _pair_html(i: int, p: Pair) -> str:
-    e = html.escape
+    e = _e
     return (
         f"<div class='sim-pair' id='sim-{i}'><h3>{i}. <code>{e(p.part)}</code>: {e(p.student_a)} and "
         f"{e(p.student_b)} ({p.score:.0%})</h3><div class='sim-sbs'>"
@@ -383,7 +388,7 @@ def _pair_html(i: int, p: Pair) -> str:
 
 def render_section(result: Similarity, csv_name: str = "similarity.csv") -> str:
     """The summary's section: pairs at or above the threshold, most similar first, side by side."""
-    e = html.escape
+    e = _e
     out = [
         f"<style>{SECTION_CSS}</style><section id='similarity'>"
         f"<h2>Similar answers ({len(result.pairs)} pairs at {result.threshold:.0%} or more)</h2>"
@@ -422,13 +427,13 @@ def write_report(folder: Path, result: Similarity, title: str) -> tuple[Path, Pa
     folder.mkdir(parents=True, exist_ok=True)
     csv_path = write_csv(folder / "similarity.csv", result)
     page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
         "<style>body{font-family:system-ui,sans-serif;max-width:100rem;margin:2rem auto;padding:0 1rem}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem}</style></head>"
-        f"<body><h1>{html.escape(title)}</h1>{render_section(result, csv_path.name)}</body></html>"
+        f"<body><h1>{_e(title)}</h1>{render_section(result, csv_path.name)}</body></html>"
     )
     html_path = folder / "similarity.html"
-    html_path.write_text(page, encoding="utf-8")
+    html_path.write_text(page, encoding="utf-8", errors="backslashreplace")
     return html_path, csv_path
 
 
@@ -450,7 +455,8 @@ def add_to_summary(out: Path, result: Similarity) -> Path:
     text = page.read_text(encoding="utf-8")
     at = text.rfind("</body>")
     section = render_section(result, csv_path.name)
-    page.write_text(text[:at] + section + text[at:] if at >= 0 else text + section, encoding="utf-8")
+    page.write_text(text[:at] + section + text[at:] if at >= 0 else text + section, encoding="utf-8",
+                    errors="backslashreplace")
     summary = out / "summary.json"
     data = json.loads(summary.read_text(encoding="utf-8"))
     data["similarity"] = {

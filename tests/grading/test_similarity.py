@@ -217,3 +217,14 @@ def test_a_huge_answer_is_compared_by_its_first_characters_only():
     assert result.parts[0].cut == ["b"]
     assert [(p.student_a, p.student_b) for p in result.pairs] == [("a", "b")]
     assert len(result.pairs[0].code_b) == S.MAX_CHARS
+
+
+def test_names_and_code_that_are_not_utf8_are_shown_not_fatal(tmp_path):
+    odd, code = "caf\udce9", ANSWERS["s03"][PART] + "# \udcff\u202e\n"
+    result = S.run({odd: {PART: code}, "bob": {PART: ANSWERS["c2"][PART]}}, COURSE)
+    html_path, csv_path = S.write_report(tmp_path, result, "odd")
+    page = html_path.read_text(encoding="utf-8")
+    assert "caf\\xe9" in page
+    assert "caf\\xe9" in csv_path.read_text(encoding="utf-8")
+    S.write_answers(tmp_path, "01_softmax", {odd: {PART: code}}, COURSE)
+    assert S.load_answers([tmp_path])[2] == {odd: {PART: code}}
