@@ -172,9 +172,12 @@ def init_encoder_block_params(
     )
 
 
-def _encoder_sublayers(params, H, mask, activation, eps):
+def _encoder_sublayers(x, params, H, mask, activation, eps):
     if not isinstance(params, EncoderBlockParams):
         raise TypeError(f"params must be an EncoderBlockParams, got {type(params).__name__}")
+    C = as_array(params.w_1, "params.w_1", ndim=2).shape[0]
+    if x.shape[-1] != C:
+        raise ValueError(f"x must have width C={C} (the rows of params.w_1), got shape {x.shape}")
 
     def attn(z):
         return self_attention(z, params.attn, H, mask=mask)[0]  # (B, L, C)
@@ -229,7 +232,7 @@ def encoder_block_forward(
     variant is :func:`pre_norm_encoder_block_forward`.
     """
     x = as_array(x, "x", ndim=3, finite=True)
-    attn, ffn, ln1, ln2 = _encoder_sublayers(params, H, mask, activation, eps)
+    attn, ffn, ln1, ln2 = _encoder_sublayers(x, params, H, mask, activation, eps)
     y = ln1(x + attn(x))  # (B, L, C)
     return ln2(y + ffn(y))  # (B, L, C)
 
@@ -256,6 +259,6 @@ def pre_norm_encoder_block_forward(
     ``torch.nn.TransformerEncoderLayer(norm_first=True)``.
     """
     x = as_array(x, "x", ndim=3, finite=True)
-    attn, ffn, ln1, ln2 = _encoder_sublayers(params, H, mask, activation, eps)
+    attn, ffn, ln1, ln2 = _encoder_sublayers(x, params, H, mask, activation, eps)
     y = x + attn(ln1(x))  # (B, L, C)
     return y + ffn(ln2(y))  # (B, L, C)

@@ -232,7 +232,8 @@ def causal_linear_attention(q, k, v, *, feature_map: Callable = elu_feature_map)
     prob = prepare(q, k, v)
     L, S = prob.L, prob.S
     if L != S:
-        raise ValueError(f"causal_linear_attention needs L == S (self-attention), got L={L}, S={S}")
+        raise ValueError(f"causal_linear_attention needs q and k of one length (L == S, self-attention), "
+                         f"got L={L}, S={S}")
     phi_q, phi_k = _mapped(feature_map, prob)  # (B, H_kv, g, L, D_phi), (B, H_kv, 1, L, D_phi)
     v = prob.v5  # (B, H_kv, 1, L, D_v)
     D_phi, D_v = phi_q.shape[-1], v.shape[-1]

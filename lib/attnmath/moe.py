@@ -297,6 +297,8 @@ def apply_capacity(routing: Routing, capacity_factor: float) -> CapacityRouting:
         raise TypeError(f"routing must be a Routing, got {type(routing).__name__}")
     expert_index, gate, dispatch = routing
     N, K = expert_index.shape
+    if N == 0:
+        raise ValueError("routing must hold at least one token (N >= 1) to share a capacity")
     E = dispatch.shape[1]
     C = expert_capacity(N, K, E, capacity_factor)
     kept = np.zeros((N, K), dtype=bool)
@@ -398,7 +400,9 @@ def _moe_forward(
     route = top_k_route_renormalized if renormalized else top_k_route
     routing = route(probs, k)
     K = routing.expert_index.shape[1]
-    if capacity_factor is None:
+    if capacity_factor is not None:
+        capacity_factor = check_real(capacity_factor, "capacity_factor", positive=True)
+    if capacity_factor is None or N == 0:  # no tokens: no slot to drop, an empty output
         kept = np.ones((N, K), dtype=bool)
     else:
         kept = apply_capacity(routing, capacity_factor).kept  # (N, K)

@@ -331,9 +331,10 @@ def _check_params(params, H: int, H_kv, C_q: int, C_kv: int) -> tuple[MultiHeadP
         raise TypeError(f"params must be a MultiHeadParams, got {type(params).__name__}")
     H = check_positive_int(H, "H")
     H_kv = check_kv_heads(H, H_kv)
-    w_q, w_k, w_v, w_o = (as_array(w, n, ndim=2) for w, n in zip(params[:4], ("w_q", "w_k", "w_v", "w_o")))
+    w_q, w_k, w_v, w_o = (as_array(w, f"params.{n}", ndim=2)
+                          for w, n in zip(params[:4], ("w_q", "w_k", "w_v", "w_o")))
     if w_q.shape[0] != C_q:
-        raise ValueError(f"w_q must have shape (C, H*D) with C={C_q} (the width of x_q), got {w_q.shape}")
+        raise ValueError(f"params.w_q must have shape (C, H*D) with C={C_q} (the width of x_q), got {w_q.shape}")
     if w_q.shape[1] % H != 0:
         raise ValueError(
             f"w_q has {w_q.shape[1]} output columns, which is not divisible by the number of heads H={H}"
@@ -341,24 +342,26 @@ def _check_params(params, H: int, H_kv, C_q: int, C_kv: int) -> tuple[MultiHeadP
     D = w_q.shape[1] // H
     if w_k.shape != (C_kv, H_kv * D):
         raise ValueError(
-            f"w_k must have shape (C_kv, H_kv*D) = ({C_kv}, {H_kv * D}) for H_kv={H_kv}, D={D}, "
+            f"params.w_k must have shape (C_kv, H_kv*D) = ({C_kv}, {H_kv * D}) for H_kv={H_kv}, D={D} "
+            "(C_kv: the width of x_kv), "
             f"got {w_k.shape}" + ("; pass H_kv for grouped-query weights" if w_k.shape[0] == C_kv else "")
         )
     if w_v.shape[0] != C_kv or w_v.shape[1] % H_kv != 0:
         raise ValueError(
-            f"w_v must have shape (C_kv, H_kv*D_v) with C_kv={C_kv}, H_kv={H_kv}, got {w_v.shape}"
+            f"params.w_v must have shape (C_kv, H_kv*D_v) with C_kv={C_kv} (the width of x_kv), "
+            f"H_kv={H_kv}, got {w_v.shape}"
         )
     D_v = w_v.shape[1] // H_kv
     if w_o.shape[0] != H * D_v:
-        raise ValueError(f"w_o must have shape (H*D_v, C) with H*D_v={H * D_v}, got {w_o.shape}")
+        raise ValueError(f"params.w_o must have shape (H*D_v, C) with H*D_v={H * D_v}, got {w_o.shape}")
     C_out = w_o.shape[1]
     sizes = {"b_q": H * D, "b_k": H_kv * D, "b_v": H_kv * D_v, "b_o": C_out}
     biases = []
     for name, b in zip(("b_q", "b_k", "b_v", "b_o"), params[4:]):
         if b is not None:
-            b = as_array(b, name, ndim=1)
+            b = as_array(b, f"params.{name}", ndim=1)
             if b.shape != (sizes[name],):
-                raise ValueError(f"{name} must have shape ({sizes[name]},), got {b.shape}")
+                raise ValueError(f"params.{name} must have shape ({sizes[name]},), got {b.shape}")
         biases.append(b)
     return MultiHeadParams(w_q, w_k, w_v, w_o, *biases), _Dims(H, H_kv, D, D_v, C_out)
 

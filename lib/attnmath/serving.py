@@ -278,7 +278,7 @@ def gather_blocks(pool: ArrayLike, block_table: ArrayLike, length: int) -> Float
         raise ValueError(f"block_table names blocks outside the pool of {num_blocks}: "
                          f"{table.tolist()}")
     blocks = pool[table]  # (n_blocks, H_kv, bs, D)
-    x = np.swapaxes(blocks, 0, 1).reshape(H_kv, -1, D)  # (H_kv, n_blocks * bs, D)
+    x = np.swapaxes(blocks, 0, 1).reshape(H_kv, table.size * block_size, D)  # (H_kv, n_blocks * bs, D)
     return x[:, :length, :]  # (H_kv, length, D)
 
 

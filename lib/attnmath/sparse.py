@@ -296,7 +296,8 @@ def sliding_window_attention(q, k, v, *, window: int, scale=None) -> np.ndarray:
     prob = prepare(q, k, v, scale=scale)
     L, S = prob.L, prob.S
     if L != S:
-        raise ValueError(f"sliding_window_attention needs L == S (self-attention), got L={L}, S={S}")
+        raise ValueError(f"sliding_window_attention needs q and k of one length (L == S, self-attention), "
+                         f"got L={L}, S={S}")
     q5, k5, v5 = prob.q5, prob.k5, prob.v5  # (B, H_kv, g, L, D), (B, H_kv, 1, L, D), (.., D_v)
     out = np.zeros(q5.shape[:-1] + (v5.shape[-1],), dtype=prob.dtype)  # (B, H_kv, g, L, D_v)
     W = min(window, L)

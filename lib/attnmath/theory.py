@@ -649,13 +649,21 @@ def _self_attention_inputs(
             f"a permutation of the sequence acts on queries and keys alike, so L must equal S; "
             f"got q {q.shape} (L={L}) and k {k.shape} (S={S})"
         )
-    return q, k, as_array(v, "v", allow_int=True)
+    return q, k, _check_gap_values(v)
 
 
 def _check_nonempty(x: FloatArray, name: str, length: str) -> None:
     """A gap is a maximum over outputs: refuse an empty sequence, which has none."""
     if x.shape[-2] == 0:
         raise ValueError(f"{name} must hold at least one position ({length} >= 1), got shape {x.shape}")
+
+
+def _check_gap_values(v: ArrayLike) -> FloatArray:
+    """Values of a gap: at least one value dim, else there is no output to compare."""
+    v = as_array(v, "v", allow_int=True)
+    if v.ndim < 2 or v.shape[-1] == 0:
+        raise ValueError(f"v must have shape (..., S, D_v) with D_v >= 1, got shape {v.shape}")
+    return v
 
 
 def _attend(q: FloatArray, k: FloatArray, v: FloatArray, mask: ArrayLike | None) -> FloatArray:
@@ -773,7 +781,7 @@ def key_value_permutation_gap(
     q, k = _check_points(q, k, names=("q", "k"))
     _check_nonempty(q, "q", "L")
     _check_nonempty(k, "k", "S")
-    v = as_array(v, "v", allow_int=True)
+    v = _check_gap_values(v)
     perm = _check_perm(perm, k.shape[-2])
     out = _attend(q, k, v, mask)  # (..., L, D_v)
     out_perm = _attend(q, k[..., perm, :], v[..., perm, :], mask)  # (..., L, D_v)

@@ -981,3 +981,51 @@ def test_flash_triton_refuses_bad_input_naming_the_argument_in_a_child_process(t
     assert surface <= {label.split("[")[0] for label, _, _ in rows}
     bad = [f"{label}: {kind}: {message}" for label, kind, message in rows if kind != "clear"]
     assert not bad, "\n".join(bad)
+
+
+# ------------------------------------------------------------------ arrays of any other shape
+
+
+def _array_arguments():
+    """``(callable, argument)`` for every NumPy array argument of a valid call."""
+    return [(fn, name) for fn in VALID for name, value in _arguments(fn).items()
+            if isinstance(value, np.ndarray) and value.dtype.kind in "biuf"]
+
+
+ARRAY_ARGUMENTS = _array_arguments()
+# A failed check is what these report, by design (AssertionError naming the value).
+CHECKS = (testing.assert_close, testing.check_gradient)
+
+
+def shape_outcome(fn, name, value):
+    """``"ok"`` when ``fn`` answers ``value`` (any shape) with a result holding no NaN, or with a
+    ``TypeError``/``ValueError`` raised inside attnmath that names one of its arguments; else
+    what went wrong."""
+    args, kwargs = _with(fn, name, value)[1:3]
+    try:
+        with np.errstate(all="ignore"):
+            result = fn(*args, **kwargs)
+    except (TypeError, ValueError) as exc:
+        named = any(_names(str(exc), p) for p in inspect.signature(fn).parameters)
+        return "ok" if named and _raised_inside_attnmath(exc) else f"obscure: {type(exc).__name__}: {exc}"
+    except AssertionError as exc:
+        return "ok" if fn in CHECKS else f"AssertionError: {exc}"
+    except Exception as exc:  # noqa: BLE001 - every other kind is obscure
+        return f"obscure: {type(exc).__name__}: {exc}"
+    return "unannounced NaN" if _holds_nan(result) else "ok"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_an_array_of_any_shape_gets_a_result_or_an_error_naming_an_argument(data):
+    fn, name = data.draw(st.sampled_from(ARRAY_ARGUMENTS), label="argument")
+    valid = _arguments(fn)[name]
+    ndim = data.draw(st.integers(max(0, valid.ndim - 1), valid.ndim + 1), label="ndim")
+    shape = tuple(data.draw(st.lists(st.integers(0, 5), min_size=ndim, max_size=ndim), label="shape"))
+    if valid.dtype.kind == "f":
+        value = np.random.default_rng(0).standard_normal(shape).astype(valid.dtype)
+    else:
+        value = np.zeros(shape, dtype=valid.dtype)
+    result = shape_outcome(fn, name, value)
+    assert result == "ok", f"{_name(fn)}[{name}] of shape {shape}: {result}"
