@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -43,6 +44,7 @@ __all__ = [
     "read_roster",
     "write",
     "write_for_class",
+    "class_step",
 ]
 
 KINDS = ("canvas", "moodle")
@@ -261,3 +263,12 @@ def write_for_class(kind: str, out: Path, roster: list | None, *, notebook: str,
     problems = write(kind, read_grades(Path(out) / "grades.csv"), roster, path, notebook=notebook,
                      assignment=assignment)
     return path, problems
+
+
+def class_step(kind: str, out: Path, roster: list | None, spec, say=print) -> Path:
+    """The grading command's export step (``--export``), after ``grades.csv`` is written."""
+    path, problems = write_for_class(kind, out, roster, notebook=spec.notebook, assignment=spec.name)
+    say(f"{kind} import file: {path}")
+    for problem in problems:
+        print(f"attngrade: --export {kind}: {problem}", file=sys.stderr)
+    return path

@@ -57,6 +57,7 @@ __all__ = [
     "compare_class",
     "compare_part",
     "add_to_summary",
+    "class_step",
     "course_code",
     "for_class",
     "load_answers",
@@ -467,6 +468,41 @@ def add_to_summary(out: Path, result: Similarity) -> Path:
     }
     summary.write_text(json.dumps(data, indent=1), encoding="utf-8")
     return csv_path
+
+
+def class_step(out: Path, spec, results: list, prepared: dict, *, everyone: int, shard=None,
+               enabled: bool | None = None, say=print) -> Similarity | None:
+    """The grading command's similarity step, after the summary is written; never fatal.
+
+    ``enabled`` None: on for a class (every host's students together) of :data:`MIN_CLASS` or
+    more. The answers are the graded (rebuilt) notebook's, else the submission's as read.
+    On a ``--shard`` host the answers are kept for the final step only.
+    """
+    if not (enabled if enabled is not None else everyone >= MIN_CLASS):
+        return None
+    try:
+        import nbformat
+
+        course = course_code(spec.release, nbformat.read(str(spec.source_path), as_version=4))
+        fresh = {}
+        for r in results:
+            notebook = r.notebook if r.notebook is not None else getattr(prepared.get(r.student), "notebook", None)
+            if notebook is not None:
+                fresh[r.student] = answers_of(notebook, course["release"])
+        result = for_class(Path(out) / "similarity", spec.name, course, fresh, [r.student for r in results],
+                           compare=shard is None)
+        if result is None:
+            say(f"similarity: this share's answers are in {Path(out) / 'similarity' / ANSWERS_FILE}; when every "
+                "host is done: python -m attngrade.similarity OUT-1 OUT-2 ... --out DIR")
+            return None
+        add_to_summary(out, result)
+        say(f"similarity: {len(result.pairs)} pairs at {result.threshold:.0%} or more "
+            f"(summary.html, {Path(out) / 'similarity.csv'})")
+        return result
+    except Exception as exc:  # noqa: BLE001 - evidence only: the grades are written and stand
+        print(f"attngrade: the similarity step failed ({type(exc).__name__}: {exc}); grades are unaffected",
+              file=sys.stderr)
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -196,3 +196,18 @@ def test_write_for_class_reads_grades_csv(tmp_path):
     path, problems = X.write_for_class("canvas", tmp_path, None, notebook=NB, assignment=ASSIGNMENT)
     assert path == tmp_path / "canvas.csv" and problems == []
     assert {r[1]: r[5] for r in _read(path)[2:]} == {"12345": "7.2", "4711": "", "999": "10"}
+
+
+def test_class_step_writes_the_file_and_names_each_student_not_exported(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    rows = CANVAS_GRADES + [_row("zed", "zed.ipynb")]
+    with open(tmp_path / "grades.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    said = []
+    spec = SimpleNamespace(notebook=NB, name=ASSIGNMENT)
+    path = X.class_step("canvas", tmp_path, None, spec, say=said.append)
+    assert path == tmp_path / "canvas.csv" and said == [f"canvas import file: {path}"]
+    assert "zed: not on the roster" in capsys.readouterr().err

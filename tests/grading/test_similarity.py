@@ -228,3 +228,44 @@ def test_names_and_code_that_are_not_utf8_are_shown_not_fatal(tmp_path):
     assert "caf\\xe9" in csv_path.read_text(encoding="utf-8")
     S.write_answers(tmp_path, "01_softmax", {odd: {PART: code}}, COURSE)
     assert S.load_answers([tmp_path])[2] == {odd: {PART: code}}
+
+
+def _spec():
+    import nbformat
+    from types import SimpleNamespace
+
+    release = nbformat.read(str(ROOT / "exercises/01_softmax/softmax.ipynb"), as_version=4)
+    return SimpleNamespace(name="01_softmax", release=release, source_path=ROOT / "solutions/01_softmax/softmax.ipynb")
+
+
+def _result_with(spec, student, code, *, rebuilt=True):
+    from types import SimpleNamespace
+
+    nb = json.loads(json.dumps(spec.release))
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == PART:
+            cell["source"] = code
+    return SimpleNamespace(student=student, notebook=nb if rebuilt else None), SimpleNamespace(notebook=nb)
+
+
+def test_class_step_compares_a_class_of_three_and_not_of_two(tmp_path):
+    spec = _spec()
+    made = [_result_with(spec, s, ANSWERS[s][PART], rebuilt=s != "c2") for s in ("s03", "c2", "s07")]
+    results, prepared = [r for r, _ in made], {r.student: p for r, p in made}
+    (tmp_path / "summary.html").write_text("<html><body></body></html>")
+    (tmp_path / "summary.json").write_text("{}")
+    said = []
+    found = S.class_step(tmp_path, spec, results, prepared, everyone=3, say=said.append)
+    assert [(p.student_a, p.student_b) for p in found.pairs] == [("c2", "s03")]  # c2 from its submission
+    assert "id='similarity'" in (tmp_path / "summary.html").read_text() and said
+    assert S.class_step(tmp_path, spec, results[:2], prepared, everyone=2, say=said.append) is None
+    assert S.class_step(tmp_path, spec, results, prepared, everyone=3, enabled=False, say=said.append) is None
+
+
+def test_class_step_on_a_shard_host_keeps_the_answers_for_the_final_step(tmp_path):
+    spec = _spec()
+    made = [_result_with(spec, s, ANSWERS[s][PART]) for s in ("s03", "c2")]
+    said = []
+    assert S.class_step(tmp_path, spec, [r for r, _ in made], {}, everyone=6, shard=(1, 2), say=said.append) is None
+    assert set(S.load_answers([tmp_path])[2]) == {"s03", "c2"}
+    assert "python -m attngrade.similarity" in said[0] and not (tmp_path / "similarity.csv").exists()
