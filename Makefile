@@ -5,7 +5,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help book pdf test test-fast exercises lab bench grade clean
+.PHONY: help book pdf test test-fast exercises lab lab-work bench grade clean
 
 help:
 	@echo "make book       build the HTML book, every chapter executed (_build/html/index.html)"
@@ -13,7 +13,7 @@ help:
 	@echo "make test       run the whole test suite (library, book build, exercises)"
 	@echo "make test-fast  the test suite without the slow book, browser and nbgrader tests"
 	@echo "make exercises  regenerate exercises/ from solutions/ with nbgrader"
-	@echo "make lab        open JupyterLab on the exercises"
+	@echo "make lab        open JupyterLab on your own copy of the exercises (work/)"
 	@echo "make bench      run the benchmarks and print their figures"
 	@echo "make grade ASSIGNMENT=01_softmax SUBMISSIONS=path [OUT=grading-output] [JOBS=n] [DB=url]"
 	@echo "                grade submissions: gradebook, grades.csv, feedback, summary (attngrade)"
@@ -55,19 +55,47 @@ test-fast: $(STAMP)
 exercises: $(STAMP)
 	@for a in solutions/*/; do a=$$(basename $$a); \
 	  $(BIN)/nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; done
-	@echo "exercises/ regenerated from solutions/"
+	@echo "exercises/ regenerated from solutions/ (students work in their own copy, work/, which this never touches)"
 
-# The student's JupyterLab: its own Jupyter config folder hides nbgrader's instructor tools
-# (formgrader, create assignment, course and assignment lists); `--allow-root` only as root.
+# The student's JupyterLab works in work/ (ignored by git). `lab-work` copies the release there
+# file by file and never replaces a file that exists: new assignments arrive, a student's
+# notebooks stay as they are. It also writes the start page, work/README.md, which links each
+# exercise to its chapter of the built book (served by the lab at /static/, after `make book`).
+# The lab's own Jupyter config folder turns nbgrader's instructor tools off: their lab plugins
+# (page_config.json) and the formgrader, course-list and assignment-list server extensions.
+WORK ?= work
 LAB_CONFIG := $(VENV)/student-lab-config
 STUDENT_LAB_HIDES := formgrader create-assignment course-list assignment-list menu
+STUDENT_LAB_SERVER_OFF := formgrader course_list assignment_list
 $(LAB_CONFIG)/labconfig/page_config.json: $(STAMP) Makefile
-	@mkdir -p $(dir $@)
+	@mkdir -p $(dir $@) $(LAB_CONFIG)/lab/user-settings/@jupyterlab/docmanager-extension
 	@printf '{"disabledExtensions": {%s}}\n' \
 	  "$$(for x in $(STUDENT_LAB_HIDES); do printf '"@jupyter/nbgrader:%s": true, ' $$x; done | sed 's/, $$//')" > $@
+	@printf '{"ServerApp": {"jpserver_extensions": {%s}, "extra_static_paths": ["%s"]}}\n' \
+	  "$$(for x in $(STUDENT_LAB_SERVER_OFF); do printf '"nbgrader.server_extensions.%s": false, ' $$x; done | sed 's/, $$//')" \
+	  "$(CURDIR)/_build/html" > $(LAB_CONFIG)/jupyter_server_config.json
+	@printf '{"defaultViewers": {"markdown": "Markdown Preview"}}\n' \
+	  > $(LAB_CONFIG)/lab/user-settings/@jupyterlab/docmanager-extension/plugin.jupyterlab-settings
 
-lab: $(LAB_CONFIG)/labconfig/page_config.json
-	JUPYTER_CONFIG_DIR=$(CURDIR)/$(LAB_CONFIG) $(BIN)/jupyter lab exercises $(LAB_ARGS) \
+lab-work:
+	@mkdir -p "$(WORK)"
+	@cd exercises && find . -type f -not -path '*/.ipynb_checkpoints/*' | sort | while IFS= read -r f; do \
+	  to="$(abspath $(WORK))/$${f#./}"; \
+	  if [ ! -e "$$to" ]; then mkdir -p "$$(dirname "$$to")" && cp "$$f" "$$to" && echo "new: $(WORK)/$${f#./}"; fi; \
+	done
+	@{ echo "# Your exercises"; echo; \
+	  echo "Your notebooks live in this folder: nothing replaces them. Open one, replace each"; \
+	  echo "\`raise NotImplementedError()\`, then *Run All*: the last cell lists every part as passed,"; \
+	  echo "failed (with what is wrong) or not attempted. The chapter links need the built book"; \
+	  echo "(\`make book\`). This page is rewritten by \`make lab\`: keep your notes elsewhere."; echo; \
+	  echo "| exercise | chapter |"; echo "| --- | --- |"; \
+	  for d in exercises/*/; do a=$$(basename "$$d"); nb=$$(cd "$$d" && ls *.ipynb | head -n 1); \
+	    title=$$(sed -n 's/^# //p' "book/$$a.md" | head -n 1); \
+	    echo "| [$$a/$$nb]($$a/$$nb) | [$${title:-$$a}](/static/book/$$a.html) |"; done; } > "$(WORK)/README.md"
+
+lab: $(LAB_CONFIG)/labconfig/page_config.json lab-work
+	JUPYTER_CONFIG_DIR=$(CURDIR)/$(LAB_CONFIG) $(BIN)/jupyter lab $(WORK) \
+	  --ServerApp.default_url=/lab/tree/README.md $(LAB_ARGS) \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 bench: $(STAMP)

@@ -25,13 +25,16 @@ def test_release_is_in_sync_with_solutions(graded):
                        for p in (course / "release" / assignment).rglob("*") if p.is_file())
     committed = sorted(p.relative_to(EXERCISES / assignment)
                        for p in (EXERCISES / assignment).rglob("*") if p.is_file())
-    assert generated == committed, "exercises/ lists other files than a fresh release: run `make exercises`"
+    assert generated == committed, \
+        "exercises/ lists other files than a fresh release (course authors: regenerate it with `make exercises`)"
     for rel in generated:
         fresh, ours = course / "release" / assignment / rel, EXERCISES / assignment / rel
         if rel.suffix == ".ipynb":
-            assert _normalised(fresh) == _normalised(ours), f"{rel} is out of date: run `make exercises`"
+            assert _normalised(fresh) == _normalised(ours), \
+                f"{rel} is out of date (course authors: regenerate exercises/ with `make exercises`)"
         else:
-            assert fresh.read_bytes() == ours.read_bytes(), f"{rel} is out of date: run `make exercises`"
+            assert fresh.read_bytes() == ours.read_bytes(), \
+                f"{rel} is out of date (course authors: regenerate exercises/ with `make exercises`)"
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

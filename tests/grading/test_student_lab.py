@@ -16,7 +16,7 @@ INSTRUCTOR_TOOLS = {"formgrader", "create-assignment", "course-list", "assignmen
 
 def test_make_lab_adds_allow_root_only_for_root():
     plan = subprocess.run([*MAKE, "-n", "lab"], cwd=gk.ROOT, capture_output=True, text=True, check=True)
-    assert "JUPYTER_CONFIG_DIR=" in plan.stdout and "jupyter lab exercises" in plan.stdout
+    assert "JUPYTER_CONFIG_DIR=" in plan.stdout and "jupyter lab work" in plan.stdout
     assert ("--allow-root" in plan.stdout) == (os.geteuid() == 0), plan.stdout
 
 

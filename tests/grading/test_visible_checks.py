@@ -1,24 +1,39 @@
-"""The released notebooks' visible self-checks catch the common mistakes, and give no answer away."""
+"""The released notebooks' visible self-checks catch the common mistakes, and give no answer away.
+
+Passing the visible checks predicts the grade: every kind of hidden case (``Case.kind`` in
+``solutions/*/hidden_tests.py``) has a visible check of the same kind on other inputs. The proof is
+a named mistake per kind: it fails at least one hidden case of that kind, and the visible check
+that stops it names the same kind (``check.kind`` in the test cell; a check that names no kind
+is of the kind "a visible self-check"). The kinds are read from the hidden tests themselves, so a
+new kind fails :func:`test_every_hidden_kind_has_a_visible_check` until a mistake covers it.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import re
+import warnings
 
 import pytest
 
 import gradingkit as gk
 from attngrade.notebooks import cell_grade_id
+from attngrade.spec import check_outputs, compute_outputs, load_parts, make_cases
+
+VISIBLE_KIND = "a visible self-check"  # what a check that sets no check.kind is
 
 
-def _run_visible(assignment: str, change: dict[str, tuple[str, str]] | None = None) -> str:
+def _run(assignment: str, change: dict[str, tuple[str, str]] | None = None) -> tuple[str, dict]:
     """Run the release's code cells with the solution's answers (``change``: grade id -> (old, new)
-    in that answer); return ``"passed"`` or the first failing check's cell and message."""
+    in that answer, or a list of such pairs); return ``"passed"`` or the first failing check's cell and message, and the
+    namespace the cells left."""
     answers = gk.solution_answers(assignment)
-    for gid, (old, new) in (change or {}).items():
-        assert answers[gid].count(old) == 1, (gid, old)
-        answers[gid] = answers[gid].replace(old, new)
+    for gid, edits in (change or {}).items():
+        for old, new in [edits] if isinstance(edits, tuple) else edits:
+            assert answers[gid].count(old) == 1, (gid, old)
+            answers[gid] = answers[gid].replace(old, new)
     namespace: dict = {}
     for cell in gk.release(assignment).cells:
         if cell.cell_type != "code":
@@ -27,11 +42,16 @@ def _run_visible(assignment: str, change: dict[str, tuple[str, str]] | None = No
         source = answers.get(gid, cell.source)
         source = re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.S)
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a mistake's overflow is expected
                 exec(compile(source, gid or "cell", "exec"), namespace)  # noqa: S102 - our own notebooks
         except AssertionError as exc:
-            return f"{gid}: {exc}"
-    return "passed"
+            return f"{gid}: {exc}", namespace
+    return "passed", namespace
+
+
+def _run_visible(assignment: str, change: dict[str, tuple[str, str]] | None = None) -> str:
+    return _run(assignment, change)[0]
 
 
 MISTAKES = [
@@ -177,3 +197,344 @@ def test_no_visible_message_gives_the_flop_count_away():
     release = next(c for c in gk.release("07_efficiency").cells if cell_grade_id(c) == "test_attention_costs")
     for number in ("1_280_000", "1280000", "100_000_000", "100000000", "4 n^2 d", "422400", "422_400"):
         assert number not in release.source
+
+
+# ----------------------------------------------------------------------------- every hidden kind
+
+# Mistakes that each fail one kind of hidden case (the older mistakes above count too).
+KIND_MISTAKES = [
+    ("01_softmax", "the global-max softmax", "test_stable_softmax",
+     {"stable_softmax": ("shifted = work - np.max(work, axis=axis, keepdims=True)", "shifted = work - np.max(work)")}),
+    ("01_softmax", "no maximum subtracted", "test_stable_softmax",
+     {"stable_softmax": ("shifted = work - np.max(work, axis=axis, keepdims=True)", "shifted = work")}),
+    ("01_softmax", "1-D input made 2-D", "test_stable_softmax",
+     {"stable_softmax": ("x = np.asarray(x)", "x = np.atleast_2d(x)")}),
+    ("01_softmax", "only axis 0 or the last axis", "test_stable_softmax",
+     {"stable_softmax": ("x = np.asarray(x)", "x = np.asarray(x)\n    axis = -1 if axis in (-1, x.ndim - 1) else 0")}),
+    ("01_softmax", "a Jacobian of a squeezed softmax", "test_softmax_jacobian",
+     {"softmax_jacobian": ("p = stable_softmax(np.asarray(z, dtype=np.float64))",
+                           "p = np.squeeze(stable_softmax(np.asarray(z, dtype=np.float64)))")}),
+    ("01_softmax", "a Jacobian for three logits only", "test_softmax_jacobian",
+     {"softmax_jacobian": ("np.diag(p)", "np.eye(3) * p")}),
+    ("01_softmax", "a Jacobian of the unstable softmax", "test_softmax_jacobian",
+     {"softmax_jacobian": ("p = stable_softmax(np.asarray(z, dtype=np.float64))",
+                           "z = np.asarray(z, dtype=np.float64)\n    p = np.exp(z) / np.exp(z).sum()")}),
+    ("01_softmax", "a VJP that builds the Jacobian of every row", "test_softmax_vjp",
+     {"softmax_vjp": ("inner = np.sum(p * g, axis=-1, keepdims=True)\n    return p * (g - inner)",
+                      "out = np.empty(np.shape(p))\n    for i in np.ndindex(np.shape(p)[:-1]):\n"
+                      "        out[i] = (np.diag(p[i]) - np.outer(p[i], p[i])).T @ g[i]\n    return out")}),
+    ("01_softmax", "a VJP for batches only", "test_softmax_vjp",
+     {"softmax_vjp": ("axis=-1, keepdims=True", "axis=1, keepdims=True")}),
+    ("01_softmax", "a VJP for one row only", "test_softmax_vjp",
+     {"softmax_vjp": ("inner = np.sum(p * g, axis=-1, keepdims=True)", "inner = np.sum(p * g)")}),
+    ("08_flash", "an online softmax dropping the last partial block", "test_online_softmax",
+     {"online_softmax": ("for j0 in range(0, n, block_size):", "for j0 in range(0, n - block_size + 1, block_size):")}),
+    ("08_flash", "an online softmax without the -inf guard", "test_online_softmax",
+     {"online_softmax": ("shift = np.where(np.isfinite(m_new), m_new, 0.0)", "shift = m_new")}),
+    ("08_flash", "an online softmax over n // block_size pieces", "test_online_softmax",
+     {"online_softmax": ("for j0 in range(0, n, block_size):\n        block = x[..., j0:j0 + block_size]  # (..., b)",
+                         "for block in np.array_split(x, n // block_size, axis=-1):")}),
+    ("08_flash", "a running maximum started at 0", "test_online_softmax",
+     {"online_softmax": ("m = np.full(x.shape[:-1], -np.inf)", "m = np.zeros(x.shape[:-1])")}),
+    ("08_flash", "a flash forward for 2-D inputs only", "test_flash_forward",
+     {"flash_forward": ("lead = q.shape[:-2]", "lead = ()")}),
+    ("08_flash", "a flash forward without the running maximum", "test_flash_forward",
+     {"flash_forward": [("shift = np.where(np.isfinite(m_new), m_new, 0.0)", "shift = np.zeros_like(m_new)"),
+                        ("lse[..., i0:i1] = m + np.log(ell)", "lse[..., i0:i1] = np.log(ell)")]}),
+    ("08_flash", "the untiled flash forward", "test_flash_forward",
+     {"flash_forward": ("S, D_v = k.shape[-2], v.shape[-1]", "S, D_v = k.shape[-2], v.shape[-1]\n    block_q, block_k = L, S")}),
+    ("08_flash", "a flash forward with an (L, S) causal mask", "test_flash_forward",
+     {"flash_forward": ("allowed = np.arange(j0, j1)[None, :] <= np.arange(i0, i1)[:, None]",
+                        "allowed = np.tril(np.ones((L, S), dtype=bool))[i0:i1, j0:j1]")}),
+    ("08_flash", "a flash backward for 2-D inputs only", "test_flash_backward",
+     {"flash_backward": ("np.swapaxes(k_j, -1, -2)", "k_j.T")}),
+    ("08_flash", "a flash backward dividing exp(scores) by exp(lse)", "test_flash_backward",
+     {"flash_backward": ("p = np.exp(scores - lse[..., i0:i1, None])", "p = np.exp(scores) / np.exp(lse[..., i0:i1, None])")}),
+    ("08_flash", "the untiled flash backward", "test_flash_backward",
+     {"flash_backward": ("S = k.shape[-2]", "S = k.shape[-2]\n    block_q, block_k = L, S")}),
+    ("08_flash", "a flash backward with an (L, S) causal mask", "test_flash_backward",
+     {"flash_backward": ("allowed = np.arange(j0, j1)[None, :] <= np.arange(i0, i1)[:, None]",
+                         "allowed = np.tril(np.ones((L, S), dtype=bool))[i0:i1, j0:j1]")}),
+    ("13_serving", "whole blocks returned", "test_gather_sequence",
+     {"gather_sequence": ("return tokens[:, :length, :]", "return tokens")}),
+    ("13_serving", "a gather for a head dim of 1", "test_gather_sequence",
+     {"gather_sequence": ("reshape(H_kv, len(table) * block_size, D)", "reshape(H_kv, len(table) * block_size, 1)")}),
+    ("13_serving", "a gather that stacks the blocks", "test_gather_sequence",
+     {"gather_sequence": ("blocks = pool[table]", "blocks = np.stack([pool[i] for i in table])")}),
+    ("13_serving", "a merge of two states only", "test_merge_states",
+     {"merge_states": ("total = sum(weights)", "total = weights[0] + weights[1]")}),
+    ("13_serving", "a merge dividing by a zero total", "test_merge_states",
+     {"merge_states": ("out = acc / np.where(seen, total, 1.0)[..., None]", "out = acc / total[..., None]")}),
+    ("13_serving", "a merge giving an empty state weight", "test_merge_states",
+     {"merge_states": ("weights = [np.exp(l - shift) for l in lses]",
+                       "weights = [np.exp(np.where(np.isneginf(l), 0.0, l) - shift) for l in lses]")}),
+    ("13_serving", "the non-absorbed MLA", "test_mla_absorbed",
+     {"mla_absorbed": ("w_q_absorbed = np.einsum(\"hcd,hed->hce\", w_q, w_uk)  # (H, C, d_c)",
+                       "k = np.einsum(\"sc,hcd->hsd\", c_kv, w_uk)\n"
+                       "    w_q_absorbed = np.einsum(\"hcd,hed->hce\", w_q, w_uk)")}),
+    ("02_attention", "dot products from the (n, n) matrix", "test_dot_product_stats",
+     {"dot_product_stats": ('dots = np.einsum("nd,nd->n", q, k)', "dots = np.diag(q @ k.T)")}),
+    ("06_positional", "offsets read from a full encoding", "test_pe_dot_by_offset",
+     {"pe_dot_by_offset": ("return np.cos(k[..., None] * omega).sum(axis=-1)",
+                           "E = sinusoidal_encoding(int(np.abs(k).max()) + 1, C, base)\n"
+                           "    return (E[np.abs(k).astype(int)] @ E[0]).reshape(k.shape)")}),
+    ("07_efficiency", "chunked attention in one chunk", "test_chunked_attention",
+     {"chunked_attention": ("scale = 1.0 / np.sqrt(D)", "scale = 1.0 / np.sqrt(D)\n    chunk_size = L")}),
+    ("07_efficiency", "chunked attention with an (L, S) bias", "test_chunked_attention",
+     {"chunked_attention": [("scale = 1.0 / np.sqrt(D)",
+                             "scale = 1.0 / np.sqrt(D)\n    bias = None if mask is None else np.where(mask, 0.0, -np.inf)"),
+                            ("scores = np.where(mask[i0:i1], scores, -np.inf)", "scores = scores + bias[i0:i1]")]}),
+    ("07_efficiency", "linear attention through the (L, S) kernel", "test_linear_attention",
+     {"linear_attention": ("numerator = phi_q @ kv", "numerator = (phi_q @ np.swapaxes(phi_k, -1, -2)) @ v")}),
+    ("07_efficiency", "causal linear attention through the masked (L, L) kernel", "test_causal_linear_attention",
+     {"causal_linear_attention": ("phi_q, phi_k, v = phi(q), phi(k), np.asarray(v)",
+                                  "phi_q, phi_k, v = phi(q), phi(k), np.asarray(v)\n"
+                                  "    A = np.tril(phi_q @ np.swapaxes(phi_k, -1, -2))\n"
+                                  "    return (A / A.sum(axis=-1, keepdims=True)) @ v")}),
+    ("13_serving", "int8 scales of zero", "test_quantize_int8",
+     {"quantize_int8_per_channel": ("scale = np.where(amax > 0, amax / 127.0, 1.0)", "scale = amax / 127.0")}),
+]
+
+# Hidden kinds that no named mistake covers yet: (assignment, test cell) -> kinds. The coverage test
+# fails when a kind is covered (remove it here) and when a new kind appears (cover it, or list it).
+GAPS: dict[tuple[str, str], set[str]] = {
+    ("01_softmax", "test_stable_softmax"): {"float32 input, rows of ±1e4"},
+    ("02_attention", "test_attention"): {
+        "another shape, no mask", "another shape, with a mask", "causal mask with a fully masked row",
+        "every key masked", "float32 input", "scores in the thousands",
+        "scores in the thousands, with a mask",
+    },
+    ("02_attention", "test_additive_scores"): {"a visible self-check", "another shape"},
+    ("02_attention", "test_dot_product_stats"): {
+        "a visible self-check", "random vectors", "vectors with a nonzero mean",
+    },
+    ("02_attention", "test_row_entropy"): {
+        "a single key", "a visible self-check", "masked rows and keys", "softmax rows of another shape",
+    },
+    ("03_gradients", "test_attention_backward"): {"another shape", "nearly one-hot attention rows"},
+    ("03_gradients", "test_masked_attention_backward"): {
+        "a mask that masks nothing", "causal mask", "every key masked",
+        "large scores, a fully masked row and key", "random mask",
+    },
+    ("03_gradients", "test_numerical_attention_gradient"): {
+        "a visible self-check", "eps passed by keyword", "gradient with respect to k",
+        "gradient with respect to q", "gradient with respect to v",
+    },
+    ("03_gradients", "test_dropout_attention_backward"): {
+        "a fully dropped row", "another dropout rate", "dropout rate zero",
+    },
+    ("04_masking", "test_causal_mask"): {
+        "causal, bottom-right, as many keys as queries", "causal, bottom-right, fewer keys than queries",
+        "causal, bottom-right, more keys than queries", "causal, top-left, as many keys as queries",
+        "causal, top-left, fewer keys than queries", "causal, top-left, more keys than queries",
+    },
+    ("04_masking", "test_padding_mask"): {
+        "lengths as an int32 array", "lengths as an int64 array", "lengths including zero",
+        "several lengths",
+    },
+    ("04_masking", "test_combined_mask"): {
+        "a visible self-check", "padding and causal, bottom-right, as many keys as queries",
+        "padding and causal, bottom-right, fewer keys than queries",
+        "padding and causal, bottom-right, more keys than queries",
+        "padding and causal, top-left, as many keys as queries",
+        "padding and causal, top-left, more keys than queries",
+    },
+    ("04_masking", "test_masked_attention"): {
+        "a padding mask that broadcasts", "causal, bottom-right, fewer keys than queries",
+        "causal, top-left, fewer keys than queries", "float16 input", "float32 input",
+        "padding and causal combined", "random mask", "scores below the mask fill value",
+        "scores in the thousands",
+    },
+    ("05_multihead", "test_split_heads"): {
+        "a visible self-check", "another shape and head count", "float32 input",
+    },
+    ("05_multihead", "test_merge_heads"): {"a visible self-check", "another shape"},
+    ("05_multihead", "test_mha_forward"): {
+        "causal, one head", "causal, several heads", "causal, several heads, one token",
+        "head widths other than C / H", "not causal, one head", "not causal, several heads",
+        "not causal, several heads, one token", "scores in the thousands",
+    },
+    ("05_multihead", "test_numerical_gradient"): {
+        "a visible self-check", "gradient with respect to w_k", "gradient with respect to w_k, causal",
+        "gradient with respect to w_o", "gradient with respect to w_o, causal",
+        "gradient with respect to w_q", "gradient with respect to w_q, causal",
+        "gradient with respect to w_v", "gradient with respect to w_v, causal", "gradient with respect to x",
+        "gradient with respect to x, causal",
+    },
+    ("05_multihead", "test_mha_backward"): {
+        "a visible self-check", "causal, one head", "causal, several heads",
+        "causal, several heads, one token", "head widths other than C / H", "not causal, one head",
+        "not causal, several heads", "not causal, several heads, one token",
+    },
+    ("05_multihead", "test_gqa_forward"): {
+        "a visible self-check", "causal, several heads, grouped key-value heads",
+        "causal, several heads, one key-value head per head",
+        "causal, several heads, one token, grouped key-value heads",
+        "not causal, several heads, grouped key-value heads",
+        "not causal, several heads, one key-value head per head",
+        "not causal, several heads, one token, grouped key-value heads", "scores in the thousands",
+    },
+    ("06_positional", "test_sinusoidal_encoding"): {
+        "a visible self-check", "another base", "another length and width",
+    },
+    ("06_positional", "test_apply_rope"): {"another shape, positions and base"},
+    ("06_positional", "test_alibi_slopes"): {
+        "a head count that is a power of two", "a head count that is not a power of two",
+    },
+    ("06_positional", "test_alibi_bias"): {
+        "another head count and length", "another head count, L and S differ",
+    },
+    ("06_positional", "test_pe_dot_by_offset"): {
+        "a visible self-check", "another base, offsets in a matrix", "other offsets and width",
+    },
+    ("07_efficiency", "test_chunked_attention"): {
+        "a visible self-check", "another shape and chunk size",
+        "another shape and chunk size, a mask with a fully masked row", "float32 input",
+        "scores in the thousands",
+    },
+    ("07_efficiency", "test_linear_attention"): {
+        "a visible self-check", "another shape", "float32 input", "large positive scores",
+    },
+    ("07_efficiency", "test_causal_linear_attention"): {
+        "a visible self-check", "another shape", "float32 input",
+    },
+    ("07_efficiency", "test_decode_step_window"): {
+        "a visible self-check", "another cache, length and window", "scores in the thousands",
+    },
+    ("07_efficiency", "test_attention_costs"): {"other lengths, width and bytes per element"},
+    ("08_flash", "test_online_softmax"): {"a larger maximum in every block", "rows of +-1e4, float32 input"},
+    ("08_flash", "test_flash_forward"): {
+        "another shape and tile size, causal", "float32 input, causal", "scores in the thousands",
+        "scores in the thousands, causal",
+    },
+    ("08_flash", "test_flash_backward"): {"another shape and tile size, causal"},
+    ("09_moe", "test_top_k_gating"): {
+        "another router and k", "experts with exactly tied probabilities", "uniform rows",
+        "very large or very negative logits",
+    },
+    ("09_moe", "test_renormalized_gates"): {
+        "a visible self-check", "another router and k", "experts with exactly tied probabilities",
+        "uniform rows", "very large or very negative logits",
+    },
+    ("09_moe", "test_capacity_keep"): {
+        "a single expert", "a visible self-check", "another router and capacity factor",
+        "every token sent to the same experts",
+    },
+    ("09_moe", "test_load_balancing_loss"): {
+        "a visible self-check", "another router and k", "unused experts",
+    },
+    ("10_theory", "test_gaussian_smoother"): {
+        "another shape", "far queries, mixed", "queries on the keys", "two equidistant nearest keys",
+    },
+    ("10_theory", "test_linear_self_attention"): {"another shape", "the gradient-descent construction"},
+    ("10_theory", "test_icl_prediction"): {"another shape"},
+    ("10_theory", "test_equivariance_gap"): {
+        "a visible self-check", "another shape, causal", "another shape, no mask", "band mask",
+        "large scores, causal", "padding mask",
+    },
+    ("10_theory", "test_multi_head_rank"): {
+        "a visible self-check", "another shape", "head 1 projected out", "rank-one values",
+    },
+    ("11_capstone", "test_layer_norm"): {
+        "another shape", "eps passed by keyword", "eps passed by position", "float32 input",
+        "small variance", "tokens far from the origin",
+    },
+    ("11_capstone", "test_feed_forward"): {"a visible self-check", "another shape and hidden width"},
+    ("11_capstone", "test_encoder_block"): {
+        "a mask per head, large scores", "a visible self-check", "another shape, causal mask",
+        "another shape, no mask", "another shape, padding mask",
+    },
+    ("11_capstone", "test_loss_and_accuracy"): {"float32 input", "logits of +-1e4", "random logits"},
+    ("12_induction", "test_repeated_sequence"): {
+        "a longer sequence", "a segment of one token", "a segment repeated several times, cut inside a copy",
+        "a segment with repeated tokens", "a sequence of BOS alone", "a sequence shorter than the segment",
+        "a visible self-check", "the segment exactly twice",
+    },
+    ("12_induction", "test_previous_token_score"): {
+        "a head that attends to the first token", "another pattern", "leading axes: layers and heads",
+        "two positions", "uniform attention",
+    },
+    ("12_induction", "test_induction_score"): {
+        "a segment repeated several times", "another repeated sequence", "leading axes: layers and heads",
+        "tokens that occur many times", "two positions",
+    },
+    ("12_induction", "test_phase_change"): {
+        "a loss that rises before it drops", "a noisy curve", "a sharp drop", "a slow drop", "an early drop",
+        "unevenly spaced steps, a loss that rises again",
+    },
+    ("13_serving", "test_gather_sequence"): {"a visible self-check", "blocks of one token"},
+    ("13_serving", "test_mla_absorbed"): {"another shape", "scores in the hundreds"},
+    ("13_serving", "test_quantize_int8"): {"another shape and channel scales", "outlier channels"},
+    ("14_long_context", "test_interpolated_frequencies"): {
+        "a factor of 1, no extension", "another base", "another head dim and factor",
+    },
+    ("14_long_context", "test_ntk_frequencies"): {
+        "a factor of 1, no extension", "another base", "another head dim and factor",
+    },
+    ("14_long_context", "test_yarn"): {
+        "another base", "another head dim, factor and context", "other ramp thresholds",
+    },
+    ("14_long_context", "test_sink_cache_kept"): {
+        "a long stream", "a stream shorter than the cache", "an empty stream", "no sinks",
+    },
+    ("14_long_context", "test_ring_attention"): {
+        "a causal mask", "an uneven split", "another length and number of workers", "float32 input",
+        "large scores", "one worker",
+    },
+}
+
+ALL_MISTAKES = [m for m in MISTAKES] + KIND_MISTAKES
+
+
+def _hidden_kinds(assignment: str) -> dict[str, set[str]]:
+    parts = load_parts(gk.SOLUTIONS / assignment / "hidden_tests.py")
+    return {gid: {case.kind for case in make_cases(part)} for gid, part in parts.items()}
+
+
+def _named_kind(message: str) -> str:
+    found = re.match(r"\S+: Part \d+ failed \[([^\]]+)\]:", message)
+    return found.group(1) if found else VISIBLE_KIND
+
+
+@functools.lru_cache(maxsize=None)
+def _verdict(index: int) -> tuple[str, str, bool]:
+    """For mistake ``index``: its visible message, the kind that message names, and whether the
+    mistake fails a hidden case of that kind."""
+    assignment, _name, cell, change = ALL_MISTAKES[index]
+    message, namespace = _run(assignment, change)
+    kind = _named_kind(message)
+    part = load_parts(gk.SOLUTIONS / assignment / "hidden_tests.py").get(cell)
+    if part is None:  # caught by a cell that grades nothing (05's gradient check)
+        return message, kind, False
+    cases = [case for case in make_cases(part) if case.kind == kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        outcomes = compute_outputs(namespace[part.function], cases)
+    fails = any(not check_outputs(part, [c], [o])[0] for c, o in zip(cases, outcomes))
+    return message, kind, fails
+
+
+@pytest.mark.parametrize("index", range(len(MISTAKES), len(ALL_MISTAKES)), ids=[m[1] for m in KIND_MISTAKES])
+def test_a_mistake_fails_the_hidden_kind_its_visible_check_names(index):
+    assignment, name, cell, _change = ALL_MISTAKES[index]
+    message, kind, fails = _verdict(index)
+    assert message.startswith(f"{cell}: "), (name, message)
+    assert kind in _hidden_kinds(assignment)[cell], f"{name}: the visible check names {kind!r}, not a hidden kind"
+    assert fails, f"{name}: caught by the visible check of {kind!r} but passes every hidden case of that kind"
+
+
+@pytest.mark.parametrize("assignment", gk.ASSIGNMENTS)
+def test_every_hidden_kind_has_a_visible_check(assignment):
+    covered = set()
+    for index, (a, _name, cell, _change) in enumerate(ALL_MISTAKES):
+        if a == assignment:
+            _message, kind, fails = _verdict(index)
+            if fails:
+                covered.add((cell, kind))
+    missing = {}
+    for cell, kinds in _hidden_kinds(assignment).items():
+        left = {kind for kind in kinds if (cell, kind) not in covered}
+        if left:
+            missing[(assignment, cell)] = left
+    expected = {key: value for key, value in GAPS.items() if key[0] == assignment}
+    assert missing == expected

@@ -1,0 +1,89 @@
+"""``make lab`` works in the student's own copy, work/: nothing the course does replaces it.
+
+The copy step (``make lab-work``) runs in a small course of its own (one assignment, the
+Makefile, the nbgrader configuration and the environment), a student saves an answer there, the
+release is regenerated as a course author does (``make exercises``) and checked as ``make test``
+checks it, and ``make lab-work`` runs again: the answer is still there.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import nbformat
+import pytest
+
+from conftest import EXERCISES, ROOT, SOLUTIONS
+
+pytestmark = pytest.mark.slow
+
+ASSIGNMENT = "01_softmax"
+MAKE = ["make", "--no-print-directory", "-o", ".venv/.installed"]  # never reinstall the environment
+
+
+def _course(tmp_path, assignments=(ASSIGNMENT,)):
+    root = tmp_path / "course"
+    (root / "book").mkdir(parents=True)
+    for name in ("Makefile", "nbgrader_config.py", "requirements.txt", "pyproject.toml"):
+        shutil.copy(ROOT / name, root / name)
+    for assignment in assignments:
+        shutil.copytree(SOLUTIONS / assignment, root / "solutions" / assignment)
+        shutil.copytree(EXERCISES / assignment, root / "exercises" / assignment)
+        shutil.copy(ROOT / "book" / f"{assignment}.md", root / "book")
+    (root / ".venv").symlink_to(ROOT / ".venv")
+    return root
+
+
+def _make(root, *args) -> str:
+    done = subprocess.run([*MAKE, *args], cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def _normalised(path) -> str:
+    return json.dumps(json.loads(path.read_text()), sort_keys=True, indent=1)
+
+
+def test_make_lab_then_save_then_make_exercises_then_make_lab_loses_nothing(tmp_path):
+    root = _course(tmp_path)
+    first = _make(root, "lab-work")
+    mine = root / "work" / ASSIGNMENT / "softmax.ipynb"
+    assert f"new: work/{ASSIGNMENT}/softmax.ipynb" in first and mine.is_file()
+    assert (root / "work" / "README.md").read_text().count("/static/book/01_softmax.html") == 1
+
+    # The student answers Part 1 and saves.
+    nb = nbformat.read(mine, as_version=4)
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "stable_softmax")
+    answer.source = "def stable_softmax(x, axis=-1):\n    return 'my own work'\n"
+    nbformat.write(nb, mine)
+    saved = mine.read_bytes()
+
+    # A course author regenerates the release; it is in sync, as `make test` checks.
+    release = root / "exercises" / ASSIGNMENT / "softmax.ipynb"
+    _make(root, "exercises")
+    assert _normalised(release) == _normalised(EXERCISES / ASSIGNMENT / "softmax.ipynb")
+
+    # A new assignment is released; `make lab` copies it and leaves the saved notebook alone.
+    shutil.copytree(EXERCISES / "02_attention", root / "exercises" / "02_attention")
+    second = _make(root, "lab-work")
+    assert "new: work/02_attention/attention.ipynb" in second and ASSIGNMENT not in second
+    assert mine.read_bytes() == saved
+    assert (root / "work" / "02_attention" / "attention.ipynb").read_bytes() == (
+        EXERCISES / "02_attention" / "attention.ipynb").read_bytes()
+
+
+def test_work_is_ignored_by_git():
+    ignored = subprocess.run(["git", "check-ignore", "-q", "work/01_softmax/softmax.ipynb"], cwd=ROOT)
+    assert ignored.returncode == 0, "work/ must be ignored by git"
+
+
+def test_no_student_facing_text_tells_a_student_to_regenerate_the_release():
+    readme = (ROOT / "README.md").read_text()
+    student = readme.split("## Student quick start", 1)[1].split("\n## ", 1)[0]
+    assert "make lab" in student and "work/" in student
+    assert "make exercises" not in student and "generate_assignment" not in student
+    for assignment in sorted(p.name for p in EXERCISES.iterdir() if p.is_dir()):
+        for notebook in (EXERCISES / assignment).glob("*.ipynb"):
+            assert "make exercises" not in notebook.read_text(), notebook
