@@ -1,0 +1,143 @@
+"""The student's loop in a real JupyterLab, driven in headless Chromium.
+
+A lab is started as ``make lab`` starts it (its own Jupyter config, a copy of the release made by
+``make lab-work``), on a free loopback port with a token, in a temporary folder, and stopped by
+its pid. The student opens exercise 01, which is not marked modified on opening, types a wrong
+answer (the global-max softmax) into Part 1's answer cell, runs all cells and reads the summary
+(Part 1 failed, naming the kind of case, the later parts not attempted), then types a right
+answer and reads "Part 1: passed". The instructor's server extensions are absent.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+MAKE = ["make", "--no-print-directory", "-o", ".venv/.installed"]
+WRONG = "def stable_softmax(x, axis=-1):\n    e = np.exp(x - np.max(x))\n    return e / e.sum(axis=axis, keepdims=True)\n"
+RIGHT = ("def stable_softmax(x, axis=-1):\n    x = np.asarray(x, dtype=np.float64)\n"
+         "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n    return e / e.sum(axis=axis, keepdims=True)\n")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(url: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A running student lab on a copy of the release: (base URL, token, work folder)."""
+    config, work = tmp_path / "config", tmp_path / "work"
+    subprocess.run([*MAKE, "-s", f"LAB_CONFIG={config}", f"{config}/labconfig/page_config.json"],
+                   cwd=ROOT, check=True)
+    subprocess.run([*MAKE, "-s", f"WORK={work}", "lab-work"], cwd=ROOT, check=True, capture_output=True)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
+    command = [str(Path(sys.executable).parent / "jupyter"), "lab", str(work), "--no-browser",
+               f"--port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
+               f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True"]
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    log = open(tmp_path / "lab.log", "w")  # noqa: SIM115 - closed below
+    server = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(f"{base}/api/status?token={token}", 120)
+        yield base, token, work
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+def _replace_answer(page, text: str) -> None:
+    """Select Part 1's answer cell (the first that defines stable_softmax) and type ``text``."""
+    cell = page.locator(".jp-CodeCell", has_text="def stable_softmax").first
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(text)
+
+
+_RUN_ALL = """async () => {
+  const app = window.jupyterapp;
+  const panel = app.shell.currentWidget;
+  await panel.sessionContext.ready;
+  await app.commands.execute('notebook:clear-all-cell-outputs');
+  await app.commands.execute('notebook:run-all-cells');
+}"""
+
+_SUMMARY = """() => {
+  const cells = document.querySelectorAll('.jp-Notebook .jp-Cell');
+  const last = cells[cells.length - 1];
+  return last.querySelector('.jp-OutputArea') ? last.querySelector('.jp-OutputArea').innerText : '';
+}"""
+
+
+def _run_all_and_read_summary(page) -> str:
+    """Clear every output, run all cells, and return the summary once its last line is there."""
+    page.evaluate(_RUN_ALL)
+    page.wait_for_function(f"() => ({_SUMMARY})().includes('Part 3:')", timeout=120_000)
+    return page.evaluate(_SUMMARY)
+
+
+def test_a_student_types_a_wrong_then_a_right_answer_and_reads_the_summary(lab, browser, artifacts):
+    base, token, work = lab
+    with urllib.request.urlopen(f"{base}/api/contents/README.md?token={token}") as reply:
+        assert reply.status == 200
+    for tool in ("formgrader", "course_list", "assignment_list"):
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"{base}/{tool}?token={token}")
+        assert missing.value.code == 404, tool
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(f"{base}/lab/tree/01_softmax/softmax.ipynb?token={token}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                               " && window.jupyterapp.shell.currentWidget.sessionContext", timeout=120_000)
+        page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.sessionContext.ready; }")
+        page.wait_for_timeout(1000)
+        assert not page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty"), \
+            "opening the untouched release marked it modified"
+
+        _replace_answer(page, WRONG)
+        summary = _run_all_and_read_summary(page)
+        page.locator(".jp-Notebook .jp-Cell").last.screenshot(path=str(artifacts / "lab-summary-wrong.png"))
+        assert "Part 1: failed [float16 input, rows of ±1e4]" in summary, summary
+        assert "Part 2: not attempted" in summary and "Part 3: not attempted" in summary, summary
+
+        _replace_answer(page, RIGHT)
+        summary = _run_all_and_read_summary(page)
+        page.locator(".jp-Notebook .jp-Cell").last.screenshot(path=str(artifacts / "lab-summary-right.png"))
+        assert "Part 1: passed" in summary and "Part 2: not attempted" in summary, summary
+    finally:
+        page.close()
