@@ -1029,3 +1029,20 @@ def test_an_array_of_any_shape_gets_a_result_or_an_error_naming_an_argument(data
         value = np.zeros(shape, dtype=valid.dtype)
     result = shape_outcome(fn, name, value)
     assert result == "ok", f"{_name(fn)}[{name}] of shape {shape}: {result}"
+
+
+# ------------------------------------------------------------------ documented results named by the issue
+
+
+def test_assert_close_compares_bfloat16_tensors_through_float32():
+    a = torch.tensor([1.0, 2.0, 3.0], dtype=torch.bfloat16)
+    testing.assert_close(a, a.float().numpy(), rtol=0, atol=0)  # bfloat16 values are exact in float32
+    with pytest.raises(AssertionError, match=r"worst at index \(2,\)"):
+        testing.assert_close(a, np.array([1.0, 2.0, 3.5]), rtol=0, atol=0)
+
+
+def test_the_fused_bias_of_params_to_in_proj_has_the_length_of_the_fused_weight():
+    in_w, in_b, _, _ = multihead.params_to_in_proj(MHA)
+    assert in_b.shape == (in_w.shape[0],) == (24,)
+    with pytest.raises(ValueError, match=r"params\.b_q must have shape \(8,\)"):
+        multihead.params_to_in_proj(MHA._replace(b_q=np.zeros(5)))
