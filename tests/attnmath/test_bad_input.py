@@ -861,6 +861,21 @@ def test_every_public_callable_has_a_valid_call_and_a_bad_input_case():
     assert surface - probed == set(), "public callables without a bad-input case"
 
 
+# Command-line entry points (``python -m attnmath.<module>``): argparse answers a bad command
+# line with its usage and exit status 2.
+ENTRY_POINTS = {"main"}
+
+
+def test_every_public_definition_of_a_module_is_in_its_all():
+    for info in pkgutil.iter_modules(attnmath.__path__):
+        if info.name.startswith("_") or info.name in CHILD_PROCESS_MODULES:
+            continue
+        module = importlib.import_module(f"attnmath.{info.name}")
+        defined = {n for n, obj in vars(module).items() if not n.startswith("_")
+                   and (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == module.__name__}
+        assert defined - set(module.__all__) - ENTRY_POINTS == set(), f"attnmath.{info.name}: not in __all__"
+
+
 @pytest.mark.parametrize("fn", list(VALID), ids=_name)
 def test_the_valid_calls_run(fn):
     args, kwargs = VALID[fn]
