@@ -36,8 +36,8 @@ logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCNAME = "book/claims"
-BADGE = {"verified": "success", "corrected": "danger", "clarified": "info",
-         "not verifiable here": "secondary"}
+BADGE = {"verified": "success", "verified on": "primary", "corrected": "danger",
+         "clarified": "info", "not verifiable here": "secondary"}
 OUTCOME = {"passed": "{bdg-success-line}`passed`", "failed": "{bdg-danger}`FAILED`",
            "error": "{bdg-danger}`ERROR`", "skipped": "{bdg-warning}`skipped`", "not run": "{bdg-warning}`not run`"}
 
@@ -114,6 +114,31 @@ def always_reread(app, env, added, changed, removed):
     return [DOCNAME] if DOCNAME in env.found_docs else []
 
 
+def claim_row(c, outcomes: dict[str, str]) -> list[str]:
+    """The ``list-table`` lines of one claim: the claim with its correction, caveat, narrower
+    domain ("verified on") or reason, the verdict badge, and each test with its outcome."""
+    claim = f"**{_cell(c.source)}** {_cell(c.text)}"
+    if c.correction:
+        head = "Correct statement" if c.verdict == "corrected" else "Caveat"
+        claim += f" <br> *{head}:* {_cell(c.correction)}"
+    narrowed = c.verdict == "verified on"
+    if narrowed:
+        claim += " <br> *Verified on:* " + "; ".join(_cell(d) for _, d in c.tests if d)
+    if c.box:
+        claim += f" {{ref}}`(Correction box) <{c.box}>`"
+    if c.reason:
+        claim += f" <br> *Not tested here:* {_cell(c.reason)}"
+    evidence = []
+    for test, domain in c.tests:
+        outcome = OUTCOME.get(outcomes.get(test, "not run"), "not run")
+        line = f"{{ref}}`{_name(test)} <{_label(test)}>` {outcome}"
+        if domain and not narrowed:
+            line += f" <br> *Domain:* {_cell(domain)}"
+        evidence.append(line)
+    return [f"* - {claim}", f"  - {{bdg-{BADGE[c.verdict]}}}`{c.verdict}`",
+            f"  - {' <br> '.join(evidence) if evidence else '—'}"]
+
+
 class _ClaimsDirective(SphinxDirective):
     def _parse(self, lines: list[str]) -> list[nodes.Node]:
         container = nodes.container()
@@ -140,25 +165,6 @@ class ClaimsSummary(_ClaimsDirective):
 class ClaimsTable(_ClaimsDirective):
     required_arguments = 1
 
-    def _row(self, c, claims) -> list[str]:
-        claim = f"**{_cell(c.source)}** {_cell(c.text)}"
-        if c.correction:
-            head = "Correct statement" if c.verdict == "corrected" else "Caveat"
-            claim += f" <br> *{head}:* {_cell(c.correction)}"
-        if c.box:
-            claim += f" {{ref}}`(Correction box) <{c.box}>`"
-        if c.reason:
-            claim += f" <br> *Not tested here:* {_cell(c.reason)}"
-        evidence = []
-        for test, domain in c.tests:
-            outcome = OUTCOME.get(self.outcomes.get(test, "not run"), "not run")
-            line = f"{{ref}}`{_name(test)} <{_label(test)}>` {outcome}"
-            if domain:
-                line += f" <br> *Domain:* {_cell(domain)}"
-            evidence.append(line)
-        return [f"* - {claim}", f"  - {{bdg-{BADGE[c.verdict]}}}`{c.verdict}`",
-                f"  - {' <br> '.join(evidence) if evidence else '—'}"]
-
     def run(self):
         claims = _claims_module()
         chapter = self.arguments[0]
@@ -168,7 +174,7 @@ class ClaimsTable(_ClaimsDirective):
         lines = [":::{list-table}", ":header-rows: 1", ":class: claims-table", ":widths: 58 12 30",
                  "", "* - Claim (source)", "  - Verdict", "  - Tests in this build"]
         for c in rows:
-            lines += self._row(c, claims)
+            lines += claim_row(c, self.outcomes)
         lines.append(":::")
         return self._parse(lines)
 
