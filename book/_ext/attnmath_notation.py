@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnmath_numbers import CHAPTER, ROOT, prose_lines
+from attnmath_numbers import _SENTENCE, CHAPTER, ROOT, prose_lines
 
 NOTATION = ROOT / "book" / "notation.md"
 #: Words of a sense that do not tell senses apart.
@@ -28,7 +28,6 @@ _DEFINE_AFTER = (r"(?:\b(?:[Ll]et|[Ww]rite|[Dd]enote|[Cc]all|[Cc]onsider)\s+\$({
                  r"(?=[\s=$,\\]))")
 _DEFINE_BEFORE = (r"(?:\$({0})\$\s+(?:denotes|stands for|workers|elements|FLOP/s|bytes/s|"
                   r"is the number|be the number))")
-_SENTENCE = re.compile(r"(?:[^.!?]|[.!?](?!\s))+[.!?]?")
 
 
 @dataclass(frozen=True)
