@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnmath_numbers import _SENTENCE, CHAPTER, ROOT, prose_lines
+from attnmath_numbers import CHAPTER, ROOT, SENTENCE, prose_lines
 
 NOTATION = ROOT / "book" / "notation.md"
 #: Words of a sense that do not tell senses apart.
@@ -99,7 +99,7 @@ def definitions(source: str, path: str, letters: set[str]) -> list[Definition]:
     lines = [(n, text) for n, text, kind in prose_lines(source) if kind == "prose"]
     for n, text in lines:
         for match in pattern.finditer(text):
-            sentence = next(s.group(0) for s in _SENTENCE.finditer(text)
+            sentence = next(s.group(0) for s in SENTENCE.finditer(text)
                             if s.start() <= match.start() < max(s.end(), s.start() + 1))
             found.append(Definition(path, n, match.group(1) or match.group(2), sentence))
     return found

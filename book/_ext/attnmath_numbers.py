@@ -65,7 +65,7 @@ _RESULT_BEFORE = re.compile(r"(?:=|≈|≃|~|×|≥|≤|>|<|about|roughly|of)\s*
 _RESULT_AFTER = re.compile(r"^\s*(?:×|x\b|%|times\b|percent)")
 _CITE = re.compile(r"\{cite(?::\w+)?\}")
 #: A sentence: up to a full stop, question or exclamation mark followed by white space.
-_SENTENCE = re.compile(r"(?:[^.!?]|[.!?](?!\s))+[.!?]?")
+SENTENCE = re.compile(r"(?:[^.!?]|[.!?](?!\s))+[.!?]?")
 _LIST_ITEM = re.compile(r"^\s*\d+[.)]\s", re.M)
 #: Quotations of a source (which the text corrects or discusses): its words, not the book's.
 _QUOTE = re.compile(r'"[^"\n]*(?:\n[^"\n]*)?"|“[^”]*”')
@@ -239,7 +239,7 @@ def _paragraph_hits(path: str, paragraph: list[tuple[int, str]]) -> list[Hit]:
     starts = [0]
     for _, text in paragraph:
         starts.append(starts[-1] + len(text) + 1)
-    sentences = [m.span() for m in _SENTENCE.finditer(joined)
+    sentences = [m.span() for m in SENTENCE.finditer(joined)
                  if _CITE.search(m.group(0))]
     hits = []
     for position, value in numbers_in(joined):
