@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -14,7 +15,9 @@ __all__ = [
     "fill_answers",
     "hidden_test_blocks",
     "read_answer_script",
-    "execution_order",
+    "RunPlan",
+    "run_plan",
+    "ran_notebook",
 ]
 
 _HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*$", re.M | re.S)
@@ -54,45 +57,120 @@ def fill_answers(template, answers: dict[str, str]):
     return nb
 
 
-def _untracked_code(cell) -> str | None:
-    """The source of a code cell that nbgrader does not track (one the student added), else None."""
-    if not isinstance(cell, dict) or cell.get("cell_type") != "code" or cell_grade_id(cell) is not None:
+def _code_source(cell) -> str | None:
+    """The source of a code cell as one string, or None when it is not a readable code cell."""
+    if not isinstance(cell, dict) or cell.get("cell_type") != "code":
         return None
     src = cell.get("source")
     if isinstance(src, list) and all(isinstance(x, str) for x in src):
         src = "".join(src)
-    return src if isinstance(src, str) and src.strip() else None
+    return src if isinstance(src, str) else None
 
 
-def execution_order(release_cells: list[tuple[str, str]], submitted: dict) -> list[tuple[str, str, int]]:
-    """The code cells to run, as the student's notebook ran them: ``[(label, kind, index)]``.
+def _untracked_code(cell) -> str | None:
+    """The source of a code cell that nbgrader does not track (one the student added), else None."""
+    if not isinstance(cell, dict) or cell_grade_id(cell) is not None:
+        return None
+    src = _code_source(cell)
+    return src if src is not None and src.strip() else None
 
-    ``release_cells`` are the release's code cells in order, ``(grade id, kind)``; they come in
-    the release's order, with the release's sources for locked cells (the caller fills answers).
-    Each code cell that the student added (one nbgrader does not track) runs right after the
-    release cell it follows in the submission, or first when it comes before all of them; its
-    kind is ``"added"``, its label ``added-<n>`` and ``index`` its position in the submission.
+
+@dataclass
+class RunPlan:
+    """The code cells of a submission in the order they run, as the student's notebook ran them.
+
+    ``cells`` are ``{"id": label, "kind": kind, "source": text}``: the release's setup and test
+    cells (visible checks) with the release's sources, each answer cell with the student's source
+    at its own place, and every code cell the student added (``added-<n>``, ``n`` its index in the
+    submission) right after the release cell it follows there. A second copy of an answer cell
+    (one pasted further down as an experiment) is such an added cell: it runs where it stands and
+    never replaces the answer at its place. ``after`` maps each test cell's grade id to the number
+    of cells that run before its part is computed (the test cell included), ``anchors`` each added
+    cell to the grade id it follows (None: before all of them), and ``notes`` says what was moved.
     """
-    known = {gid for gid, _ in release_cells}
-    after: dict[str | None, list[int]] = {}
-    anchor = None
+
+    cells: list = field(default_factory=list)
+    after: dict = field(default_factory=dict)
+    anchors: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+
+def _submitted_cells(submitted) -> list:
     cells = submitted.get("cells") if isinstance(submitted, dict) else None
-    for index, cell in enumerate(cells if isinstance(cells, list) else []):
+    return cells if isinstance(cells, list) else []
+
+
+def _placed_cells(known: set, submitted) -> tuple[dict, dict, list]:
+    """Answer copies in effect at their place, added cells by anchor, and notes about copies."""
+    first: dict[str, int] = {}
+    after: dict[str | None, list[int]] = {}
+    notes, anchor = [], None
+    for index, cell in enumerate(_submitted_cells(submitted)):
         gid = cell_grade_id(cell) if isinstance(cell, dict) else None
-        if gid in known:
+        if gid in known and gid not in first:
             anchor = gid
+            if _code_source(cell) is not None:
+                first[gid] = index
+            continue
+        if gid in known and _is_answer(cell) and _code_source(cell) is not None:
+            after.setdefault(anchor, []).append(index)  # a pasted copy: it runs where it stands
+            notes.append(f"a copy of answer cell {gid!r} runs as an added cell at its own place")
         elif _untracked_code(cell) is not None:
             after.setdefault(anchor, []).append(index)
-    order = [(f"added-{i}", "added", i) for i in after.get(None, [])]
-    for gid, kind in release_cells:
-        order.append((gid, kind, -1))
-        order.extend((f"added-{i}", "added", i) for i in after.get(gid, []))
-    return order
+    return first, after, notes
 
 
-def added_source(submitted: dict, index: int) -> str:
-    """The source of the added cell at ``index`` of the submission (see :func:`execution_order`)."""
-    return _untracked_code(submitted["cells"][index]) or ""
+def run_plan(release_cells: list, submitted, answers: dict | None = None) -> RunPlan:
+    """What runs, in order, for a submission (see :class:`RunPlan`).
+
+    ``release_cells`` are the release's code cells in order, ``(grade id, kind, source)`` with
+    kind ``"setup"``, ``"answer"`` or ``"test"``. An answer cell the submission lacks (or holds
+    only as an unreadable cell) runs with ``answers[gid]`` when given, else the release's source.
+    """
+    if not isinstance(release_cells, list):
+        raise TypeError("release_cells must be a list of (grade id, kind, source)")
+    known = {gid for gid, _, _ in release_cells}
+    first, after, notes = _placed_cells(known, submitted)
+    cells = _submitted_cells(submitted)
+    plan = RunPlan(notes=notes)
+
+    def add_after(anchor) -> None:
+        for i in after.get(anchor, []):
+            label = f"added-{i}"
+            plan.cells.append({"id": label, "kind": "added", "source": _code_source(cells[i]) or ""})
+            plan.anchors[label] = anchor
+
+    add_after(None)
+    for gid, kind, source in release_cells:
+        if kind == "answer":
+            source = _code_source(cells[first[gid]]) if gid in first else (answers or {}).get(gid, source)
+        plan.cells.append({"id": gid, "kind": kind, "source": source})
+        if kind == "test":
+            plan.after[gid] = len(plan.cells)
+        add_after(gid)
+    return plan
+
+
+def ran_notebook(notebook, plan: RunPlan):
+    """A copy of the rebuilt ``notebook`` that shows what ran: the answers as they ran at their
+    places and every added code cell (pasted copies without nbgrader metadata) where it ran."""
+    nb = copy.deepcopy(notebook)
+    ran = {c["id"]: c for c in plan.cells}
+    placed: dict[str | None, list] = {}
+    for label, anchor in plan.anchors.items():
+        placed.setdefault(anchor, []).append(nbformat.v4.new_code_cell(ran[label]["source"]))
+    out = list(placed.pop(None, []))
+    for cell in nb.cells:
+        gid = cell_grade_id(cell)
+        if gid in ran and ran[gid]["kind"] == "answer" and cell.get("cell_type") == "code":
+            cell["source"] = ran[gid]["source"]
+        out.append(cell)
+        if gid is not None:
+            out.extend(placed.pop(gid, []))
+    for rest in placed.values():
+        out.extend(rest)
+    nb.cells = out
+    return nb
 
 
 def hidden_test_blocks(source_nb) -> list[str]:

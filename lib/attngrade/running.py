@@ -152,13 +152,25 @@ def _collect(done: Computed, run, todo: list, isolation: Isolation) -> None:
 
 
 def _owners(spec, plan: Plan) -> dict:
-    """Label -> the grade ids of the parts a cell belongs to: the part of a test cell, and the
-    parts whose functions depend on an answer or added cell."""
-    owners = {gid: {gid} for gid in plan.after}
+    """Label -> the grade ids of the parts an answer or added cell belongs to: an answer cell's
+    own part (the next test cell) and the parts whose functions depend on the cell. Setup cells
+    are the release's; test cells (visible checks) belong to no part: a fault there is charged
+    when the part itself is computed, to the function that has it."""
+    owners: dict = {}
+    answer = None
+    for cell in plan.cells:
+        if cell["kind"] == "answer":
+            answer = cell["id"]
+        elif cell["kind"] == "test" and answer is not None:
+            owners.setdefault(answer, set()).add(cell["id"])
+            answer = None
     for ps in spec.parts:
         for label in part_dependencies(ps.function, list(plan.infos.items()), spec.trusted_names):
             owners.setdefault(label, set()).add(ps.grade_id)
     return owners
+
+
+_WHERE = {"answer": "while running the answer cells", "test": "while running the visible checks"}
 
 
 def _charge(done: Computed, run, todo: list, cells: list, owners: dict) -> list:
@@ -167,15 +179,17 @@ def _charge(done: Computed, run, todo: list, cells: list, owners: dict) -> list:
     if run.current is not None:
         done.failures[run.current] = (kind, detail)
         return cells
-    where = "while running the cells" if run.phase == "cells" else "between parts"
     pending = [ps.grade_id for ps in todo if ps.grade_id not in done.outcomes]
     culprit = cells[len(run.cells)] if run.booted and len(run.cells) < len(cells) else None
-    # The cells before the next part ended the worker: that part (and, when it was the setup
-    # that failed, every part) is charged, unless the cell belongs to no part (a scratch cell):
-    # then none is. Later parts get a fresh worker, which skips that cell.
-    charged = pending if kind == "boot_failed" else pending[:1]
-    if culprit is not None and culprit.get("kind") != "setup" and not owners.get(culprit["id"], set()) & set(pending):
-        charged = []
+    # The cells before the next part ended the worker. A setup cell's failure is charged to the
+    # next part (to every part when the worker never started); another cell's to the first pending
+    # part it belongs to, if any: a cell of no part costs no part. The next worker skips it.
+    if culprit is None or culprit.get("kind") == "setup":
+        charged = pending if kind == "boot_failed" else pending[:1]
+        where = "while running the cells" if run.phase == "cells" else "between parts"
+    else:
+        charged = [gid for gid in pending if gid in owners.get(culprit["id"], ())][:1]
+        where = _WHERE.get(culprit.get("kind"), "while running the cells")
     for gid in charged:
         done.failures[gid] = (kind, f"{detail} {where}".strip())
     if culprit is not None:

@@ -4,8 +4,8 @@ Isolation levels, strongest first (:func:`detect_isolation` probes which one wor
 
 ``namespaces``  (Linux, root) ``unshare`` gives the worker new PID, network, mount, IPC and UTS
                 namespaces; it builds a private read-only root from an allowlist: the system
-                libraries, the Python standard library, package folders emptied except NumPy
-                and what the release's setup cells import (:func:`site_view`), an empty
+                libraries, the Python standard library, package folders that show the course
+                environment minus the references (:func:`site_view`), an empty
                 size-limited ``/tmp`` (its working directory) and ``/dev/shm``; the reference
                 libraries, the grader and the course do not exist there. It drops to an
                 unprivileged uid (one per concurrent job, reserved by a lock file across
@@ -19,10 +19,12 @@ Isolation levels, strongest first (:func:`detect_isolation` probes which one wor
 
 On every level: a fresh interpreter in isolated mode (``-I``) with a scrubbed environment,
 ``setrlimit`` limits (address space, CPU time, processes, file size, open files, no core
-files), a wall-clock limit per phase that kills the whole process group, capped stdout/stderr,
-results read from a pipe as length-prefixed frames of plain data and validated here. Where a
-memory cgroup can be made (:class:`MemoryGroup`), the worker runs in its own, limited to
-``memory_mb``; the memory of memory-limited cases is read from it here, by the grader.
+files), a wall-clock limit per phase that kills the whole process group, stdout/stderr read
+to the end but kept only up to a cap (what comes past it is discarded with a note, never a
+reason to stop), results read from a pipe as length-prefixed frames of plain data and
+validated here. Where a memory cgroup can be made (:class:`MemoryGroup`), the worker runs in
+its own, limited to ``memory_mb``, and each memory-limited case in a sub-group of its own whose
+peak, read here by the grader, is what the case's call allocated.
 """
 
 from __future__ import annotations
@@ -107,7 +109,6 @@ class WorkerJob:
     parts: list  # [{"id": grade_id, "function": name, "trace": [bool per case], "after": n cells}]
     inputs: bytes  # plain.pack({grade_id: [(args, kwargs), ...]}); memory cases hold ((), {})
     blocked: list  # top-level modules the worker refuses to import (a second line of defence)
-    modules: tuple = ("numpy",)  # what the private root's site-packages view holds (with their dependencies)
     held: dict = field(default_factory=dict)  # {grade_id: {case index: plain.pack((args, kwargs))}}
 
 
@@ -135,8 +136,9 @@ class WorkerRun:
     seconds: float = 0.0
     exit: dict = field(default_factory=dict)  # {"code": n} or {"signal": n}
     baseline: int | None = None  # memory in use when the worker was ready, before any student code
-    memory: dict = field(default_factory=dict)  # {(grade_id, case): {"before": bytes, "peak": bytes}}
+    memory: dict = field(default_factory=dict)  # {(grade_id, case): {"inputs", "ready", "peak_call"}}
     oom_kills: int = 0  # processes the kernel killed at the worker's memory limit
+    notes: list = field(default_factory=list)  # for the instructor: output discarded past the cap
 
 
 class _Protocol(Exception):
@@ -183,62 +185,119 @@ def _sandbox_uids(n: int) -> tuple[list[int], list]:
 class MemoryGroup:
     """A memory cgroup for one worker (v2, or v1's memory controller), managed by the grader only.
 
-    The worker enters it before it runs anything (see :func:`run_worker`); the limit counts every
-    process, thread, ``mmap`` and tmpfs page of the worker, and its usage and peak are read here.
-    The worker cannot see or change it: the private root has no ``/sys``, and it is root's.
+    The group holds the limit; the worker runs in its sub-group ``main`` (entered before it runs
+    anything, see :func:`run_worker`) and each memory-limited case in a fresh sub-group of its
+    own (:meth:`case_group`), so the limit counts every process, thread, ``mmap`` and tmpfs page
+    of the worker, and a case's peak counts only what its call allocated: pages that earlier
+    cells hold stay charged to ``main`` whether the case frees them or not. The worker cannot see
+    or change any of it: the private root has no ``/sys``, and it is root's.
     """
 
     def __init__(self, base: str, version: int, limit: int):
         self.version = version
         self.path = tempfile.mkdtemp(prefix="attngrade-", dir=base)
+        self.cases: list[str] = []
+        self.main = os.path.join(self.path, "main")
+        try:
+            self._setup(limit)
+        except OSError:
+            self.close()
+            raise
+
+    def _setup(self, limit: int) -> None:
+        version = self.version
         self._write("memory.max" if version == 2 else "memory.limit_in_bytes", str(limit))
         if version == 1:
-            try:
-                self._write("memory.memsw.limit_in_bytes", str(limit))
-            except OSError:
-                pass  # no swap accounting: there is no swap to hide memory in either
+            for name, value in (("memory.memsw.limit_in_bytes", str(limit)), ("memory.use_hierarchy", "1")):
+                try:
+                    self._write(name, value)
+                except OSError:
+                    pass  # no swap accounting: there is no swap to hide memory in either
+        else:
+            self._write("cgroup.subtree_control", "+memory")
+        os.mkdir(self.main)
 
-    def _write(self, name: str, value: str) -> None:
-        with open(os.path.join(self.path, name), "w") as fh:
+    def _write(self, name: str, value: str, folder: str | None = None) -> None:
+        with open(os.path.join(folder or self.path, name), "w") as fh:
             fh.write(value)
 
-    def _read(self, name: str) -> str:
-        with open(os.path.join(self.path, name)) as fh:
+    def _read(self, name: str, folder: str | None = None) -> str:
+        with open(os.path.join(folder or self.path, name)) as fh:
             return fh.read()
 
     @property
     def procs(self) -> str:
-        return os.path.join(self.path, "cgroup.procs")
+        """Where the worker is put before it starts."""
+        return os.path.join(self.main, "cgroup.procs")
 
     def usage(self) -> int:
         return int(self._read("memory.current" if self.version == 2 else "memory.usage_in_bytes"))
 
-    def peak(self) -> int:
-        return int(self._read("memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"))
-
-    def reset_peak(self) -> None:
-        self._write("memory.peak" if self.version == 2 else "memory.max_usage_in_bytes", "0")
+    def peak(self, folder: str | None = None) -> int:
+        return int(self._read("memory.peak" if self.version == 2 else "memory.max_usage_in_bytes", folder))
 
     def oom_kills(self) -> int:
         text = self._read("memory.events" if self.version == 2 else "memory.oom_control")
         m = re.search(r"^oom_kill (\d+)", text, re.M)
         return int(m.group(1)) if m else 0
 
-    def close(self) -> None:
-        for _ in range(50):
+    def pids(self, folder: str | None = None) -> list[int]:
+        return [int(p) for p in self._read("cgroup.procs", folder or self.main).split()]
+
+    def case_group(self) -> str:
+        """A fresh, empty sub-group for one memory-limited case (its peak starts at 0)."""
+        folder = os.path.join(self.path, f"case-{len(self.cases)}")
+        os.mkdir(folder)
+        self.cases.append(folder)
+        return folder
+
+    def find(self, ns_pid: int) -> int | None:
+        """The host pid of the worker's process whose pid in its own namespace is ``ns_pid``."""
+        for pid in self.pids():
             try:
-                with open(self.procs) as fh:
-                    for pid in fh.read().split():
-                        try:
-                            os.kill(int(pid), signal.SIGKILL)
-                        except (ProcessLookupError, PermissionError):
-                            pass
-                os.rmdir(self.path)
-                return
-            except FileNotFoundError:
-                return
+                status = Path(f"/proc/{pid}/status").read_text()
             except OSError:
-                time.sleep(0.02)
+                continue
+            m = re.search(r"^NSpid:\s+([\d\s]+)$", status, re.M)
+            last = int(m.group(1).split()[-1]) if m else pid
+            if last == ns_pid:
+                return pid
+        return None
+
+    def move(self, pid: int, folder: str) -> None:
+        self._write("cgroup.procs", str(pid), folder)
+
+    def signal_main(self, sig: int) -> list[int]:
+        """Send ``sig`` to every process of the worker outside the case groups."""
+        pids = self.pids()
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        return pids
+
+    def close(self) -> None:
+        for folder in [*self.cases, self.main, self.path]:
+            _empty_group(folder)
+
+
+def _empty_group(folder: str) -> None:
+    """Kill every process of a cgroup folder and remove it."""
+    for _ in range(50):
+        try:
+            with open(os.path.join(folder, "cgroup.procs")) as fh:
+                for pid in fh.read().split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+            os.rmdir(folder)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.02)
 
 
 def _memory_base() -> tuple[str, int] | None:
@@ -270,49 +329,45 @@ def _memory_group(limits: Limits) -> MemoryGroup | None:
     found = _memory_base()
     if found is None:
         return None
+    group = None
     try:
         group = MemoryGroup(found[0], found[1], limits.memory_mb << 20)
-        group.usage(), group.peak()
-        if found[1] == 2:
-            group.reset_peak()  # memory.peak is writable from Linux 6.12 on
+        group.usage(), group.peak(), group.peak(group.main)
         return group
     except (OSError, ValueError):
+        if group is not None:
+            group.close()
         return None
 
 
 #: Top-level entries of a site-packages folder that never appear in the private root's view.
 _NEVER = re.compile(r"^(__pycache__|.*\.pth|_?attn(math|grade).*|torch.*|scipy.*|jax.*|nbgrader.*|__editable__.*)$", re.I)
+#: The distributions that hold references (or the grader): none of their files is in the worker.
+REFERENCES = ("torch", "scipy", "jax", "jaxlib", "attnmath", "attngrade", "nbgrader")
 
 
-def _requirement_name(req: str) -> str | None:
-    if ";" in req and "extra" in req.split(";", 1)[1]:
-        return None
-    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
-    return m.group(1) if m else None
-
-
-def site_view(modules) -> tuple[str, ...]:
-    """The site-packages entries that installing ``modules`` (and what they require) put there."""
+@functools.lru_cache(maxsize=1)
+def _reference_entries() -> frozenset:
+    """Top-level site-packages entries that the references' distributions installed."""
     from importlib import metadata
 
-    owners = metadata.packages_distributions()
-    todo = [d for m in modules for d in owners.get(m.split(".")[0], [])]
-    seen, entries = set(), set()
-    while todo:
-        name = todo.pop()
-        key = re.sub(r"[-_.]+", "-", name).lower()
-        if key in seen:
-            continue
-        seen.add(key)
+    entries = set()
+    for name in REFERENCES:
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
             continue
-        for f in dist.files or []:
-            if f.parts and f.parts[0] != ".." and not _NEVER.match(f.parts[0]):
-                entries.add(f.parts[0])
-        todo.extend(n for n in map(_requirement_name, dist.requires or []) if n)
-    return tuple(sorted(entries))
+        entries.update(f.parts[0] for f in dist.files or [] if f.parts and f.parts[0] != "..")
+    return frozenset(entries)
+
+
+def site_view(folder: str) -> tuple[str, ...]:
+    """The entries of a package folder that the worker sees: the course environment minus the
+    references (every file of their distributions), the grader, ``.pth`` hooks and caches."""
+    if not isinstance(folder, str):
+        raise TypeError("folder must be a path string")
+    banned = _reference_entries()
+    return tuple(sorted(e for e in os.listdir(folder) if e not in banned and not _NEVER.match(e)))
 
 
 def _nogroup() -> int:
@@ -334,14 +389,14 @@ def _site_dirs_under(path: str) -> list[str]:
     return found
 
 
-@functools.lru_cache(maxsize=16)
-def _root_plan(modules: tuple) -> dict:
+@functools.lru_cache(maxsize=1)
+def _root_plan() -> dict:
     """The private root: what is bound read-only, which package folders are emptied, what they show.
 
     Every ``site-packages``/``dist-packages`` folder under an exposed path is covered by an empty
-    file system; the ones on this interpreter's path then show only the entries of
-    :func:`site_view` (NumPy and what the release's setup cells import). Reference libraries, the
-    grader, the course and everything else installed do not exist inside the worker.
+    file system; the ones on this interpreter's path then show the entries of :func:`site_view`
+    (the course environment minus the references), so plotting and displaying work as in the
+    student's kernel. The references, the grader and the course do not exist inside the worker.
     """
     expose = _expose_paths()
     site = {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p) and p.endswith(("site-packages", "dist-packages"))}
@@ -349,8 +404,7 @@ def _root_plan(modules: tuple) -> dict:
     for path in expose:
         if os.path.isdir(path) and not os.path.islink(path):
             masks.update(os.path.realpath(d) for d in _site_dirs_under(path))
-    entries = site_view(modules)
-    views = {d: [e for e in entries if os.path.lexists(os.path.join(d, e))] for d in sorted(site)}
+    views = {d: list(site_view(d)) for d in sorted(site)}
     return {"expose": expose, "masks": sorted(masks, key=len), "views": views}
 
 
@@ -479,7 +533,7 @@ def _config(
         if mode in ("namespaces", "uid") and isolation.uids
         else None
     )
-    plan = _root_plan(tuple(sorted(set(job.modules) | {"numpy"})))
+    plan = _root_plan()
     return {
         "mode": mode,
         "root": scratch,
@@ -507,6 +561,17 @@ def _config(
     }
 
 
+def _command(mode: str, group: MemoryGroup | None, fds: tuple) -> list:
+    cmd = [sys.executable, "-I", WORKER, *map(str, fds)]
+    if mode == "namespaces":
+        cmd = _UNSHARE + ["--"] + cmd
+    elif mode == "userns":
+        cmd = _UNSHARE[:1] + ["--user", "--map-root-user"] + _UNSHARE[1:] + ["--"] + cmd
+    if group is not None:  # the worker is in its cgroup before it runs anything
+        cmd = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', group.procs] + cmd
+    return cmd
+
+
 def run_worker(
     job: WorkerJob,
     isolation: Isolation,
@@ -520,34 +585,26 @@ def run_worker(
     """Run one worker to its end and return what it reported (see :class:`WorkerRun`)."""
     run = WorkerRun()
     scratch = tempfile.mkdtemp(prefix="attngrade-w", dir=tmp_root)
-    mode = isolation.mode
+    group = _memory_group(limits) if isolation.memory != "none" else None
     config = _config(job, isolation, limits, scratch, slot, hidden or [], probe)
+    config["case_groups"] = group is not None
     uid = config["uid"]
-    if mode in ("uid", "basic") and uid is not None:
+    if isolation.mode in ("uid", "basic") and uid is not None:
         os.chown(scratch, uid, isolation.gid if isolation.gid is not None else -1)
     head = json.dumps(config).encode()
     payload = struct.pack(">I", len(head)) + head + struct.pack(">Q", len(job.inputs)) + job.inputs
-
     res_r, res_w = os.pipe()
     st_r, st_w = os.pipe()
     go_r, go_w = os.pipe()  # the grader's answers to the worker: "go" bytes and memory cases' inputs
-    cmd = [sys.executable, "-I", WORKER, str(res_w), str(st_w), str(go_r)]
-    if mode == "namespaces":
-        cmd = _UNSHARE + ["--"] + cmd
-    elif mode == "userns":
-        cmd = _UNSHARE[:1] + ["--user", "--map-root-user"] + _UNSHARE[1:] + ["--"] + cmd
-    group = _memory_group(limits) if isolation.memory != "none" else None
-    if group is not None:  # the worker is in its cgroup before it runs anything
-        cmd = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', group.procs] + cmd
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            cmd,
+            _command(isolation.mode, group, (res_w, st_w, go_r)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             pass_fds=(res_w, st_w, go_r),
-            env=_env(mode, scratch),
+            env=_env(isolation.mode, scratch),
             cwd=scratch,
             start_new_session=True,
         )
@@ -559,10 +616,17 @@ def run_worker(
         _rmtree(scratch)
         run.detail = f"could not start the worker: {exc}"
         return run
-    os.close(res_w)
-    os.close(st_w)
-    os.close(go_r)
-    answers = _Answers(go_w)
+    for fd in (res_w, st_w, go_r):
+        os.close(fd)
+    _serve(proc, payload, run, job, limits, {"group": group, "answers": _Answers(go_w), "res": res_r, "st": st_r})
+    _end_worker(proc, run, isolation, uid, group, (res_r, st_r), scratch)
+    run.seconds = time.monotonic() - started
+    _name_the_end(proc, run, limits)
+    return run
+
+
+def _serve(proc, payload: bytes, run: WorkerRun, job: WorkerJob, limits: Limits, io: dict) -> None:
+    """Feed the job to the worker (from a thread of its own) and read it until it ends."""
 
     def feed():
         try:
@@ -573,33 +637,41 @@ def run_worker(
 
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
+    state = {"cell": 0, "part": 0, "group": io["group"], "answers": io["answers"], "open": None, "case": -1}
     try:
-        _pump(proc, res_r, st_r, run, job, limits, started, group, answers)
+        _pump(proc, io["res"], io["st"], run, job, limits, state)
     finally:
         _kill_group(proc)
-        if mode == "uid" and uid is not None:
-            _kill_uid(uid)
-        answers.close()
-        if group is not None:
-            try:
-                run.oom_kills = group.oom_kills()
-            except (OSError, ValueError):
-                pass
-            group.close()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL was sent
-            pass
-        for f in (proc.stdout, proc.stderr):
-            f.close()
-        for fd in (res_r, st_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        io["answers"].close()
         feeder.join(timeout=5)
-        _rmtree(scratch)
-    run.seconds = time.monotonic() - started
+
+
+def _end_worker(proc, run: WorkerRun, isolation: Isolation, uid, group, fds: tuple, scratch: str) -> None:
+    """Kill whatever is left of the worker, read the kernel's count, release everything."""
+    _kill_group(proc)
+    if isolation.mode == "uid" and uid is not None:
+        _kill_uid(uid)
+    if group is not None:
+        try:
+            run.oom_kills = group.oom_kills()
+        except (OSError, ValueError):
+            pass
+        group.close()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL was sent
+        pass
+    for f in (proc.stdout, proc.stderr):
+        f.close()
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _rmtree(scratch)
+
+
+def _name_the_end(proc, run: WorkerRun, limits: Limits) -> None:
     if run.end == "died" and not run.exit and proc.returncode is not None:
         rc = proc.returncode
         run.exit = {"signal": -rc} if rc < 0 else {"code": rc}
@@ -611,7 +683,6 @@ def run_worker(
             run.end, run.detail = "timeout", "CPU time limit"
         elif run.exit.get("signal") == signal.SIGXFSZ:
             run.end, run.detail = "output", "file size limit"
-    return run
 
 
 class _Answers:
@@ -660,8 +731,108 @@ def _describe_exit(info: dict) -> str:
     return "ended without a result"
 
 
-def _pump(proc, res_r, st_r, run: WorkerRun, job: WorkerJob, limits: Limits, started: float,
-          group: MemoryGroup | None = None, answers: _Answers | None = None) -> None:
+class _Pump:
+    """Reads one worker's channels until it ends: output (capped; what is past the cap is read and
+    discarded, never a reason to stop), result frames (validated as they come), the monitor's status."""
+
+    def __init__(self, proc, run: WorkerRun, job: WorkerJob, limits: Limits, state: dict):
+        self.proc, self.run, self.job, self.limits, self.state = proc, run, job, limits, state
+        self.buffers = {"result": bytearray(), "status": bytearray()}
+        self.heads = {"stdout": bytearray(), "stderr": bytearray()}
+        self.deadline = time.monotonic() + limits.boot_timeout
+        self.ended = None  # why we stopped the worker, if we did
+
+    def stop(self, reason: str, detail: str = "") -> None:
+        if self.ended is None:
+            self.ended = (reason, detail)
+            _kill_group(self.proc)
+
+    def output(self, name: str, chunk: bytes) -> None:
+        run = self.run
+        run.output_bytes += len(chunk)
+        room = 8192 - len(self.heads[name])
+        if room > 0:
+            self.heads[name] += chunk[:room]
+
+    def chunk(self, name: str, chunk: bytes) -> None:
+        if name in self.heads:
+            self.output(name, chunk)
+            return
+        buf = self.buffers[name]
+        buf += chunk
+        if name == "status":
+            if len(buf) > 4096:
+                self.stop("protocol", "status channel overflow")
+            return
+        try:
+            self.deadline = _frames(buf, self.run, self.job, self.limits, self.state, self.deadline)
+        except _Protocol as exc:
+            self.stop("protocol", str(exc))
+        except _TooLarge as exc:
+            self.stop("result_size", str(exc))
+
+    def loop(self, sel) -> None:
+        exited_at = None
+        while sel.get_map():
+            now = time.monotonic()
+            if self.ended is None and now > self.deadline:
+                self.stop("timeout", f"no progress within the time limit ({self.run.phase})")
+            if self.ended is None and ABORT.is_set():
+                self.stop("died", "grading was interrupted")
+            if exited_at is None and self.proc.poll() is not None:
+                exited_at = now
+                _kill_group(self.proc)  # strays in the basic level
+            if exited_at is not None and now - exited_at > 2.0:
+                break
+            if self.ended is not None and now - (exited_at or now) > 5.0:
+                break
+            _watch_case(self.state)
+            for key, _ in sel.select(timeout=0.05):
+                try:
+                    chunk = os.read(key.fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    sel.unregister(key.fd)
+                elif self.ended is None:
+                    self.chunk(key.data, chunk)
+
+    def finish(self) -> None:
+        run = self.run
+        run.stdout, run.stderr = bytes(self.heads["stdout"]), bytes(self.heads["stderr"])
+        if run.output_bytes > self.limits.output_bytes:
+            run.notes.append(
+                f"printed {run.output_bytes} bytes; what came past {self.limits.output_bytes} bytes was discarded"
+            )
+        run.exit = _exit_status(bytes(self.buffers["status"]).strip()) or run.exit
+        if self.ended is not None:
+            run.end, run.detail = self.ended
+        elif run.phase == "done":
+            run.end = "done"
+        elif not run.booted:
+            run.end = "boot_failed"
+            tail = run.stderr[-600:].decode("utf-8", "replace")
+            run.detail = "the worker ended before running any code: " + tail
+        else:
+            run.end = "died"
+
+
+def _exit_status(status: bytes) -> dict:
+    """The monitor's report of how the worker ended, when it is well formed."""
+    if not status:
+        return {}
+    try:
+        info = json.loads(status.splitlines()[-1])
+    except ValueError:
+        return {}
+    if isinstance(info, dict) and set(info) <= {"code", "signal"} and all(isinstance(v, int) for v in info.values()):
+        return info
+    return {}
+
+
+def _pump(proc, res_r, st_r, run: WorkerRun, job: WorkerJob, limits: Limits, state: dict) -> None:
     sel = selectors.DefaultSelector()
     for fobj, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
         os.set_blocking(fobj.fileno(), False)
@@ -669,90 +840,13 @@ def _pump(proc, res_r, st_r, run: WorkerRun, job: WorkerJob, limits: Limits, sta
     for fd, name in ((res_r, "result"), (st_r, "status")):
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ, name)
-    buffers = {"result": bytearray(), "status": bytearray()}
-    heads = {"stdout": bytearray(), "stderr": bytearray()}
-    state = {"cell": 0, "part": 0, "group": group, "answers": answers, "open": None, "case": -1}
-    deadline = started + limits.boot_timeout
-    exited_at = None
-    ended = None  # why we stopped the worker, if we did
-
-    def stop(reason: str, detail: str = "") -> None:
-        nonlocal ended
-        if ended is None:
-            ended = (reason, detail)
-            _kill_group(proc)
-
-    while sel.get_map():
-        now = time.monotonic()
-        if ended is None and now > deadline:
-            stop("timeout", f"no progress within the time limit ({run.phase})")
-        if ended is None and ABORT.is_set():
-            stop("died", "grading was interrupted")
-        if exited_at is None and proc.poll() is not None:
-            exited_at = now
-            _kill_group(proc)  # strays in the basic level
-        if exited_at is not None and now - exited_at > 2.0:
-            break
-        if ended is not None and now - (exited_at or now) > 5.0:
-            break
-        for key, _ in sel.select(timeout=0.05):
-            name = key.data
-            try:
-                chunk = os.read(key.fd, 1 << 16)
-            except BlockingIOError:
-                continue
-            except OSError:
-                chunk = b""
-            if not chunk:
-                sel.unregister(key.fd)
-                continue
-            if ended is not None:
-                continue
-            if name in heads:
-                run.output_bytes += len(chunk)
-                room = 8192 - len(heads[name])
-                if room > 0:
-                    heads[name] += chunk[:room]
-                if run.output_bytes > limits.output_bytes:
-                    stop("output", f"printed more than {limits.output_bytes} bytes")
-                continue
-            buf = buffers[name]
-            buf += chunk
-            if name == "status":
-                if len(buf) > 4096:
-                    stop("protocol", "status channel overflow")
-                continue
-            try:
-                deadline = _frames(buf, run, job, limits, state, deadline)
-            except _Protocol as exc:
-                stop("protocol", str(exc))
-            except _TooLarge as exc:
-                stop("result_size", str(exc))
-    sel.close()
-    run.stdout, run.stderr = bytes(heads["stdout"]), bytes(heads["stderr"])
-    status = bytes(buffers["status"]).strip()
-    if status:
-        try:
-            info = json.loads(status.splitlines()[-1])
-            if (
-                isinstance(info, dict)
-                and set(info) <= {"code", "signal"}
-                and all(isinstance(v, int) for v in info.values())
-            ):
-                run.exit = info
-        except ValueError:
-            pass
-    if ended is not None:
-        run.end, run.detail = ended
-    elif run.phase == "done":
-        run.end = "done"
-    elif not run.booted:
-        run.end = "boot_failed"
-        run.detail = "the worker ended before running any code: " + run.stderr[-600:].decode(
-            "utf-8", "replace"
-        )
-    else:
-        run.end = "died"
+    pump = _Pump(proc, run, job, limits, state)
+    try:
+        pump.loop(sel)
+    finally:
+        sel.close()
+        _thaw(state)
+    pump.finish()
 
 
 class _TooLarge(Exception):
@@ -791,117 +885,182 @@ def _event(
 ) -> float:
     ev = h.get("ev")
     now = time.monotonic()
-    if ev == "probe" and run.phase == "boot":
-        run.report = h.get("report") if isinstance(h.get("report"), dict) else {}
-        run.booted = True
-        run.phase = "cells"
-        return now + limits.timeout
-    group, answers = state.get("group"), state.get("answers")
-    if ev == "boot" and run.phase == "boot":
-        run.booted = True
-        run.report = h.get("report") if isinstance(h.get("report"), dict) else {}
-        run.phase = "cells"
-        if group is not None:  # the worker waits for this answer: no student code has run yet
-            run.baseline = group.usage()
-        if answers is not None:
-            answers.send(b"g")
-        return now + limits.timeout
+    if ev in ("probe", "boot") and run.phase == "boot":
+        return _on_boot(h, run, state, now + limits.timeout)
     if ev == "cell" and run.phase in ("cells", "between"):
-        i = state["cell"]
-        if i >= len(job.cells) or h.get("id") != job.cells[i]["id"]:
-            raise _Protocol("unexpected cell report")
-        err = h.get("error")
-        run.cells[job.cells[i]["id"]] = _error_name(err) if err is not None else None
-        state["cell"] += 1
-        run.phase = "cells"
+        _on_cell(h, run, job, state)
         return deadline
     if ev == "start" and run.phase in ("cells", "between"):
-        i = state["part"]
-        if (
-            i >= len(job.parts)
-            or h.get("part") != job.parts[i]["id"]
-            or state["cell"] != job.parts[i].get("after", len(job.cells))
-        ):
-            raise _Protocol("unexpected part start")
-        run.phase, run.current = "part", job.parts[i]["id"]
-        state["case"] = -1
+        _on_start(h, run, job, state)
         return now + limits.timeout
-    if ev == "mem" and run.phase == "part":
-        part = job.parts[state["part"]]
-        case = h.get("case")
-        held = job.held.get(part["id"], {})
-        if not isinstance(case, int) or isinstance(case, bool) or case <= state["case"] or case not in held:
-            raise _Protocol("unexpected memory case")
-        _close_interval(run, state)
-        state["case"] = case
-        key = (part["id"], case)
-        run.memory[key] = {"before": None, "peak": None, "inputs": len(held[case]), "ready": False}
-        if group is not None:
-            group.reset_peak()
-        state["open"] = key
-        if answers is not None:  # the case's inputs exist in the worker only from now on
-            answers.send(struct.pack(">Q", len(held[case])) + held[case])
-        return deadline
-    if ev == "ready" and run.phase == "part":
-        key = state.get("open")
-        if key is None or h.get("case") != key[1] or run.memory[key]["ready"]:
-            raise _Protocol("unexpected memory case start")
-        rec = run.memory[key]
-        rec["ready"] = True
-        if group is not None:  # the peak while unpacking the inputs, then the usage with them in place
-            rec["peak"] = group.peak()
-            rec["before"] = group.usage()
-            group.reset_peak()
-        if answers is not None:
-            answers.send(b"g")
+    if ev in _CASE_EVENTS and run.phase == "part":
+        _CASE_EVENTS[ev](h, run, job, state)
         return deadline
     if ev == "part" and run.phase == "part":
-        part = job.parts[state["part"]]
-        if h.get("part") != part["id"]:
-            raise _Protocol("result for another part")
-        _close_interval(run, state)
-        if h.get("defined") is True and set(run.memory) & {(part["id"], c) for c in job.held.get(part["id"], {})} != {
-            (part["id"], c) for c in job.held.get(part["id"], {})
-        }:
-            raise _Protocol("a memory case was skipped")
-        try:
-            records = plain.unpack(blob, max_bytes=limits.result_bytes)
-        except plain.PlainDataError as exc:
-            raise _Protocol(f"result is not plain data: {exc}") from exc
-        if not isinstance(records, list) or len(records) != len(part["trace"]):
-            raise _Protocol("wrong number of outcomes")
-        clean = []
-        for rec in records:
-            if not isinstance(rec, dict) or set(rec) != {"error", "out"}:
-                raise _Protocol("malformed outcome")
-            err = rec["error"]
-            if err is not None and not isinstance(err, str):
-                raise _Protocol("malformed error name")
-            clean.append({"error": _error_name(err) if err is not None else None, "out": rec["out"]})
-        run.parts[part["id"]] = PartData(bool(h.get("defined") is True), clean)
-        state["part"] += 1
-        run.phase, run.current = "between", None
+        _on_part(h, blob, run, job, limits, state)
         return now + limits.timeout
-    if (
-        ev == "done"
-        and (run.phase in ("cells", "between"))
-        and state["part"] == len(job.parts)
-        and state["cell"] == len(job.cells)
-    ):
+    if ev == "done" and run.phase in ("cells", "between") and state["part"] == len(job.parts) and state[
+        "cell"
+    ] == len(job.cells):
         run.phase = "done"
         return now + 10.0
     raise _Protocol(f"unexpected event {str(ev)[:40]!r} in phase {run.phase}")
 
 
-def _close_interval(run: WorkerRun, state: dict) -> None:
-    """The peak of the memory case measured since its inputs were sent (read here, by the grader)."""
-    key, group = state.get("open"), state.get("group")
-    if key is not None and group is not None:
-        rec = run.memory[key]
-        if not rec["ready"]:
-            raise _Protocol("a memory case ended before it started")
-        rec["peak_call"] = group.peak()
+def _on_boot(h: dict, run: WorkerRun, state: dict, deadline: float) -> float:
+    run.booted = True
+    run.report = h.get("report") if isinstance(h.get("report"), dict) else {}
+    run.phase = "cells"
+    if h.get("ev") == "boot":
+        group, answers = state.get("group"), state.get("answers")
+        if group is not None:  # the worker waits for this answer: no student code has run yet
+            run.baseline = group.usage()
+        if answers is not None:
+            answers.send(b"g")
+    return deadline
+
+
+def _on_cell(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
+    i = state["cell"]
+    if i >= len(job.cells) or h.get("id") != job.cells[i]["id"]:
+        raise _Protocol("unexpected cell report")
+    err = h.get("error")
+    run.cells[job.cells[i]["id"]] = _error_name(err) if err is not None else None
+    state["cell"] += 1
+    run.phase = "cells"
+
+
+def _on_start(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
+    i = state["part"]
+    if (
+        i >= len(job.parts)
+        or h.get("part") != job.parts[i]["id"]
+        or state["cell"] != job.parts[i].get("after", len(job.cells))
+    ):
+        raise _Protocol("unexpected part start")
+    run.phase, run.current = "part", job.parts[i]["id"]
+    state["case"] = -1
+
+
+def _on_mem(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
+    """A memory-limited case begins: a fresh group for it, then its inputs (they exist in the
+    worker only from now on)."""
+    part = job.parts[state["part"]]
+    case = h.get("case")
+    held = job.held.get(part["id"], {})
+    if state.get("open") is not None or not _is_int(case) or case <= state["case"] or case not in held:
+        raise _Protocol("unexpected memory case")
+    state["case"] = case
+    key = (part["id"], case)
+    run.memory[key] = {"inputs": len(held[case]), "ready": False, "peak_call": None}
+    group, answers = state.get("group"), state.get("answers")
+    state["open"] = {"key": key, "folder": group.case_group() if group is not None else None, "pid": None}
+    if answers is not None:
+        answers.send(struct.pack(">Q", len(held[case])) + held[case])
+
+
+def _on_ready(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
+    """The case's inputs are in place in the process that will call the answer: the grader moves
+    that process into the case's group and stops the rest of the worker until the call is over."""
+    case = state.get("open")
+    if case is None or h.get("case") != case["key"][1] or run.memory[case["key"]]["ready"] or not _is_int(h.get("pid")):
+        raise _Protocol("unexpected memory case start")
+    run.memory[case["key"]]["ready"] = True
+    group = state.get("group")
+    if group is not None and case["folder"] is not None:
+        pid = group.find(h["pid"])
+        if pid is None:
+            raise _Protocol("the memory case's process is not the worker's")
+        group.move(pid, case["folder"])
+        case["pid"] = pid
+        state["frozen"] = group.signal_main(signal.SIGSTOP)
+    if state.get("answers") is not None:
+        state["answers"].send(b"g")
+
+
+def _on_called(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
+    """The call is over: its group's peak is what the case charged (read here, by the grader)."""
+    case = state.get("open")
+    if case is None or case["folder"] is None or h.get("case") != case["key"][1] or not run.memory[case["key"]]["ready"]:
+        raise _Protocol("unexpected end of a memory case")
+    run.memory[case["key"]]["peak_call"] = state["group"].peak(case["folder"])
+    _thaw(state)
     state["open"] = None
+    state["answers"].send(b"g")
+
+
+_CASE_EVENTS = {"mem": _on_mem, "ready": _on_ready, "called": _on_called}
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _thaw(state: dict) -> None:
+    frozen = state.pop("frozen", None)
+    for pid in frozen or []:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _watch_case(state: dict) -> None:
+    """A case process that ended without reporting lets the rest of the worker go on (to see it)."""
+    case = state.get("open")
+    if state.get("frozen") is None or case is None or case["pid"] is None:
+        return
+    try:
+        alive = case["pid"] in state["group"].pids(case["folder"])
+    except (OSError, ValueError):
+        alive = False
+    if not alive:
+        _thaw(state)
+
+
+def _on_part(h: dict, blob: bytes, run: WorkerRun, job: WorkerJob, limits: Limits, state: dict) -> None:
+    part = job.parts[state["part"]]
+    if h.get("part") != part["id"]:
+        raise _Protocol("result for another part")
+    _thaw(state)
+    state["open"] = None
+    try:
+        records = plain.unpack(blob, max_bytes=limits.result_bytes)
+    except plain.PlainDataError as exc:
+        raise _Protocol(f"result is not plain data: {exc}") from exc
+    if not isinstance(records, list) or len(records) != len(part["trace"]):
+        raise _Protocol("wrong number of outcomes")
+    clean = []
+    for rec in records:
+        if not isinstance(rec, dict) or set(rec) != {"error", "out"}:
+            raise _Protocol("malformed outcome")
+        err = rec["error"]
+        if err is not None and not isinstance(err, str):
+            raise _Protocol("malformed error name")
+        clean.append({"error": _error_name(err) if err is not None else None, "out": rec["out"]})
+    for case in job.held.get(part["id"], {}):  # a memory case the grader did not measure earns nothing
+        rec = run.memory.get((part["id"], case), {})
+        measured = rec.get("ready") and (state.get("group") is None or rec.get("peak_call") is not None)
+        if not measured and clean[case]["error"] is None:
+            clean[case] = {"error": "NotMeasured", "out": None}
+    run.parts[part["id"]] = PartData(bool(h.get("defined") is True), clean)
+    state["part"] += 1
+    run.phase, run.current = "between", None
+
+
+#: What the kernel counts in a case's group besides the answer's own arrays (the pages of the
+#: worker's interpreter that the call writes to and so copies, allocator pages): forgiven.
+KERNEL_SLACK = 4 << 20
+
+
+def case_memory(rec: dict | None) -> int | None:
+    """What a memory-limited case charged: the peak of the case's own group while its call ran
+    (read by the grader), less :data:`KERNEL_SLACK`. None for no such case; 0 where the kernel
+    gave no count (the limit is then not enforced, and the summary's isolation says so)."""
+    if rec is None:
+        return None
+    call = rec.get("peak_call")
+    return max(call - KERNEL_SLACK, 0) if _is_int(call) else 0
 
 
 def _error_name(err) -> str:
@@ -976,25 +1135,30 @@ def detect_isolation(
         if rep.get("course_visible") and mode in ("namespaces", "userns"):
             # Still the strongest level; the course sits inside what the worker must see (/usr?).
             notes.append(f"{mode}: part of the course is visible inside the worker (it lies under a system path)")
-        iso.enforced = {
-            "separate_process": True,
-            "isolated_interpreter": True,
-            "scrubbed_environment": True,
-            "process_group_kill": True,
-            "wall_clock_limit": True,
-            "output_cap": True,
-            "rlimits": rep.get("rlimits", []),
-            "unprivileged_uid": rep.get("uid") not in (None, 0) if mode != "userns" else "mapped root",
-            "pid_namespace": bool(rep.get("pid_namespace")),
-            "network_namespace": mode in ("namespaces", "userns") and not rep.get("network"),
-            "private_root": bool(rep.get("private_root")),
-            "read_only_binds": bool(rep.get("read_only_binds")),
-            "course_hidden": not rep.get("course_visible"),
-            "no_new_privs": bool(rep.get("no_new_privs")),
-            "references_absent": not rep.get("course_visible") and mode in ("namespaces", "userns"),
-            "memory_measured_by": memory,
-            "import_blocker": True,
-        }
+        iso.enforced = _enforced(mode, rep, memory)
         iso.notes = notes
         return iso
     raise RuntimeError("no isolation level works here: " + "; ".join(notes))
+
+
+def _enforced(mode: str, rep: dict, memory: str) -> dict:
+    """What a level enforced, from its probe's report."""
+    return {
+        "separate_process": True,
+        "isolated_interpreter": True,
+        "scrubbed_environment": True,
+        "process_group_kill": True,
+        "wall_clock_limit": True,
+        "output_cap": True,
+        "rlimits": rep.get("rlimits", []),
+        "unprivileged_uid": rep.get("uid") not in (None, 0) if mode != "userns" else "mapped root",
+        "pid_namespace": bool(rep.get("pid_namespace")),
+        "network_namespace": mode in ("namespaces", "userns") and not rep.get("network"),
+        "private_root": bool(rep.get("private_root")),
+        "read_only_binds": bool(rep.get("read_only_binds")),
+        "course_hidden": not rep.get("course_visible"),
+        "no_new_privs": bool(rep.get("no_new_privs")),
+        "references_absent": not rep.get("course_visible") and mode in ("namespaces", "userns"),
+        "memory_measured_by": memory,
+        "import_blocker": mode not in ("namespaces", "userns"),
+    }

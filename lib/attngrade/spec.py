@@ -23,6 +23,7 @@ output is wrong. The same specification runs
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import tracemalloc
@@ -191,14 +192,18 @@ def make_cases(part: Part) -> list[Case]:
     return list(part.cases(np.random.default_rng(seed)))
 
 
-def call_case(fn: Callable, args: tuple, kwargs: dict) -> Outcome:
+def call_case(fn: Callable, args: tuple, kwargs: dict, guard=None) -> Outcome:
     """One call of an answer: its output as plain data, or the name of what it raised.
 
     Runs in the student's process. The output is converted to plain data here (arrays, numbers,
     nested tuples/lists), so an object with a permissive ``__eq__`` becomes an error, not a pass.
+    ``guard`` (a context manager) surrounds the call itself and not the conversion: the worker
+    passes the student's builtins there (see :mod:`attngrade.worker`).
     """
     try:
-        return Outcome(to_plain(fn(*args, **kwargs)), None)
+        with guard if guard is not None else contextlib.nullcontext():
+            value = fn(*args, **kwargs)
+        return Outcome(to_plain(value), None)
     except BaseException as exc:  # noqa: BLE001 - a student's exception is data
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise

@@ -10,7 +10,8 @@ first, see :func:`to_python`) and walked once; every finding names its line:
   score zero (the only defence there).
 * **forbidden** findings: reaching for the import machinery or the interpreter's internals:
   ``__import__``, ``importlib``, ``__builtins__``, ``__subclasses__``/``__globals__`` and frame
-  attributes, ``sys.modules``/``sys.meta_path``/``settrace``, ``tracemalloc``, ``gc``.
+  attributes, ``sys.modules``/``sys.meta_path``/``settrace``, ``gc`` (``tracemalloc`` is only for
+  review: memory is counted by the kernel, per case, and it fools nothing).
   Flagged (and zero for dependent parts where no private root exists).
 * **course** findings: strings naming the course's files (``hidden_tests``, ``gradebook``,
   ``solutions/``...). Proof of reaching for course files: the cell is not run and its parts
@@ -46,7 +47,6 @@ FORBIDDEN_MODULES = frozenset(
         "imp",
         "builtins",
         "__builtin__",
-        "tracemalloc",
         "_tracemalloc",
         "gc",
         "runpy",
@@ -60,7 +60,9 @@ FORBIDDEN_MODULES = frozenset(
         "_frozen_importlib_external",
     }
 )
-REVIEW_MODULES = frozenset({"inspect", "code", "codeop", "dis"})
+REVIEW_MODULES = frozenset({"inspect", "code", "codeop", "dis", "tracemalloc"})
+#: What a notebook imports to show things, as in the student's kernel: no finding.
+DISPLAY_MODULES = frozenset({"IPython.display", "IPython.core.display"})
 KERNEL_MODULES = frozenset(
     {
         "IPython",
@@ -343,6 +345,8 @@ class _Walker:
             self.info.findings.append(Finding(kind, f"{message} (line {self.line})"))
 
     def check_module(self, name: str) -> None:
+        if any(name == m or name.startswith(m + ".") for m in DISPLAY_MODULES):
+            return
         top = name.split(".")[0]
         for group, kind in ((self.reference, "reference"), (FORBIDDEN_MODULES, "forbidden"),
                             (KERNEL_MODULES, "tampering"), (REVIEW_MODULES, "review")):

@@ -7,20 +7,24 @@ configuration (cells to run in order, parts to compute and where, limits, how to
 private root) and the hidden cases' *inputs* as plain data, except those of memory-limited
 cases. Then it
 
-1. imports NumPy and :func:`attngrade.spec.call_case` (trusted code, before any limit);
+1. imports NumPy and private copies of :mod:`attngrade.plain` and :mod:`attngrade.spec`
+   (trusted code, before any limit), whose functions see builtins and the standard library
+   modules they use as they were then;
 2. builds its view of the file system (namespaces: a fresh read-only root with the system
-   libraries, the Python standard library, package folders emptied except the allowed entries
-   (NumPy and what the release's setup cells import), a small writable ``/tmp`` whose empty
-   ``/tmp/work`` is the working directory, ``/dev/shm`` and a few devices; the course, the
-   grader and the reference libraries are not there), forks a monitor when it is process 1 of
-   a PID namespace, sets resource limits and drops to an unprivileged user;
+   libraries, the Python standard library, package folders that show the course environment
+   minus the references, a small writable ``/tmp`` whose empty ``/tmp/work`` is the working
+   directory, ``/dev/shm`` and a few devices; the course, the grader and the reference libraries
+   are not there), forks a monitor when it is process 1 of a PID namespace, sets resource limits
+   and drops to an unprivileged user;
 3. reports "boot" and waits on ``GO_FD`` until the grader has read the memory in use;
-4. runs the cells in order, each in its own ``try``, in a real ``__main__`` module; at each test
-   cell's place it computes that part (each case through :func:`~attngrade.spec.call_case`) and
+4. runs the code cells as the student's notebook ran them (setup, answers, added cells and the
+   test cells' visible checks), each in its own ``try``, in a real ``__main__`` module; after each
+   test cell it computes that part (each case through :func:`~attngrade.spec.call_case`) and
    writes the outcomes, as plain data, to ``RESULT_FD`` in length-prefixed frames. A
-   memory-limited case's inputs arrive on ``GO_FD`` only when the case starts, after the grader
-   reset the cgroup's peak. After every cell, case and part the namespaces of builtins, NumPy
-   and the worker's own modules are put back as they were before any student code.
+   memory-limited case's inputs arrive on ``GO_FD`` only when the case starts; where the grader
+   counts memory per case, the case runs in a forked child that the grader moves into a memory
+   group of its own. The student's namespace (builtins included) stays as the student's code
+   left it; the worker's own code keeps the builtins it took before any student code.
 
 It never sees expected values, tolerances or case labels, never measures anything, and never
 decides a score: the grader checks the outputs, and reads memory from the kernel, in its own
@@ -104,74 +108,88 @@ def _locked_flags(path: str) -> int:
     return flags
 
 
-def _build_root(cfg: dict, report: dict) -> None:
-    libc = _libc()
-    root = cfg["root"]
-    _mount(libc, None, "/", None, _MS["REC"] | _MS["PRIVATE"])
-    _mount(libc, "tmpfs", root, "tmpfs", _MS["NOSUID"] | _MS["NODEV"], "size=4m,mode=755")
-    os.makedirs(root + "/tmp")
-    _mount(
-        libc,
-        "tmpfs",
-        root + "/tmp",
-        "tmpfs",
-        _MS["NOSUID"] | _MS["NODEV"],
-        f"size={int(cfg['tmp_bytes'])},mode=1777",
-    )
+def _read_only(libc, target: str, source: str) -> bool:
+    """Remount the bind at ``target`` read-only (keeping the flags ``source`` is locked with)."""
+    flags = _MS["BIND"] | _MS["REMOUNT"] | _MS["RDONLY"] | _MS["NOSUID"] | _MS["NODEV"]
+    try:
+        _mount(libc, None, target, None, flags | _locked_flags(source))
+        return True
+    except OSError:
+        return False
+
+
+def _bind(libc, src: str, dst: str, read_only: bool = True) -> bool:
+    """Bind ``src`` at ``dst`` (made as an empty folder or file first), read-only unless told."""
+    if os.path.isdir(src):
+        os.makedirs(dst, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        open(dst, "a").close()
+    _mount(libc, src, dst, None, _MS["BIND"] | _MS["REC"])
+    return _read_only(libc, dst, src) if read_only else True
+
+
+def _tree_read_only(libc, target: str) -> bool:
+    """Make ``target`` and every mount below it read-only, nosuid and nodev in one call
+    (``mount_setattr`` with ``AT_RECURSIVE``, Linux 5.12 on); False where that is not available."""
+    import ctypes
+
+    attr = (ctypes.c_uint64 * 4)(1 | 2 | 4, 0, 0, 0)  # MOUNT_ATTR_RDONLY | NOSUID | NODEV
+    try:
+        return libc.syscall(442, -100, target.encode(), 0x8000, ctypes.byref(attr), ctypes.sizeof(attr)) == 0
+    except (AttributeError, OSError):
+        return False
+
+
+def _bind_exposed(libc, root: str, expose: list) -> bool:
     read_only = True
-    for path in sorted(cfg["expose"], key=len):
+    for path in sorted(expose, key=len):
         if not os.path.lexists(path):
             continue
         if os.path.islink(path) and os.path.dirname(path) == "/":
             os.symlink(os.readlink(path), root + path)
             continue
-        target = root + path
-        if os.path.isdir(path):
-            os.makedirs(target, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            open(target, "a").close()
-        _mount(libc, path, target, None, _MS["BIND"] | _MS["REC"])
-        try:
-            _mount(
-                libc,
-                None,
-                target,
-                None,
-                _MS["BIND"]
-                | _MS["REMOUNT"]
-                | _MS["RDONLY"]
-                | _MS["NOSUID"]
-                | _MS["NODEV"]
-                | _locked_flags(path),
-            )
-        except OSError:
-            read_only = False
-    # Package folders: emptied, then only the allowed entries (NumPy, the setup cells' imports).
-    views = cfg.get("views", {})
-    for folder in cfg.get("masks", []):
+        read_only = _bind(libc, path, root + path) and read_only
+    return read_only
+
+
+def _bind_views(libc, root: str, masks: list, views: dict) -> None:
+    """Package folders: emptied, then only the allowed entries (the course environment minus the
+    references): what is not bound here does not exist inside the worker."""
+    for folder in masks:
         target = root + folder
         if not os.path.isdir(folder):
             continue
         os.makedirs(target, exist_ok=True)
         _mount(libc, "tmpfs", target, "tmpfs", _MS["NOSUID"] | _MS["NODEV"], "size=1m,mode=755")
-        for entry in views.get(folder, []):
-            src, dst = os.path.join(folder, entry), os.path.join(target, entry)
-            if os.path.isdir(src):
-                os.makedirs(dst, exist_ok=True)
-            else:
-                open(dst, "a").close()
-            _mount(libc, src, dst, None, _MS["BIND"] | _MS["REC"])
-            _mount(libc, None, dst, None, _MS["BIND"] | _MS["REMOUNT"] | _MS["RDONLY"] | _MS["NOSUID"]
-                   | _MS["NODEV"] | _locked_flags(src))
-        _mount(libc, None, target, None, _MS["REMOUNT"] | _MS["RDONLY"] | _MS["NOSUID"] | _MS["NODEV"])
+        entries = [(os.path.join(folder, e), os.path.join(target, e)) for e in views.get(folder, [])]
+        for src, dst in entries:
+            _bind(libc, src, dst, read_only=False)
+        if not _tree_read_only(libc, target):
+            for src, dst in entries:
+                _read_only(libc, dst, src)
+            _mount(libc, None, target, None, _MS["REMOUNT"] | _MS["RDONLY"] | _MS["NOSUID"] | _MS["NODEV"])
+
+
+def _mount_devices(libc, root: str, tmp_bytes: int) -> None:
     os.makedirs(root + "/dev")
     for dev in ("null", "zero", "urandom", "random"):
         open(root + "/dev/" + dev, "a").close()
         _mount(libc, "/dev/" + dev, root + "/dev/" + dev, None, _MS["BIND"])
     os.makedirs(root + "/dev/shm")  # POSIX semaphores and shared memory (multiprocessing)
-    _mount(libc, "tmpfs", root + "/dev/shm", "tmpfs", _MS["NOSUID"] | _MS["NODEV"],
-           f"size={int(cfg['tmp_bytes'])},mode=1777")
+    _mount(libc, "tmpfs", root + "/dev/shm", "tmpfs", _MS["NOSUID"] | _MS["NODEV"], f"size={tmp_bytes},mode=1777")
+
+
+def _build_root(cfg: dict, report: dict) -> None:
+    libc = _libc()
+    root, tmp_bytes = cfg["root"], int(cfg["tmp_bytes"])
+    _mount(libc, None, "/", None, _MS["REC"] | _MS["PRIVATE"])
+    _mount(libc, "tmpfs", root, "tmpfs", _MS["NOSUID"] | _MS["NODEV"], "size=4m,mode=755")
+    os.makedirs(root + "/tmp")
+    _mount(libc, "tmpfs", root + "/tmp", "tmpfs", _MS["NOSUID"] | _MS["NODEV"], f"size={tmp_bytes},mode=1777")
+    read_only = _bind_exposed(libc, root, cfg["expose"])
+    _bind_views(libc, root, cfg.get("masks", []), cfg.get("views", {}))
+    _mount_devices(libc, root, tmp_bytes)
     try:
         _mount(libc, None, root, None, _MS["REMOUNT"] | _MS["RDONLY"] | _MS["NOSUID"] | _MS["NODEV"])
     except OSError:
@@ -266,7 +284,8 @@ def _monitor(child: int, status_fd: int) -> None:
 
 
 class _Blocker:
-    """A meta-path finder that refuses the reference libraries and the grader inside the worker."""
+    """A meta-path finder that refuses the reference libraries where the worker has no private root
+    (levels ``uid`` and ``basic``); with a private root they are absent and nothing is refused."""
 
     def __init__(self, names):
         self.names = frozenset(names)
@@ -282,24 +301,118 @@ def _safe_name(exc: BaseException) -> str:
     return name if isinstance(name, str) and name.isidentifier() and len(name) <= 80 else "Exception"
 
 
-def main() -> None:
-    result_fd, status_fd, go_fd = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    config, inputs_blob = _read_job()
+_MISSING = object()
 
-    # Trusted imports, before any limit or student code.
+
+class _StudentBuiltins:
+    """The student's builtins, kept apart from the ones the worker's own code uses.
+
+    The worker takes the builtins as they are before any student code and runs its own code
+    (reports, packing, its loop) with them. ``with student:`` puts back whatever the student's
+    code had changed in them when it last ran, and on leaving keeps the student's changes aside
+    again: the student's code always sees its namespace as it left it, and no change of the
+    student's reaches the worker's reports.
+    """
+
+    def __init__(self):
+        self.table = vars(builtins)
+        self.pristine = dict(self.table)
+        self.changed: dict = {}
+
+    def __enter__(self):
+        table = self.table
+        for key, value in self.changed.items():
+            if value is _MISSING:
+                table.pop(key, None)
+            else:
+                table[key] = value
+        return self
+
+    def __exit__(self, *exc):
+        table, pristine = self.table, self.pristine
+        changed = {k: v for k, v in table.items() if pristine.get(k, _MISSING) is not v}
+        changed.update({k: _MISSING for k in pristine if k not in table})
+        for key in changed:
+            if key in pristine:
+                table[key] = pristine[key]
+            else:
+                del table[key]
+        self.changed = changed
+        return False
+
+
+class _Channel:
+    """Length-prefixed frames of plain data to the grader, written with references taken before
+    any student code. Only the process that owns it reports: a forked copy of the student's code
+    that tries is ended."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.owner = os.getpid()
+        self._write, self._getpid, self._exit = os.write, os.getpid, os._exit
+        self._dumps, self._frame = json.dumps, _FRAME.pack
+
+    def send(self, header: dict, blob: bytes = b"") -> None:
+        if self._getpid() != self.owner:
+            self._exit(0)
+        head = self._dumps(header).encode()
+        view = memoryview(self._frame(4 + len(head) + len(blob), len(head)) + head + blob)
+        while view:
+            view = view[self._write(self.fd, view):]
+
+
+def _display(*objs, **kwargs):
+    """``display`` as a notebook kernel provides it without an import (IPython's, where installed)."""
+    try:
+        from IPython.display import display
+    except ImportError:
+        for obj in objs:
+            print(repr(obj))
+        return None
+    return display(*objs, **kwargs)
+
+
+def _trusted_imports(config: dict):
+    """The grader's own modules and NumPy, imported before any limit or student code."""
     try:
         import attngrade  # noqa: F401
     except ImportError:
         sys.path.insert(0, config["lib"])
-    import numpy  # noqa: F401
+    import gc  # noqa: F401
+    import io  # noqa: F401
+    import zipfile  # noqa: F401
 
+    import numpy  # noqa: F401
+    import numpy.lib.format  # noqa: F401
+
+    from attngrade import plain, spec
+
+    return _private_copy(plain), _private_copy(spec)
+
+
+def _private_copy(module):
+    """A copy of one of the grader's modules for the worker's own use, made before any student
+    code: its functions look names up in builtins and in the standard library modules it uses as
+    they are now, whatever the student's code later changes in the shared ones."""
     import types
 
-    from attngrade import plain
-    from attngrade.spec import Outcome, call_case
+    snapshot = dict(vars(builtins))
+    namespace = {"__name__": module.__name__, "__file__": module.__file__, "__builtins__": snapshot}
+    with open(module.__file__, encoding="utf-8") as fh:
+        exec(compile(fh.read(), module.__file__, "exec"), namespace)  # noqa: S102 - the grader's own code
+    for name, value in list(namespace.items()):
+        if isinstance(value, types.ModuleType) and value.__name__ in _FROZEN_MODULES:
+            namespace[name] = types.SimpleNamespace(**vars(value))
+    return types.SimpleNamespace(**{k: v for k, v in namespace.items() if not k.startswith("__")})
 
-    spec_module = sys.modules["attngrade.spec"]
 
+#: Standard library modules that the worker's own reporting sees as they were before any student code.
+_FROZEN_MODULES = frozenset({"io", "json", "math", "struct", "zipfile", "contextlib"})
+
+
+def _isolate(config: dict, fds: tuple) -> tuple[dict, int]:
+    """Private root, monitor, limits and an unprivileged user: ``(report, main pid)``."""
+    result_fd, status_fd, go_fd = fds
     report: dict = {"mode": config["mode"], "private_root": False}
     mode = config["mode"]
     if mode in ("namespaces", "userns"):
@@ -307,154 +420,221 @@ def main() -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-
-    main_pid = os.getpid()
-    report["pid_namespace"] = main_pid == 1
-    if main_pid == 1:
+    report["pid_namespace"] = os.getpid() == 1
+    if os.getpid() == 1:
         child = os.fork()
         if child:
             os.close(result_fd)
             os.close(go_fd)
             _monitor(child, status_fd)
-        main_pid = os.getpid()
     os.close(status_fd)
-
     report["no_new_privs"] = _no_new_privs()
     _apply_limits(config["limits"], report)
     _drop_privileges(config.get("uid"), config.get("gid"), report)
     if mode in ("uid", "basic"):
         os.chdir(config["root"])
+    return report, os.getpid()
 
-    write = os.write
-    getpid = os.getpid
-    exit_now = os._exit
-    pack = plain.pack
-    dumps = json.dumps
 
-    def send(header: dict, blob: bytes = b"") -> None:
-        if getpid() != main_pid:  # a forked copy of the student's code never reports
-            exit_now(0)
-        head = dumps(header).encode()
-        data = _FRAME.pack(4 + len(head) + len(blob), len(head)) + head + blob
-        view = memoryview(data)
-        while view:
-            n = write(result_fd, view)
-            view = view[n:]
+def _probe(config: dict, report: dict, channel: _Channel) -> None:
+    import decimal  # noqa: F401 - the standard library is readable after dropping privileges
+    import random  # noqa: F401
 
+    report["course_visible"] = any(os.path.exists(p) for p in config.get("hidden", []))
+    report["network"] = _network_reachable()
+    channel.send({"ev": "probe", "report": report})
+    channel.send({"ev": "done"})
+    os._exit(0)
+
+
+def main() -> None:
+    fds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    config, inputs_blob = _read_job()
+    plain, spec = _trusted_imports(config)
+    report, _ = _isolate(config, fds)
+    channel = _Channel(fds[0])
     if config.get("probe"):
-        import decimal  # noqa: F401 - the standard library is readable after dropping privileges
-        import random  # noqa: F401
-
-        report["course_visible"] = any(os.path.exists(p) for p in config.get("hidden", []))
-        report["network"] = _network_reachable()
-        send({"ev": "probe", "report": report})
-        send({"ev": "done"})
-        exit_now(0)
-
+        _probe(config, report, channel)
     inputs = plain.unpack(inputs_blob, max_bytes=1 << 62)
     del inputs_blob
-    blocked = set(config["blocked"])
-    sys.meta_path.insert(0, _Blocker(blocked))
-    for name in list(sys.modules):
-        if name.split(".")[0] in blocked:
-            del sys.modules[name]
-
+    blocked = set(config["blocked"]) | {"attngrade"}
+    if not report.get("private_root"):
+        sys.meta_path.insert(0, _Blocker(blocked))
+    for name in [n for n in sys.modules if n.split(".")[0] in blocked]:
+        del sys.modules[name]  # the worker keeps its own references; an import finds nothing
     import signal
 
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # a file past RLIMIT_FSIZE ends the worker
-    read_exact, unpack, struct_unpack = _read_exact, plain.unpack, struct.unpack
-    send({"ev": "boot", "report": report})
-    read_exact(go_fd, 1)  # the grader has read the memory in use before any student code
+    runner = _Runner(config, inputs, channel, fds[2], plain, spec)
+    channel.send({"ev": "boot", "report": report})
+    _read_exact(fds[2], 1)  # the grader has read the memory in use before any student code
+    runner.run()
 
-    # The cells run in a real ``__main__`` module, as in a kernel: functions defined there pickle by
-    # name, so multiprocessing works.
-    main_module = types.ModuleType("__main__")
-    main_module.__dict__["__builtins__"] = builtins
-    sys.modules["__main__"] = main_module
-    namespace = main_module.__dict__
-    # What every cell, every part and the worker's own reports start from, whatever a cell patched:
-    # the namespaces of builtins and NumPy as they were before any student code (the dictionaries
-    # are held here, so restoring needs no name a cell could have replaced).
-    import io
-    import zipfile
 
-    import numpy.lib.format
+class _Runner:
+    """Runs the cells in order in a real ``__main__`` module (as in a kernel: functions defined
+    there pickle by name, so multiprocessing works) and computes each part at its place."""
 
-    trusted = (builtins, numpy, numpy.linalg, numpy.lib.format, json, json.encoder, json.decoder, struct, io,
-               zipfile, plain, spec_module, os)
-    pristine = [(vars(m), dict(vars(m))) for m in trusted]
-    result_limit = int(config.get("result_bytes", 1 << 62))
+    def __init__(self, config: dict, inputs: dict, channel: _Channel, go_fd: int, plain, spec):
+        import gc
+        import types
 
-    def restore() -> None:
-        for d, saved in pristine:
-            for key in [k for k in d if k not in saved]:
-                del d[key]
-            d.update(saved)
+        self.config, self.inputs, self.channel, self.go_fd = config, inputs, channel, go_fd
+        self.plain, self.call_case, self.Outcome = plain, spec.call_case, spec.Outcome
+        self.result_limit = int(config.get("result_bytes", 1 << 62))
+        self.fork_cases = bool(config.get("case_groups"))
+        self.freeze, self.fork, self.waitpid = gc.freeze, os.fork, os.waitpid
+        self.parts_after: dict = {}
+        for part in config["parts"]:
+            self.parts_after.setdefault(part.get("after", len(config["cells"])), []).append(part)
+        main_module = types.ModuleType("__main__")
+        main_module.__dict__["__builtins__"] = builtins
+        sys.modules["__main__"] = main_module
+        self.namespace = main_module.__dict__
+        builtins.display = _display
+        self.student = _StudentBuiltins()
 
-    parts_after: dict = {}
-    for part in config["parts"]:
-        parts_after.setdefault(part.get("after", len(config["cells"])), []).append(part)
-
-    def run_parts(position: int) -> None:
-        for part in parts_after.get(position, []):
-            send({"ev": "start", "part": part["id"]})
-            fn = namespace.get(part["function"])
-            restore()
-            outcomes = []
-            for index, ((args, kwargs), trace) in enumerate(zip(inputs[part["id"]], part["trace"])):
-                if not callable(fn):
-                    outcomes.append(Outcome(None, "NameError"))
-                    continue
-                if trace:  # a memory case: its inputs come now, after the grader reset the peak
-                    send({"ev": "mem", "case": index})
-                    (size,) = struct_unpack(">Q", read_exact(go_fd, 8))
-                    args, kwargs = unpack(read_exact(go_fd, size), max_bytes=1 << 62)
-                    send({"ev": "ready", "case": index})
-                    read_exact(go_fd, 1)  # the grader has read the usage with the inputs in place
-                outcome = call_case(fn, tuple(args), dict(kwargs))
-                restore()
-                if outcome.error is None and _nbytes(outcome.output) > result_limit:
-                    outcome = Outcome(None, "OutputTooLarge")  # freed now, never packed
-                outcomes.append(outcome)
-            records, used = [], 1
-            for outcome in outcomes:
-                record = {"error": outcome.error, "out": outcome.output}
-                count = [used]
-                try:
-                    plain.to_skeleton(record, [], _count=count)
-                    used = count[0]
-                except (plain.PlainDataError, RecursionError) as exc:
-                    too_big = isinstance(exc, RecursionError) or "too" in str(exc)
-                    record = {"error": "OutputTooLarge" if too_big else "TypeError", "out": None}
-                    used += 8
-                records.append(record)
+    def run(self) -> None:
+        self.run_parts(0)
+        for position, cell in enumerate(self.config["cells"], start=1):
+            error = None
             try:
-                blob = pack(records)
-            except MemoryError:
-                records = [{"error": "OutputTooLarge", "out": None} for _ in records]
-                blob = pack(records)
-            send({"ev": "part", "part": part["id"], "defined": callable(fn)}, blob)
+                code = compile(cell["source"], f"<cell {cell['id']}>", "exec")
+                with self.student:
+                    exec(code, self.namespace)  # noqa: S102 - running the student's code is the point
+            except BaseException as exc:  # noqa: BLE001 - like a notebook: the next cell still runs
+                error = _safe_name(exc)
+            self.channel.send({"ev": "cell", "id": cell["id"], "error": error})
+            self.run_parts(position)
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        self.channel.send({"ev": "done"})
+        os._exit(0)
 
-    run_parts(0)
-    for position, cell in enumerate(config["cells"], start=1):
-        error = None
-        try:
-            code = compile(cell["source"], f"<cell {cell['id']}>", "exec")
-            exec(code, namespace)  # noqa: S102 - running the student's answer is the point
-        except BaseException as exc:  # noqa: BLE001 - like a notebook: the next cell still runs
-            error = _safe_name(exc)
-        restore()
-        send({"ev": "cell", "id": cell["id"], "error": error})
-        run_parts(position)
+    def run_parts(self, position: int) -> None:
+        for part in self.parts_after.get(position, []):
+            self.channel.send({"ev": "start", "part": part["id"]})
+            fn = self.namespace.get(part["function"])
+            outcomes = []
+            for index, ((args, kwargs), trace) in enumerate(zip(self.inputs[part["id"]], part["trace"])):
+                if not callable(fn):
+                    outcomes.append(self.Outcome(None, "NameError"))
+                elif trace:
+                    outcomes.append(self.memory_case(fn, index))
+                else:
+                    outcomes.append(self.call(fn, tuple(args), dict(kwargs)))
+            records, used = [], [1]
+            for outcome in outcomes:
+                records.append(self.record(outcome, used))
+            self.channel.send({"ev": "part", "part": part["id"], "defined": callable(fn)}, self.pack(records))
 
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+    def call(self, fn, args: tuple, kwargs: dict):
+        outcome = self.call_case(fn, args, kwargs, guard=self.student)
+        if outcome.error is None and _nbytes(outcome.output) > self.result_limit:
+            return self.Outcome(None, "OutputTooLarge")  # freed now, never packed
+        return outcome
+
+    def record(self, outcome, used: list) -> dict:
+        """An outcome as plain data, counted with the part's others under the packing bounds."""
+        plain = self.plain
+        record = {"error": outcome.error, "out": outcome.output}
+        count = [used[0]]
         try:
-            stream.flush()
-        except Exception:  # noqa: BLE001
-            pass
-    send({"ev": "done"})
-    exit_now(0)
+            plain.to_skeleton(record, [], _count=count)
+            used[0] = count[0]
+        except (plain.PlainDataError, RecursionError) as exc:
+            too_big = isinstance(exc, RecursionError) or "too" in str(exc)
+            record = {"error": "OutputTooLarge" if too_big else "TypeError", "out": None}
+            used[0] += 8
+        return record
+
+    def pack(self, records: list) -> bytes:
+        try:
+            return self.plain.pack(records)
+        except MemoryError:
+            return self.plain.pack([{"error": "OutputTooLarge", "out": None} for _ in records])
+
+    def receive_inputs(self):
+        (size,) = struct.unpack(">Q", _read_exact(self.go_fd, 8))
+        args, kwargs = self.plain.unpack(_read_exact(self.go_fd, size), max_bytes=1 << 62)
+        return tuple(args), dict(kwargs)
+
+    def memory_case(self, fn, index: int):
+        """A memory-limited case: its inputs come now, after the grader prepared the count.
+
+        Where the grader counts memory per case (``case_groups``), the case runs in a forked
+        child that the grader moves into a memory group of its own once the inputs are in place:
+        that group's peak is exactly what the call allocates, whatever earlier cells hold or free
+        (their pages stay charged where they are), and the rest of the worker is stopped
+        meanwhile. The child hands its outcome back through a pipe and ends.
+        """
+        self.channel.send({"ev": "mem", "case": index})
+        if not self.fork_cases:
+            args, kwargs = self.receive_inputs()
+            self.channel.send({"ev": "ready", "case": index, "pid": os.getpid()})
+            _read_exact(self.go_fd, 1)
+            return self.call(fn, args, kwargs)
+        try:
+            read_end, write_end = os.pipe()
+        except OSError as exc:  # what the student's code left of the open files: the case fails
+            self.receive_inputs()  # read off, so that the next case gets its own
+            return self.Outcome(None, _safe_name(exc))
+        try:
+            pid = self.fork()
+        except OSError as exc:  # what the student's processes left of the process limit
+            os.close(read_end)
+            os.close(write_end)
+            self.receive_inputs()
+            return self.Outcome(None, _safe_name(exc))
+        if pid == 0:
+            os.close(read_end)
+            self.case_child(fn, index, write_end)
+        os.close(write_end)
+        data = _read_all(read_end)
+        _, status = self.waitpid(pid, 0)
+        if not data:
+            _end_like(status)  # the case ended its process: the worker ends the same way
+        record = self.plain.unpack(data, max_bytes=1 << 62)
+        return self.Outcome(record["out"], record["error"])
+
+    def case_child(self, fn, index: int, write_end: int) -> None:
+        self.freeze()  # the collector leaves the parent's objects (and their pages) alone
+        self.channel.owner = os.getpid()
+        args, kwargs = self.receive_inputs()
+        self.channel.send({"ev": "ready", "case": index, "pid": os.getpid()})
+        _read_exact(self.go_fd, 1)  # now in the case's own memory group
+        outcome = self.call(fn, args, kwargs)
+        self.channel.send({"ev": "called", "case": index})
+        _read_exact(self.go_fd, 1)  # the grader has read the group's peak
+        blob = self.pack(self.record(outcome, [1]))
+        view = memoryview(blob)
+        while view:
+            view = view[os.write(write_end, view):]
+        os._exit(0)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            os.close(fd)
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _end_like(status: int) -> None:
+    """End this process as the case's child ended (a signal or an exit code)."""
+    import signal
+
+    if os.WIFSIGNALED(status):
+        os.kill(os.getpid(), os.WTERMSIG(status))
+        os.kill(os.getpid(), signal.SIGKILL)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
 def _nbytes(value, depth: int = 0) -> int:

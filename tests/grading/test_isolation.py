@@ -17,7 +17,7 @@ import pytest
 
 import gradingkit as gk
 from attngrade import plain
-from attngrade.sandbox import Limits, WorkerJob, run_worker
+from attngrade.sandbox import Limits, WorkerJob, case_memory, run_worker
 
 PROBE = r"""
 import os, sys, socket, resource
@@ -136,11 +136,25 @@ def probe():
         assert not _processes_running("987654") and not _processes_running("987655")
 
 
-def test_output_is_capped(isolation):
-    src = "import sys\ndef probe():\n    while True:\n        sys.stdout.write('y' * 65536)\n"
+@pytest.mark.parametrize("where", ["cell", "part"])
+def test_output_past_the_cap_is_discarded_with_a_note_and_costs_nothing(isolation, where):
+    big = "sys.stdout.write('x' * (7 << 20)); sys.stderr.write('e' * (2 << 20))"
+    src = "import sys\n" + (big if where == "cell" else "") + "\ndef probe():\n    " + (
+        big if where == "part" else "pass"
+    ) + "\n    return 1.0\n"
     run = run_worker(_job(src), isolation, Limits(timeout=20, output_bytes=1 << 20))
-    assert run.end == "output"
-    assert len(run.stdout) <= 8192
+    assert run.end == "done", (run.end, run.detail)
+    assert run.parts["p"].records[0] == {"error": None, "out": 1.0}
+    assert run.output_bytes == 9 << 20
+    assert run.stdout == b"x" * 8192 and run.stderr == b"e" * 8192
+    assert any("discarded" in note and str(9 << 20) in note for note in run.notes)
+
+
+def test_endless_output_ends_at_the_time_limit_not_the_grader(isolation):
+    src = "import sys\ndef probe():\n    while True:\n        sys.stdout.write('y' * 65536)\n"
+    run = run_worker(_job(src), isolation, Limits(timeout=3, output_bytes=1 << 20))
+    assert run.end == "timeout" and run.current == "p"
+    assert len(run.stdout) <= 8192 and run.output_bytes > 1 << 20
 
 
 def test_an_oversized_result_is_an_error_of_that_case(isolation):
@@ -263,17 +277,48 @@ def probe():
 """
 
 
-def test_the_private_root_holds_numpy_and_nothing_of_the_references(isolation):
+def test_the_private_root_holds_the_course_environment_and_nothing_of_the_references(isolation):
     if not isolation.enforced.get("references_absent"):
         pytest.skip(f"{isolation.mode}: no private root here, the README says what is enforced instead")
     run = run_worker(_job(REACH), isolation, Limits(timeout=30))
     assert run.end == "done", (run.end, run.detail, run.stderr)
     out = json.loads(run.parts["p"].records[0]["out"])
-    assert out["imported"] == []
+    assert out["imported"] == ["IPython"], "of the packages tried, only the one that is no reference"
     assert not out["child_torch"], "a child interpreter cannot import torch either"
     assert out["site"], "the package folders exist (emptied or with the allowed view)"
-    allowed = {e.lower().split("-")[0].split(".")[0] for entries in out["site"].values() for e in entries}
-    assert allowed <= {"numpy"}, allowed
+    seen = {e.lower().split("-")[0].split(".")[0] for entries in out["site"].values() for e in entries}
+    assert {"numpy", "matplotlib", "ipython"} <= seen, seen
+    banned = {"torch", "scipy", "attnmath", "attngrade", "_attnmath", "nbgrader", "jax", "functorch", "torchgen"}
+    assert not seen & banned, seen & banned
+    assert not [e for entries in out["site"].values() for e in entries if e.endswith(".pth")]
+
+
+PLOT = r"""
+import json, os, sys
+import matplotlib.pyplot as plt
+from IPython.display import HTML
+
+def probe():
+    fig, ax = plt.subplots()
+    ax.plot([1.0, 2.0, 3.0])
+    fig.savefig("plot.png")
+    display(HTML("<b>shown</b>"))
+    import tracemalloc
+    tracemalloc.start()
+    block = bytearray(1 << 20)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return json.dumps({"backend": plt.get_backend(), "png": os.path.getsize("plot.png"), "peak": peak})
+"""
+
+
+def test_plotting_displaying_and_tracemalloc_work_as_in_the_students_kernel(isolation):
+    run = run_worker(_job(PLOT), isolation, Limits(timeout=60))
+    assert run.end == "done", (run.end, run.detail, run.stderr[-2000:])
+    out = json.loads(run.parts["p"].records[0]["out"])
+    assert out["backend"].lower() == "agg" and out["png"] > 1000
+    assert out["peak"] >= 1 << 20
+    assert b"HTML object" in run.stdout
 
 
 def _memory_job(source: str) -> WorkerJob:
@@ -327,10 +372,31 @@ def probe(mb):
 """
     run = run_worker(_memory_job(src), isolation, Limits(timeout=30))
     assert run.end == "done", (run.end, run.detail, run.stderr)
-    rec = run.memory[("p", 0)]
-    assert rec["peak_call"] - rec["before"] >= 40 * 2**20, rec
-    assert run.baseline and run.baseline <= rec["before"]
+    assert 40 * 2**20 <= case_memory(run.memory[("p", 0)]) <= 56 * 2**20, run.memory
     assert run.parts["p"].records[1]["out"] == 1.0, "the case without a limit ran in the same worker"
+
+
+@pytest.mark.parametrize(
+    "earlier, call, low, high",
+    [
+        ("held = np.ones(72 * 2**20 // 8)", "x = np.ones(int(0.4 * 2**20) // 8)", 0, 2**20),  # held elsewhere
+        ("gone = np.ones(72 * 2**20 // 8); del gone", "x = np.ones(int(0.4 * 2**20) // 8)", 0, 2**20),
+        ("_ballast = [np.ones(20 * 2**20 // 8) for _ in range(8)]", "_ballast.clear(); x = np.ones(48 * 2**20 // 8)",
+         40 * 2**20, 56 * 2**20),  # ballast freed inside the call
+        ("_spare = bytearray(96 * 2**20)", "del _spare[:]; x = np.ones(48 * 2**20 // 8)", 40 * 2**20, 56 * 2**20),
+    ],
+    ids=["held-by-earlier-cell", "freed-by-earlier-cell", "ballast-freed-in-call", "spare-freed-in-call"],
+)
+def test_a_memory_case_charges_what_its_call_allocates_whatever_earlier_cells_did(isolation, earlier, call, low, high):
+    if isolation.memory == "none":
+        pytest.skip("no memory cgroup here: memory-limited cases are not enforced (README)")
+    prefix = "global _spare\n    " if "_spare" in call else ""
+    src = f"import numpy as np\n{earlier}\n\ndef probe(mb):\n    {prefix}{call}\n    return float(x[0])\n"
+    run = run_worker(_memory_job(src), isolation, Limits(timeout=30))
+    assert run.end == "done", (run.end, run.detail, run.stderr)
+    used = case_memory(run.memory[("p", 0)])
+    assert low <= used <= high, (used, run.memory)
+    assert [r["out"] for r in run.parts["p"].records] == [1.0, 1.0]
 
 
 def test_a_memory_case_gets_its_inputs_only_when_it_starts(isolation):
@@ -366,12 +432,13 @@ def test_multiprocessing_pool_works_inside_the_worker(isolation):
     assert run.parts["p"].records[0] == {"error": None, "out": 285.0}
 
 
-def test_patched_builtins_reach_neither_a_part_nor_the_reports(isolation):
+def test_the_students_namespace_stays_as_left_and_never_reaches_the_reports(isolation):
     src = (
-        "import builtins, json\n"
+        "import builtins, json, numpy as np\n"
         "builtins.isinstance = lambda *a: False\nbuiltins.len = lambda *a: 0\njson.dumps = None\n"
-        "def probe():\n    return float(len([1, 2, 3]))\n"
+        "builtins.helper = lambda: 2.0\nnp.my_constant = 5.0\n"
+        "def probe():\n    return [float(len([1, 2, 3])), helper(), np.my_constant, float(isinstance(1, int))]\n"
     )
-    run = run_worker(_job(src), isolation, Limits(timeout=30))
+    run = run_worker(_job(src, n_cases=2), isolation, Limits(timeout=30))
     assert run.end == "done", (run.end, run.detail, run.stderr)
-    assert run.parts["p"].records[0]["out"] == 3.0
+    assert [r["out"] for r in run.parts["p"].records] == [[0.0, 2.0, 5.0, 0.0]] * 2

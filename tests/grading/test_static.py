@@ -41,7 +41,7 @@ def test_honest_answers_have_no_findings(assignment):
         ("x = ().__class__.__bases__[0].__subclasses__()", "forbidden"),
         ("import sys\nsys.modules['numpy'].x = 1", "forbidden"),
         ("import sys\nsys.meta_path.clear()", "forbidden"),
-        ("import tracemalloc", "forbidden"),
+        ("import tracemalloc", "review"),
         ("open('/course/solutions/01_softmax/hidden_tests.py').read()", "course"),
         ("import sqlite3\nsqlite3.connect('gradebook.db')", "course"),
         ("np.allclose = lambda *a, **k: True", "tampering"),
@@ -65,6 +65,7 @@ def test_tricks_are_found(source, kind):
         "print('the gradebook is not my business')",
         "x = np.einsum('i,j->ij', a, b)",
         "import sys\nprint('done', file=sys.stderr)",
+        "from IPython.display import display, HTML\ndisplay(HTML('<b>p</b>'))",
     ],
 )
 def test_ordinary_code_is_not_flagged(source):

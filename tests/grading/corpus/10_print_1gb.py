@@ -1,7 +1,8 @@
-# Resource abuse: Part 2 prints a gigabyte, 64 KiB at a time.
+# Resource abuse: Part 2 prints a gigabyte, 64 KiB at a time (and returns a wrong Jacobian). What
+# comes past the output cap is read and discarded with a note: nothing is killed, the grader's
+# memory never holds it, and the part scores what it computes.
 # expect: test_stable_softmax=3, test_softmax_jacobian=0, test_softmax_vjp=3
-# status: resource_limit
-# reason: printed more than
+# status: graded
 # base: solution
 # %% grade_id: softmax_jacobian
 import sys

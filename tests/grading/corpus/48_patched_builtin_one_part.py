@@ -1,7 +1,8 @@
-# Tampering confined to its part: Part 2's cell patches builtins (isinstance, len, max). The worker
-# restores them before computing any part and before packing results: no part loses points.
-# kind: honest
-# expect: test_stable_softmax=3, test_softmax_jacobian=2, test_softmax_vjp=3
+# Tampering with builtins in Part 2's cell (isinstance, len, max). The student's namespace stays as
+# the student left it, so NumPy code that needs len() fails in Part 2 as it does in the student's
+# kernel (its visible checks fail too); Part 1 was computed before the patch, and the worker's
+# reports keep the builtins they took before any student code, so nothing else breaks.
+# expect: test_stable_softmax=3, test_softmax_jacobian=0, test_softmax_vjp=3
 # status: flagged
 # reason: builtins
 # base: solution
