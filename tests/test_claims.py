@@ -6,7 +6,9 @@ these tests check what it relies on: every marker names a known source, a verdic
 covers, a chapter of the book, and a Correction box that exists in that chapter.
 """
 
+import dataclasses
 import re
+import sys
 from pathlib import Path
 
 from claims import CHAPTERS, DISTINCT, NOT_VERIFIABLE, UNVERIFIABLE, VERDICTS, Claim, \
@@ -159,3 +161,18 @@ def test_claim_strings_write_their_maths_in_tex():
             assert not ASCII_MATH.search(prose), f"maths outside $...$ in {text!r}"
     # The check finds what it is meant to find.
     assert all(ASCII_MATH.search(t) for t in ("O(n^2)", "d_k", "sqrt(d)", "j <= i", "n in 1..8", "-inf"))
+
+
+def test_the_appendix_shows_a_narrowed_verdict_with_the_domain_it_holds_on():
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import attnmath_claims as ext
+
+    assert set(ext.BADGE) == {*VERDICTS, UNVERIFIABLE}
+    test = "tests/attnmath/test_x.py::test_a"
+    narrowed = Claim("001 X", "a claim", "verified on", None, "01_softmax", None, ((test, "three sizes"),))
+    claim, verdict, evidence = ext.claim_row(narrowed, {test: "passed"})
+    assert "*Verified on:* three sizes" in claim and "`verified on`" in verdict
+    assert "passed" in evidence and "three sizes" not in evidence
+    full = dataclasses.replace(narrowed, verdict="verified")
+    claim, verdict, evidence = ext.claim_row(full, {test: "failed"})
+    assert "Verified on" not in claim and "*Domain:* three sizes" in evidence and "FAILED" in evidence

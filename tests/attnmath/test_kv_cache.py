@@ -227,14 +227,15 @@ def test_kv_cache_bytes_is_linear_in_tokens_width_and_layers(t, layers, hh, D):
     "003 §5.4",
     "KV cache: $O(td)$ per decoding step ($t$ the current length)",
     "verified",
-    domain="$t = 100$, 200, 400 at $D = 64$: the FLOPs of one query against $t$ cached keys double "
-           "with $t$",
+    domain=r"$1 \le t \le 10^5$ cached tokens, $1 \le D, D_v \le 256$, hypothesis: the FLOPs of "
+           "one query against $t$ cached keys are exactly $2 t (D + D_v)$ and double with $t$",
     chapter="07_efficiency")
-def test_a_decoding_step_costs_linear_time_in_the_cached_length():
-    D = 64
-    costs = [attention_flops(1, t, D, D) for t in (100, 200, 400)]
-    assert costs[1] == 2 * costs[0] and costs[2] == 2 * costs[1]
-    assert costs[0] == 2 * 100 * 2 * D  # 2 t (D + D_v): O(t d) per head and step
+@SETTINGS
+@given(t=st.integers(1, 100_000), D=st.integers(1, 256), D_v=st.integers(1, 256))
+def test_a_decoding_step_costs_linear_time_in_the_cached_length(t, D, D_v):
+    cost = attention_flops(1, t, D, D_v)
+    assert cost == 2 * t * (D + D_v)  # O(t d) per head and step
+    assert attention_flops(1, 2 * t, D, D_v) == 2 * cost
 
 
 def test_kv_cache_bytes_rejects_zero_layers():

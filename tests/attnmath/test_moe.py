@@ -78,9 +78,14 @@ def _torch_moe(x, w_g, w1, w2, k, *, renormalized, kept=None):
     "003 §6.4",
     r"The gating network computes probabilities with a softmax, $G(x) = \softmax(x^\top W_g)$",
     "verified",
-    domain="one random router ($N$ tokens, $E$ experts), against `torch.softmax`")
-def test_softmax_gating_matches_torch():
-    x, w_g, _, _ = _params(seed=1)
+    domain=r"$1 \le N \le 12$ tokens, $1 \le C \le 6$, $1 \le E \le 10$ experts, router scales "
+           "up to 30, against `torch.softmax`, hypothesis")
+@SETTINGS
+@given(N=st.integers(1, 12), C=st.integers(1, 6), E=st.integers(1, 10),
+       scale=st.floats(0.1, 30.0), seed=st.integers(0, 2**16))
+def test_softmax_gating_matches_torch(N, C, E, scale, seed):
+    x, w_g, _, _ = _params(N=N, C=C, E=E, seed=seed)
+    w_g = scale * w_g
     tx, tg = to_torch(x, w_g)
     assert_close(softmax_gating(x, w_g), torch.softmax(tx @ tg, dim=-1))
 
@@ -349,17 +354,22 @@ def test_experts_that_receive_no_token_get_exactly_zero_gradient():
     "003 §6.4",
     "Mixture of experts activates only a subset of multiple expert networks",
     "verified",
-    domain="$N = 4$ tokens, $E = 8$ experts, $k = 2$: NaN weights in the unused experts leave the "
-           "output finite")
-def test_experts_outside_the_top_k_are_never_evaluated():
-    x, w_g, w1, w2 = _params(N=4, C=3, E=8, F=5, seed=2)
+    domain=r"$1 \le N \le 6$ tokens, $2 \le E \le 10$ experts, $1 \le k < E$, plain and "
+           "renormalised gates, hypothesis: NaN weights in every expert no token chose leave the "
+           "output unchanged, and each token uses exactly $k$ experts")
+@SETTINGS
+@given(N=st.integers(1, 6), E=st.integers(2, 10), data=st.data())
+def test_experts_outside_the_top_k_are_never_evaluated(N, E, data):
+    k = data.draw(st.integers(1, E - 1), label="k")
+    x, w_g, w1, w2 = _params(N=N, C=3, E=E, F=5, seed=data.draw(st.integers(0, 2**16), label="seed"))
     for forward in FORWARDS.values():
-        out, cache = forward(x, w_g, w1, w2, 2)
-        unused = np.setdiff1d(np.arange(8), cache.expert_index)
-        assert unused.size >= 2
+        out, cache = forward(x, w_g, w1, w2, k)
+        assert cache.expert_index.shape == (N, k)
+        assert all(len(set(row)) == k for row in cache.expert_index.tolist())
+        unused = np.setdiff1d(np.arange(E), cache.expert_index)
         w1_nan, w2_nan = w1.copy(), w2.copy()
         w1_nan[unused], w2_nan[unused] = np.nan, np.nan
-        out_nan, _ = forward(x, w_g, w1_nan, w2_nan, 2)
+        out_nan, _ = forward(x, w_g, w1_nan, w2_nan, k)
         assert_close(out_nan, out, rtol=0, atol=0)
 
 

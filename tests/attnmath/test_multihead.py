@@ -158,20 +158,24 @@ def test_params_to_in_proj_rejects_a_non_params_object():
     r"$= \operatorname{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h) W^O$ where "
     r"$\mathrm{head}_i = \operatorname{Attention}(Q W_i^Q, K W_i^K, V W_i^V)$",
     "verified",
-    domain="$B = 2$, $L = 5$, $C = 12$, $H = 3$, with and without biases, against "
-           "`torch.nn.MultiheadAttention`")
+    domain=r"$1 \le B \le 2$, $1 \le L \le 8$, $1 \le H \le 4$, $C = H D$ with "
+           r"$1 \le D \le 3$, with and without biases, weights included, against "
+           "`torch.nn.MultiheadAttention`, hypothesis")
 @pytest.mark.claim(
     "003 §3.1",
     r"Multi-head attention runs $h$ heads of width $d_k = d_v = d_{\mathrm{model}} / h$ in "
     r"parallel and projects their concatenation with $W^O \in \R^{h d_v \times d_{\mathrm{model}}}$",
     "verified",
-    domain="$B = 2$, $L = 5$, $C = 12$, $H = 3$, with and without biases, against "
-           "`torch.nn.MultiheadAttention`")
-@pytest.mark.parametrize("bias", [True, False])
-def test_self_attention_matches_torch_multihead_attention(bias):
-    B, L, C, H = 2, 5, 12, 3
-    p = init_multihead_params(C, H, bias=bias, seed=1)
-    x = _x(B, L, C, seed=2)
+    domain=r"$1 \le B \le 2$, $1 \le L \le 8$, $1 \le H \le 4$, $C = H D$ with "
+           r"$1 \le D \le 3$, with and without biases, weights included, against "
+           "`torch.nn.MultiheadAttention`, hypothesis")
+@SETTINGS
+@given(B=st.integers(1, 2), L=st.integers(1, 8), H=st.integers(1, 4), D=st.integers(1, 3),
+       bias=st.booleans(), seed=st.integers(0, 2**16))
+def test_self_attention_matches_torch_multihead_attention(B, L, H, D, bias, seed):
+    C = H * D
+    p = init_multihead_params(C, H, bias=bias, seed=seed)
+    x = _x(B, L, C, seed=seed + 1)
     out, cache = self_attention(x, p, H)
     xt = torch.from_numpy(x)
     expected, weights = _torch_mha(p, H)(xt, xt, xt, need_weights=True, average_attn_weights=False)
@@ -186,17 +190,24 @@ def test_self_attention_matches_torch_multihead_attention(bias):
     r"$X_{\mathrm{enc}} W^K, X_{\mathrm{enc}} W^V)$: queries from the decoder, keys and values "
     "from the encoder",
     "verified",
-    domain=r"$B = 2$, $L = 3 \ne S = 7$, $C = 8$, $H = 2$, against `torch.nn.MultiheadAttention`")
+    domain=r"$1 \le B \le 2$, $1 \le L, S \le 8$ ($L \ne S$ included), $1 \le H \le 4$, "
+           r"$C = H D$ with $1 \le D \le 3$, with and without biases, against "
+           "`torch.nn.MultiheadAttention`, hypothesis")
 @pytest.mark.claim(
     "000 Self-Attention vs Cross-Attention",
     "Cross-attention: $Q$ from one source, $K$ and $V$ from another (the decoder attending to the "
     "encoder output)",
     "verified",
-    domain=r"$B = 2$, $L = 3 \ne S = 7$, $C = 8$, $H = 2$, against `torch.nn.MultiheadAttention`")
-def test_cross_attention_with_different_lengths_matches_torch():
-    B, L, S, C, H = 2, 3, 7, 8, 2
-    p = init_multihead_params(C, H, seed=4)
-    x_q, x_kv = _x(B, L, C, seed=5), _x(B, S, C, seed=6)
+    domain=r"$1 \le B \le 2$, $1 \le L, S \le 8$ ($L \ne S$ included), $1 \le H \le 4$, "
+           r"$C = H D$ with $1 \le D \le 3$, with and without biases, against "
+           "`torch.nn.MultiheadAttention`, hypothesis")
+@SETTINGS
+@given(B=st.integers(1, 2), L=st.integers(1, 8), S=st.integers(1, 8), H=st.integers(1, 4),
+       D=st.integers(1, 3), bias=st.booleans(), seed=st.integers(0, 2**16))
+def test_cross_attention_with_different_lengths_matches_torch(B, L, S, H, D, bias, seed):
+    C = H * D
+    p = init_multihead_params(C, H, bias=bias, seed=seed)
+    x_q, x_kv = _x(B, L, C, seed=seed + 1), _x(B, S, C, seed=seed + 2)
     out, _ = multihead_attention(x_q, x_kv, p, H)
     xq, xkv = to_torch(x_q, x_kv)
     expected, _ = _torch_mha(p, H)(xq, xkv, xkv, need_weights=False)
@@ -474,12 +485,15 @@ def test_permuting_heads_leaves_the_output_unchanged(H, seed):
     r"($d_{\mathrm{model}} \times d_k$), one attention per head, the heads concatenated and "
     "multiplied by `W_O`",
     "verified",
-    domain="$B = 2$, $L = 5$, $C = 12$, $H = 3$, causal mask")
-def test_per_head_weight_lists_are_the_column_blocks_of_the_fused_projections():
-    B, L, C, H = 2, 5, 12, 3
-    D = C // H
-    p = init_multihead_params(C, H, bias=False, seed=36)
-    x = _x(B, L, C, seed=37)
+    domain=r"$1 \le B \le 2$, $1 \le L \le 7$, $1 \le H \le 4$, $C = H D$ with "
+           r"$1 \le D \le 4$, causal mask, hypothesis")
+@SETTINGS
+@given(B=st.integers(1, 2), L=st.integers(1, 7), H=st.integers(1, 4), D=st.integers(1, 4),
+       seed=st.integers(0, 2**16))
+def test_per_head_weight_lists_are_the_column_blocks_of_the_fused_projections(B, L, H, D, seed):
+    C = H * D
+    p = init_multihead_params(C, H, bias=False, seed=seed)
+    x = _x(B, L, C, seed=seed + 1)
     mask = np.tril(np.ones((L, L), dtype=bool))
     w_q = [p.w_q[:, h * D:(h + 1) * D] for h in range(H)]  # the lists of the source's loop
     w_k = [p.w_k[:, h * D:(h + 1) * D] for h in range(H)]

@@ -146,9 +146,18 @@ def test_sinusoidal_encoding_matches_the_papers_formula(L, C, base):
     r"$\mathrm{PE}(\mathrm{pos}, 2i) = \sin(\mathrm{pos} / 10000^{2i/d_{\mathrm{model}}})$, "
     r"$\mathrm{PE}(\mathrm{pos}, 2i+1) = \cos(\mathrm{pos} / 10000^{2i/d_{\mathrm{model}}})$",
     "verified",
-    domain=r"100 positions, $d_{\mathrm{model}} = 128$, against the source's own code")
-def test_sinusoidal_encoding_matches_the_source_documents_code():
-    assert_close(sinusoidal_encoding(100, 128), source_document_encoding(100, 128), rtol=1e-9, atol=1e-12)
+    domain=r"1 to 300 positions, every even $2 \le d_{\mathrm{model}} \le 256$, against the "
+           "source's own code and the formula written out entry by entry, hypothesis")
+@SETTINGS
+@given(n=st.integers(1, 300), half=st.integers(1, 128), data=st.data())
+def test_sinusoidal_encoding_matches_the_source_documents_code(n, half, data):
+    C = 2 * half
+    pe = sinusoidal_encoding(n, C)
+    assert_close(pe, source_document_encoding(n, C), rtol=1e-9, atol=1e-12)
+    pos, i = data.draw(st.integers(0, n - 1), label="pos"), data.draw(st.integers(0, half - 1), label="i")
+    angle = pos / 10000 ** (2 * i / C)
+    assert pe[pos, 2 * i] == pytest.approx(math.sin(angle), abs=1e-12)
+    assert pe[pos, 2 * i + 1] == pytest.approx(math.cos(angle), abs=1e-12)
 
 
 def test_sinusoidal_frequencies_match_the_formula():
@@ -322,16 +331,20 @@ def test_apply_rope_half_matches_complex_multiplication_on_half_pairs():
     "003 §4.4",
     r"RoPE rotates each 2-D subspace $(q_{2i}, q_{2i+1})$ by the angle $m \theta_i$",
     "verified",
-    domain=r"$n = 10$ positions, $d_{\mathrm{model}} = 64$, against the source's own code")
-def test_apply_rope_matches_the_source_documents_code_on_the_interleaved_convention():
-    rng = np.random.default_rng(3)
-    n, d_model = 10, 64
+    domain=r"1 to 16 tokens at arbitrary positions in $[0, 10^4]$, every even "
+           r"$2 \le d_{\mathrm{model}} \le 128$, against the source's own code, hypothesis")
+@SETTINGS
+@given(n=st.integers(1, 16), half=st.integers(1, 64), seed=st.integers(0, 2**16))
+def test_apply_rope_matches_the_source_documents_code_on_the_interleaved_convention(n, half, seed):
+    rng = np.random.default_rng(seed)
+    d_model = 2 * half
     q, k = rng.standard_normal((n, d_model)), rng.standard_normal((n, d_model))
-    positions = np.arange(n)
+    positions = rng.integers(0, 10_001, n)
     q_doc, k_doc = source_document_rope(q, k, positions, d_model)
     assert_close(apply_rope(q, positions), q_doc, atol=1e-12, name="q")
     assert_close(apply_rope(k, positions), k_doc, atol=1e-12, name="k")
-    assert not np.allclose(apply_rope_half(q, positions), q_doc)
+    if d_model > 2 and positions.any():  # the half pairing is another rotation of the same vector
+        assert not np.allclose(apply_rope_half(q, positions), q_doc)
 
 
 @pytest.mark.claim(

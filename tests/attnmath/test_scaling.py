@@ -342,26 +342,29 @@ def test_gradient_norm_is_the_mean_of_the_row_norms():
     "Large dot products push softmax into regions with extremely small gradients",
     "verified",
     domain=r"$d_k = 8, 32, 128, 512, 2048$, 16 to 128 keys, 400 rows, hypothesis over the seeds: "
-           "mean and median Jacobian norms fall at every step of $d_k$ unscaled, stay put scaled")
+           "mean and median Jacobian norms fall at every step from $d_k = 32$ unscaled, stay put "
+           "scaled")
 @pytest.mark.claim(
     "000 Step 2: Scaling",
     "When $d_k$ is large, dot products grow large in magnitude, pushing softmax into regions with "
     "small gradients",
     "verified",
     domain=r"$d_k = 8, 32, 128, 512, 2048$, 16 to 128 keys, 400 rows, hypothesis over the seeds: "
-           "mean and median Jacobian norms fall at every step of $d_k$ unscaled, stay put scaled")
+           "mean and median Jacobian norms fall at every step from $d_k = 32$ unscaled, stay put "
+           "scaled")
 @settings(max_examples=6, deadline=None)
 @given(seed=st.integers(0, 2**16), n_keys=st.sampled_from([16, 64, 128]))
 def test_unscaled_gradients_shrink_with_d_k_while_scaled_gradients_stay_constant(seed, n_keys):
     curve = gradient_magnitude_curve([8, 32, 128, 512, 2048], n_keys=n_keys, n_queries=400, seed=seed)
-    # The typical (median) row: unscaled, its norm collapses; scaled, it does not move.
-    assert (np.diff(curve.unscaled_median) < 0).all()
+    # The typical (median) row: unscaled, its norm collapses from d_k = 32 on (between 8 and 32
+    # it sits near its peak); scaled, it does not move.
+    assert (np.diff(curve.unscaled_median[1:]) < 0).all()
     assert curve.unscaled_median[-1] / curve.unscaled_median[0] < 0.01
     assert (0.5 < curve.scaled_median / curve.scaled_median[0]).all()
     assert (curve.scaled_median / curve.scaled_median[0] < 2.0).all()
     assert (0.5 < curve.scaled / curve.scaled[0]).all() and (curve.scaled / curve.scaled[0] < 2.0).all()
     # The mean falls too, more slowly: near-tie rows keep it up (next test).
-    assert (np.diff(curve.unscaled) < 0).all()
+    assert (np.diff(curve.unscaled[1:]) < 0).all()
     assert curve.unscaled[-1] / curve.unscaled[0] < 0.5
 
 

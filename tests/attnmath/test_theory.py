@@ -62,10 +62,14 @@ def test_kernel_smoother_equals_attnmath_attention_with_any_scale():
     "002 §11",
     r"Attention is a Nadaraya-Watson estimator with kernel $K(q, k) = \exp(q^\top k / \sqrt{d_k})$",
     "verified",
-    domain=r"$L = 4 \ne S = 6$, $D = 3$, against the ratio written out")
-def test_kernel_smoother_equals_the_literal_nadaraya_watson_ratio():
-    q, k, v = random_qkv(B=1, H=1, L=4, S=6, D=3, seed=2)
-    kernel = np.exp(q @ np.swapaxes(k, -1, -2) / np.sqrt(3))
+    domain=r"$1 \le B, H \le 2$, $1 \le L, S \le 8$ ($L \ne S$ included), $1 \le D, D_v \le 5$, "
+           "against the ratio written out, hypothesis")
+@SETTINGS
+@given(B=st.integers(1, 2), H=st.integers(1, 2), L=st.integers(1, 8), S=st.integers(1, 8),
+       D=st.integers(1, 5), D_v=st.integers(1, 5), seed=st.integers(0, 2**16))
+def test_kernel_smoother_equals_the_literal_nadaraya_watson_ratio(B, H, L, S, D, D_v, seed):
+    q, k, v = random_qkv(B=B, H=H, L=L, S=S, D=D, D_v=D_v, seed=seed)
+    kernel = np.exp(q @ np.swapaxes(k, -1, -2) / np.sqrt(D))
     assert_close(kernel_smoother(q, k, v), _literal_ratio(kernel, v))
 
 
