@@ -38,22 +38,26 @@ finite = st.floats(-20, 20, allow_nan=False, allow_infinity=False)
     r"For independent $q_i, k_i \sim \mathcal{N}(0, 1)$: $\mathbb{E}[q \cdot k] = 0$ and "
     r"$\operatorname{Var}(q \cdot k) = d_k$, so $\operatorname{Var}(q \cdot k / \sqrt{d_k}) = 1$",
     "verified",
-    domain=r"$d_k \in \{1, 8, 64, 512\}$, 20 000 samples each, within 5 standard errors")
+    domain=r"every $1 \le d_k \le 512$, 20 000 samples each, within 5 standard errors, "
+           "hypothesis over $d_k$ and the seed")
 @pytest.mark.claim(
     "003 §2.2",
     r"Independent components with mean 0 and variance 1 give $\operatorname{Var}(q \cdot k) = d_k$ "
     r"and $\operatorname{Var}(q \cdot k / \sqrt{d_k}) = 1$",
     "verified",
-    domain=r"$d_k \in \{1, 8, 64, 512\}$, 20 000 samples each, within 5 standard errors")
+    domain=r"every $1 \le d_k \le 512$, 20 000 samples each, within 5 standard errors, "
+           "hypothesis over $d_k$ and the seed")
 @pytest.mark.claim(
     r"001 Why Scale by $\sqrt{d_k}$?",
     "Without scaling, dot products grow large in magnitude as $d_k$ increases",
     "verified",
-    domain=r"$d_k \in \{1, 8, 64, 512\}$, 20 000 samples each, within 5 standard errors")
-@pytest.mark.parametrize("d_k", [1, 8, 64, 512])
-def test_dot_product_variance_of_standard_normal_entries_is_d_k(d_k):
+    domain=r"every $1 \le d_k \le 512$, 20 000 samples each, within 5 standard errors, "
+           "hypothesis over $d_k$ and the seed")
+@settings(max_examples=10, deadline=None)
+@given(d_k=st.integers(1, 512), seed=st.integers(0, 2**16))
+def test_dot_product_variance_of_standard_normal_entries_is_d_k(d_k, seed):
     n = 20_000
-    stats = dot_product_variance(d_k, n_samples=n, seed=d_k)
+    stats = dot_product_variance(d_k, n_samples=n, seed=seed)
     assert isinstance(stats, DotProductStats)
     # q.k is a sum of d_k products with E[(q_i k_i)^4] = 9: the fourth central moment of the
     # sum is 3 d^2 + 6 d, so the sample variance has standard error sqrt((2 d^2 + 6 d) / n).
@@ -232,20 +236,22 @@ def test_scaled_entropy_stays_near_log_s_minus_one_half_for_every_d_k():
     "For large $d_k$ the softmax of the unscaled scores is near 1 for the max and near 0 for the "
     "others",
     "verified",
-    domain=r"$d_k \in \{8, 32, 128, 512\}$, 64 keys, 256 rows")
+    domain=r"$d_k = 8, 32, 128, 512$, 16, 64 and 128 keys, 256 rows, hypothesis over the seeds")
 @pytest.mark.claim(
     r"004 Why $\sqrt{d_k}$ Scaling",
     r"With $1/\sqrt{d_k}$ scaling: variance = 1, softmax in a reasonable range",
     "verified",
-    domain=r"$d_k \in \{8, 32, 128, 512\}$, 64 keys, 256 rows")
-def test_unscaled_rows_saturate_as_d_k_grows_and_scaled_rows_do_not():
+    domain=r"$d_k = 8, 32, 128, 512$, 16, 64 and 128 keys, 256 rows, hypothesis over the seeds")
+@settings(max_examples=8, deadline=None)
+@given(n_keys=st.sampled_from([16, 64, 128]), seed=st.integers(0, 2**16))
+def test_unscaled_rows_saturate_as_d_k_grows_and_scaled_rows_do_not(n_keys, seed):
     d = [8, 32, 128, 512]
-    curve = saturation_curve(d, n_keys=64, n_queries=256, seed=1)
+    curve = saturation_curve(d, n_keys=n_keys, n_queries=256, seed=seed)
     assert curve.d_k.tolist() == d
     assert np.all(np.diff(curve.max_weight_unscaled) > 0)
     assert np.all(np.diff(curve.entropy_unscaled) < 0)
     assert curve.max_weight_unscaled[-1] > 0.8
-    assert curve.entropy_unscaled[-1] < 0.1 * np.log(64)
+    assert curve.entropy_unscaled[-1] < 0.1 * np.log(n_keys)
     assert curve.max_weight_scaled.max() < 1.5 * curve.max_weight_scaled.min()
     assert curve.entropy_scaled.max() < 1.1 * curve.entropy_scaled.min()
 
