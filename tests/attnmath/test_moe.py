@@ -279,12 +279,15 @@ def test_load_balancing_loss_rejects_out_of_range_experts():
     "003 §6.4",
     r"Top-K routing: $\mathrm{Output} = \sum_{i \in \mathrm{TopK}(G(x))} G(x)_i E_i(x)$",
     "verified",
-    domain=r"$N = 7$, $C = 4$, $E = 5$, $F = 3$, $k \in \{1, 2, 5\}$, plain and renormalised "
-           "gates, against `torch.autograd`")
-@pytest.mark.parametrize("variant", ["plain", "renormalized"])
-@pytest.mark.parametrize("k", [1, 2, 5])
-def test_moe_layer_and_its_gradients_match_torch_autograd(variant, k):
-    x, w_g, w1, w2 = _params(N=7, C=4, E=5, F=3, seed=10 + k)
+    domain=r"$1 \le N \le 8$ tokens, $1 \le C \le 5$, $1 \le E \le 6$ experts of hidden width "
+           r"$1 \le F \le 4$, every $1 \le k \le E$, plain and renormalised gates, outputs and "
+           "gradients against `torch.autograd`, hypothesis")
+@SETTINGS
+@given(N=st.integers(1, 8), C=st.integers(1, 5), E=st.integers(1, 6), F=st.integers(1, 4),
+       variant=st.sampled_from(["plain", "renormalized"]), data=st.data())
+def test_moe_layer_and_its_gradients_match_torch_autograd(N, C, E, F, variant, data):
+    k = data.draw(st.integers(1, E), label="k")
+    x, w_g, w1, w2 = _params(N=N, C=C, E=E, F=F, seed=data.draw(st.integers(0, 2**16), label="seed"))
     out, cache = FORWARDS[variant](x, w_g, w1, w2, k)
     t_out, t_idx, tensors = _torch_moe(x, w_g, w1, w2, k, renormalized=variant == "renormalized")
     assert (cache.expert_index == t_idx.numpy()).all()

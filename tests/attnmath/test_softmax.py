@@ -43,13 +43,15 @@ def test_log_softmax_and_logsumexp_match_torch(shape, axis):
     "003 §1.4",
     r"The softmax Jacobian is $J = \operatorname{diag}(p) - p p^\top$",
     "verified",
-    domain=r"$n \in \{1, 2, 7\}$, temperatures 1 and 0.5, against `torch.autograd`")
-@pytest.mark.parametrize("n", [1, 2, 7])
-@pytest.mark.parametrize("temperature", [1.0, 0.5])
-def test_jacobian_matches_torch_autograd(n, temperature):
-    z = np.random.default_rng(n).normal(size=n)
+    domain=r"every vector of length 1 to 10 with entries in $[-20, 20]$, temperatures from 0.1 to "
+           "5, against `torch.autograd`, hypothesis")
+@SETTINGS
+@given(z=arrays(np.float64, st.integers(1, 10), elements=st.floats(-20, 20)),
+       temperature=st.floats(0.1, 5.0))
+def test_jacobian_matches_torch_autograd(z, temperature):
     expected = torch.autograd.functional.jacobian(lambda t: torch.softmax(t / temperature, 0), to_torch(z))
-    assert_close(softmax_jacobian(z, temperature=temperature), expected, rtol=1e-12, atol=1e-15)
+    # entries are at most 1/4; p (1 - p) near a saturated p loses digits to rounding in both
+    assert_close(softmax_jacobian(z, temperature=temperature), expected, rtol=1e-12, atol=1e-13)
 
 
 def test_batched_jacobian_is_the_jacobian_of_each_row():
