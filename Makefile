@@ -34,7 +34,16 @@ BOOK_SOURCES := _config.yml _toc.yml requirements.txt $(shell find book lib test
 book: $(BOOK_OK)
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
-$(BOOK_OK): $(STAMP) $(BOOK_SOURCES)
+# MathJax's server-side package (npm, package-lock.json) typesets the book's formulas when it is
+# built (book/_ext/attnmath_mathjax.py); without Node.js, MathJax typesets them in the browser.
+NODE_OK := node_modules/.installed
+$(NODE_OK): package.json package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm ci --no-audit --no-fund --loglevel=error && touch $@ || \
+	  echo "npm ci failed: the book's formulas will be typeset in the browser"; \
+	else echo "Node.js not found: the book's formulas will be typeset in the browser"; fi
+
+$(BOOK_OK): $(STAMP) $(BOOK_SOURCES) | $(NODE_OK)
 	$(BIN)/jupyter-book build . -n -W --keep-going
 	@touch $(BOOK_OK)
 
@@ -46,7 +55,7 @@ pdf: $(STAMP)
 # are kept on one worker (tests/conftest.py schedules them). The slowest tests are listed last.
 PYTEST := $(BIN)/python -m pytest -n auto --durations=15
 
-test: $(STAMP)
+test: $(STAMP) | $(NODE_OK)
 	$(PYTEST)
 
 test-fast: $(STAMP)

@@ -22,7 +22,8 @@ scripts are left out where nothing uses them; code blocks, the theme's styleshee
 font keep only what the pages use (``attnmath_weight.py``); and the download menu loses its
 ".pdf" entry (the browser's print of one page; the whole book is ``make pdf``). The single-page build that
 ``make pdf`` prints gets the HTML translators that sphinx-proof and sphinx-exercise register for
-the ``html`` builder only.
+the ``html`` builder only. The formulas are typeset when the book is built
+(``attnmath_mathjax.py``), so that no page hides or reflows its text while MathJax works.
 """
 
 from __future__ import annotations
@@ -69,19 +70,6 @@ def drop_unused_assets(app, pagename, templatename, context, doctree):
         assets = context.get(key)
         if assets:
             context[key] = [a for a in assets if not any(u in _asset_name(a) for u in unused)]
-
-
-#: A page with more formulas than this is shown at once, before MathJax has typeset it, instead
-#: of after (book/_static/attnmath.js): MathJax needs seconds for it. No page has as many since
-#: the API reference has a page per module (the whole reference had 900).
-PROGRESSIVE_MATH = 600
-
-
-def typeset_progressively(app, pagename, templatename, context, doctree):
-    """Mark the pages with so many formulas that they are better read while MathJax works."""
-    if (context.get("body") or "").count('class="math notranslate') > PROGRESSIVE_MATH:
-        context["metatags"] = (context.get("metatags") or "") + (
-            '\n    <meta name="attnmath-typeset" content="progressive" />')
 
 
 def add_cached_outputs(app, pagename, templatename, context, doctree):
@@ -225,7 +213,6 @@ def repository_buttons(app, config):
 def setup(app):
     app.connect("html-page-context", drop_repeated_scripts, priority=900)
     app.connect("html-page-context", drop_unused_assets, priority=900)
-    app.connect("html-page-context", typeset_progressively)
     # before sphinx-book-theme copies the notebook for download (priority 501)
     app.connect("html-page-context", add_cached_outputs, priority=400)
     app.connect("html-page-context", make_standalone, priority=450)
@@ -235,4 +222,6 @@ def setup(app):
     app.connect("build-finished", lighten_pages, priority=900)
     app.connect("config-inited", repository_buttons, priority=900)
     app.connect("builder-inited", html_handlers_for_single_page)
+    # the formulas typeset at build time (Node.js and npm mathjax-full, when they are here)
+    app.setup_extension("attnmath_mathjax")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -12,6 +12,9 @@ column, so for a ``:pyobject:`` listing this extension
   continuation aligned under the opening bracket (Python's implicit line joining);
 * adds a link under the listing to the object's entry in the API reference.
 
+The code of the chapters' cells is laid out to the same width on the page
+(:func:`fit_code_cells`).
+
 The API reference is one light page per module rather than one page of a thousand formulas.
 Each module's page, ``book/api/<module>.md``, is the heading and the ``automodule`` that
 :func:`api_page` writes (``python book/_ext/attnmath_listing.py --api-pages`` writes the missing
@@ -381,7 +384,24 @@ def write_api_pages(root: Path, skip=()) -> list[str]:
     return written
 
 
+def fit_code_cells(app, doctree):
+    """The code of the chapters' cells laid out to the column as the listings are (:func:`fit_code`):
+    the page shows the same program in lines of at most :data:`WIDTH` characters (the
+    downloadable notebook keeps the cells as written)."""
+    for block in list(doctree.findall(nodes.literal_block)):
+        parent = block.parent
+        if parent is None or "cell_input" not in parent.get("classes", []):
+            continue
+        code = block.astext()
+        fitted = fit_code(code)
+        if fitted != code:
+            new = nodes.literal_block(fitted, fitted, **block.attributes)
+            new.source, new.line = block.source, block.line
+            block.replace_self(new)
+
+
 def setup(app):
+    app.connect("doctree-read", fit_code_cells)
     app.add_config_value("attnmath_api_skip", [], "env")
     app.add_directive("literalinclude", LibraryListing, override=True)
     app.add_directive("attnmath-api", ApiIndex)

@@ -11,22 +11,28 @@ const attnmathMarkWide = () => {
   });
 };
 
-// A page with mathematics is shown once MathJax has typeset it, so that the text does not jump
-// when the TeX source turns into formulas: attnmath.css hides the article meanwhile (for 3 s at
-// most, should MathJax never finish). A page with hundreds of formulas (marked by
-// book/_ext/attnmath_html.py; none today) is shown at once and typeset while the reader reads.
-if (window.MathJax) {
-  if (!document.querySelector('meta[name="attnmath-typeset"][content="progressive"]')) {
-    document.documentElement.classList.add("attnmath-typesetting");
-  }
-  document.addEventListener("DOMContentLoaded", () => {
-    const reveal = () => {
-      attnmathMarkWide();
-      document.documentElement.classList.remove("attnmath-typesetting");
-    };
-    const startup = window.MathJax && MathJax.startup;
-    if (startup && startup.promise) startup.promise.then(reveal, reveal);
-    else reveal();
+// A code block wider than its column scrolls sideways (attnmath.css): mark it, so that a shadow
+// on its right edge says so until the reader has scrolled to the end.
+const attnmathMarkScrolling = () => {
+  document.querySelectorAll(".bd-article pre").forEach((pre) => {
+    const scrolls = pre.scrollWidth > pre.clientWidth + 1;
+    pre.classList.toggle("attnmath-scrolls", scrolls);
+    if (scrolls && !pre.dataset.attnmathWatched) {
+      pre.dataset.attnmathWatched = "1";
+      pre.addEventListener("scroll", () => pre.classList.toggle("attnmath-scrolled-end",
+        pre.scrollLeft + pre.clientWidth >= pre.scrollWidth - 1), { passive: true });
+    }
   });
-  window.addEventListener("resize", attnmathMarkWide);
-}
+};
+
+// The text is never hidden while mathematics is typeset. The book's formulas are typeset when the
+// book is built (book/_ext/attnmath_mathjax.py), so most pages load no MathJax at all; where
+// MathJax runs in the browser (a build without Node.js, or TeX in a cell's output), the text is
+// shown at once and the formulas are marked when MathJax is done.
+document.addEventListener("DOMContentLoaded", () => {
+  attnmathMarkWide();
+  attnmathMarkScrolling();
+  const startup = window.MathJax && MathJax.startup;
+  if (startup && startup.promise) startup.promise.then(attnmathMarkWide, attnmathMarkWide);
+});
+window.addEventListener("resize", () => { attnmathMarkWide(); attnmathMarkScrolling(); });

@@ -43,8 +43,10 @@ def _shifted(x: np.ndarray, axis: int, temperature: float) -> np.ndarray:
         raise ValueError(
             "x has a row that is entirely -inf; use masked_softmax for fully masked rows"
         )
-    # Subtract before dividing: (x - m) / tau cannot overflow, even for tau -> 0.
-    return (xw - m) / temperature
+    # Subtract before dividing: (x - m) / tau is <= 0, so it never reaches +inf (NaN after exp),
+    # even for tau -> 0; an entry far below the maximum may round to -inf, whose exp is exactly 0.
+    with np.errstate(over="ignore"):
+        return (xw - m) / temperature
 
 
 def softmax(x: ArrayLike, axis: int = -1, *, temperature: float = 1.0) -> FloatArray:

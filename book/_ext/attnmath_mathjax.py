@@ -1,0 +1,144 @@
+"""The book's mathematics typeset when the book is built, so that a page shows its text and its
+formulas at first paint.
+
+After the HTML build, :func:`typeset_book` gathers the TeX of every formula of every page (the
+``\\(...\\)`` and ``\\[...\\]`` that Sphinx writes into elements of class ``math``), has MathJax's
+own server-side package typeset them all in one run of Node.js (``book/_ext/typeset_math.cjs``,
+npm ``mathjax-full`` at the version of ``package.json``, installed into ``node_modules/`` by
+``make book``), and puts the CommonHTML markup in place of the TeX. One stylesheet,
+``_static/mathjax-typeset.css``, draws every character used in the book from MathJax's own fonts
+(``_static/mathjax/output/chtml/fonts/woff-v2``). A page whose formulas are all typeset no longer
+loads MathJax; a page with TeX left elsewhere (in a cell's output, say) keeps it, and MathJax
+typesets only what is left.
+
+Without Node.js or without ``node_modules/mathjax-full`` nothing changes: MathJax typesets the
+pages in the browser as before (``book/_static/attnmath.js`` never hides the text meanwhile).
+A formula that MathJax cannot typeset (an undefined macro) is a build warning, which the book's
+``-W`` build turns into an error.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).resolve().parent / "typeset_math.cjs"
+STYLESHEET = "mathjax-typeset.css"
+FONTS = "mathjax/output/chtml/fonts/woff-v2"  # relative to _static, where the stylesheet is
+#: The fonts of nearly every formula, fetched with the page rather than when the text is laid out.
+PRELOADED_FONTS = ("MathJax_Main-Regular.woff", "MathJax_Math-Italic.woff")
+
+_MATH_ELEMENT = re.compile(r'(<(span|div) class="math notranslate nohighlight"[^>]*>)(.*?)(</\2>)', re.S)
+_DELIMITED = re.compile(r"\\\((?P<inline>.*?)\\\)|\\\[(?P<display>.*?)\\\]", re.S)
+_CONFIG_SCRIPT = re.compile(r"\s*<script>window\.MathJax = .*?</script>", re.S)
+_LOADER_SCRIPT = re.compile(r'\s*<script\b[^>]*src="[^"]*mathjax/startup\.js[^"]*"[^>]*>\s*</script>')
+_CODE_OR_SCRIPT = re.compile(r"<(pre|script|style|textarea)\b.*?</\1>", re.S)
+
+
+def node_modules() -> Path:
+    return Path(os.environ.get("ATTNMATH_NODE_MODULES", ROOT / "node_modules"))
+
+
+def renderer_available() -> bool:
+    """Whether Node.js and the MathJax package are here to typeset at build time."""
+    return shutil.which("node") is not None and (node_modules() / "mathjax-full").is_dir()
+
+
+def formulas_of(page: str) -> list[tuple[str, bool]]:
+    """Every formula of a page, as (TeX, displayed), in the order they appear."""
+    found = []
+    for element in _MATH_ELEMENT.finditer(page):
+        for match in _DELIMITED.finditer(element.group(3)):
+            display = match["display"] is not None
+            found.append((html.unescape(match["display"] if display else match["inline"]), display))
+    return found
+
+
+def run_mathjax(formulas: list[tuple[str, bool]], macros: dict) -> dict:
+    """Typeset ``formulas`` with MathJax in Node.js: their markup, errors and stylesheet."""
+    request = {"macros": macros, "fontURL": FONTS, "formulas": [list(f) for f in formulas]}
+    env = {**os.environ, "NODE_PATH": str(node_modules())}
+    done = subprocess.run(["node", str(SCRIPT)], input=json.dumps(request), capture_output=True,
+                          text=True, env=env, check=False, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"MathJax (node {SCRIPT.name}) failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def replace_formulas(page: str, markup: dict[tuple[str, bool], str]) -> str:
+    """The page with each formula that has markup in ``markup`` replaced by it."""
+    def element(match):
+        def formula(m):
+            display = m["display"] is not None
+            key = (html.unescape(m["display"] if display else m["inline"]), display)
+            return markup.get(key) or m.group(0)
+        return match.group(1) + _DELIMITED.sub(formula, match.group(3)) + match.group(4)
+
+    return _MATH_ELEMENT.sub(element, page)
+
+
+def tex_left(page: str) -> bool:
+    """Whether TeX that MathJax would typeset in the browser is still on the page."""
+    text = _CODE_OR_SCRIPT.sub("", page)
+    return bool(re.search(r"\\\(|\\\[|\$\$", text))
+
+
+def serve_typeset(page: str, prefix: str) -> str:
+    """A typeset page: MathJax's stylesheet instead of its scripts (kept if TeX is left)."""
+    links = [f'<link rel="stylesheet" type="text/css" href="{prefix}_static/{STYLESHEET}" />']
+    links += [f'<link rel="preload" href="{prefix}_static/{FONTS}/{font}" as="font" type="font/woff" '
+              'crossorigin />' for font in PRELOADED_FONTS]
+    page = page.replace("</head>", "".join(f"    {link}\n" for link in links) + "  </head>", 1)
+    if not tex_left(page):
+        page = _LOADER_SCRIPT.sub("", _CONFIG_SCRIPT.sub("", page))
+    return page
+
+
+def typeset_book(outdir: Path, macros: dict, warn) -> int:
+    """Typeset every formula of the HTML build in ``outdir``; return how many pages changed.
+    ``warn(message)`` reports a formula that MathJax cannot typeset."""
+    pages = {path: path.read_text() for path in sorted(outdir.rglob("*.html"))}
+    found = {path: formulas_of(text) for path, text in pages.items()}
+    unique = sorted({f for formulas in found.values() for f in formulas})
+    if not unique:
+        return 0
+    result = run_mathjax(unique, macros)
+    markup = {}
+    for formula, code, error in zip(unique, result["html"], result["errors"]):
+        if error:
+            pages_with = [p.relative_to(outdir).as_posix() for p, fs in found.items() if formula in fs]
+            warn(f"MathJax cannot typeset {formula[0]!r} ({error}) on {', '.join(pages_with)}")
+        else:
+            markup[formula] = code
+    (outdir / "_static" / STYLESHEET).write_text(result["css"])
+    changed = 0
+    for path, text in pages.items():
+        if not found[path]:
+            continue
+        prefix = "../" * (len(path.relative_to(outdir).parts) - 1)
+        path.write_text(serve_typeset(replace_formulas(text, markup), prefix))
+        changed += 1
+    return changed
+
+
+def typeset_at_build(app, exception):
+    """Sphinx ``build-finished``: typeset the HTML build's formulas if Node.js and MathJax are
+    here (the single page that ``make pdf`` prints keeps client-side MathJax)."""
+    if exception is not None or app.builder.name != "html" or not renderer_available():
+        return
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
+    macros = ((app.config.mathjax3_config or {}).get("tex") or {}).get("macros") or {}
+    typeset_book(Path(app.outdir), macros, lambda message: logger.warning(message))
+
+
+def setup(app):
+    app.connect("build-finished", typeset_at_build, priority=800)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
