@@ -136,9 +136,8 @@ def write_result(gb, spec: AssignmentSpec, result: Result, *, late_penalty: floa
     db = gb.db
     try:
         notebook, sub_nb = _submission_notebook(gb, spec, result, deadline)
-        rebuilt = {
-            cell_grade_id(c): c for c in (result.notebook.cells if result.notebook is not None else [])
-        }
+        cells = _encodable(result.notebook.cells) if result.notebook is not None else []
+        rebuilt = {cell_grade_id(c): c for c in cells}
         _set_grades(db, notebook, sub_nb, result, rebuilt)
         _set_comments(db, notebook, sub_nb, rebuilt)
         sub_nb.flagged = result.status != "graded"
@@ -147,6 +146,26 @@ def write_result(gb, spec: AssignmentSpec, result: Result, *, late_penalty: floa
     except Exception:
         db.rollback()
         raise
+
+
+def _encodable(value):
+    """``value`` with every unpaired surrogate (a broken paste) replaced, so that it can be
+    stored and checksummed as UTF-8; dicts keep their type (nbformat's nodes included)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8") if _has_surrogate(value) else value
+    if isinstance(value, dict):
+        return type(value)({k: _encodable(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_encodable(v) for v in value]
+    return value
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
 
 
 def _submission_notebook(gb, spec: AssignmentSpec, result: Result, deadline):

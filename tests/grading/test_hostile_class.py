@@ -69,7 +69,7 @@ def _build(root, right: str, stub: str) -> dict:
     (root / "trent" / "01_softmax").symlink_to(alice)
     expect["trent"] = ("malformed", 0.0, "symbolic link")
     put(os.fsdecode(b"Jos\xe9 (windows zip)"), right, "graded", 8.0)
-    for name in ('=HYPERLINK("http://example.com","x")', "+cmd", "-2+3", "@SUM(A1)"):
+    for name in ('=HYPERLINK("evil.example","x")', "+cmd", "-2+3", "@SUM(A1)"):
         put(name, right, "graded", 8.0)
     put("मीना", right, "graded", 8.0)
     put("मोना", stub, "graded", 0.0)
@@ -86,13 +86,14 @@ def _build(root, right: str, stub: str) -> dict:
     (stamp / "timestamp.txt").symlink_to("/etc/passwd")
     widgets = {"state": {f"w{i}": "A" * 4096 for i in range(40 * 256)}}
     put("widgets", _with_json(right, lambda nb: nb["metadata"].update(widgets=widgets)), "graded", 8.0)
-    put("latin1", right.replace("{", '{"café": 1, ', 1).encode("latin-1"), "malformed", 0.0, "not UTF-8")
+    put("latin1", right.replace("{", '{"café": 1, ', 1).encode("latin-1", "replace"), "malformed", 0.0, "not UTF-8")
     put("deep", "[" * 200000 + "]" * 200000, "malformed", 0.0, "nested too deeply")
     put("surrogate_code", _with_json(right, _surrogate_answer).replace("SURROGATE", "\\ud800"), None)
     put("surrogate_text", _with_json(right, _surrogate_written).replace("SURROGATE", "\\udcff\\ud800"), None)
     many = _with_json(right, lambda nb: nb["cells"].extend([{"cell_type": "raw", "source": "", "metadata": {}}] * 6000))
     put("many_cells", many, "malformed", 0.0, "(limit 5000)")
     put("empty", "", "malformed", 0.0, "empty")
+    put("nothing", None, "missing", 0.0, "no softmax.ipynb")
     put("renamed", right, "missing", 0.0, "Softmax (1).ipynb", notebook="Softmax (1).ipynb")
     big = "table = [\n" + "    (1.25, 'abc', 7),\n" * 45000 + "]\n"
     add_big = _with_json(right, lambda nb: nb["cells"].append(
