@@ -137,13 +137,6 @@ NOT_VERIFIABLE = (
                  "checks that the result is the same (exactly the same maths) and that no "
                  "$L \\times S$ array is allocated, not the time; bench/ measures the Triton "
                  "kernel where a GPU is present."),
-    Claim("001 Multi-Head Attention", "Each head can learn different relationships (syntax, "
-          "semantics, coreference, etc.)", UNVERIFIABLE, None, "12_induction", None, (),
-          reason="syntax, semantics and coreference are relations of natural language: deciding "
-                 "what a head tracks needs a model trained on language and a labelled measure of "
-                 "each relation. The CPU-sized model here is trained on random tokens; it shows "
-                 "heads specialising (previous-token, induction, sink) but cannot test these "
-                 "linguistic labels."),
 )
 
 

@@ -440,6 +440,20 @@ def reduced_run():
     domain=r"a reduced seeded retraining ($V = 32$, $6 \le T \le 12$, $C = 32$, $2 \times 2$ "
            "heads) and the committed run",
     box="clar-phase-change")
+@pytest.mark.claim(
+    "001 Multi-Head Attention",
+    "Each head can learn different relationships (syntax, semantics, coreference, etc.)",
+    "clarified",
+    correction="Heads do come to track different relations: in the two-layer model trained here "
+               "one head attends to the previous token and another to the token after an earlier "
+               "copy of the current one (an induction head), with the weights of the other heads "
+               "elsewhere. That the relations of a language model's heads are syntax, semantics or "
+               "coreference is read off models trained on language; a model trained on random "
+               "tokens cannot test those labels.",
+    domain=r"a reduced seeded retraining ($V = 32$, $6 \le T \le 12$, $C = 32$, $2 \times 2$ "
+           "heads): the previous-token and induction scores of every head",
+    chapter="12_induction",
+    box="clar-local-global")
 def test_reduced_retraining_forms_an_induction_head_in_a_phase_change(reduced_run):
     run = reduced_run
     # near-uniform attention at initialisation: first-token weight close to the uniform value
