@@ -204,6 +204,16 @@ def _asserts(node: ast.AST, helpers: dict[str, ast.FunctionDef], seen: set[str])
     return False
 
 
+def draws_with_hypothesis(test: str, root: str | Path = ROOT) -> bool:
+    """Whether the test ``tests/...py::name`` draws its inputs with hypothesis (``@given``)."""
+    path, _, name = test.partition("::")
+    for node in ast.parse((Path(root) / path).read_text()).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return any(isinstance(d, ast.Call) and getattr(d.func, "id", None) == "given"
+                       for d in node.decorator_list)
+    raise LookupError(test)
+
+
 def claim_tests_without_assertions(tests_dir: str | Path | None = None) -> list[str]:
     """The claim tests whose body (or a helper it calls) asserts nothing."""
     tests_dir = Path(tests_dir) if tests_dir else Path(__file__).resolve().parent

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from claims import CHAPTERS, DISTINCT, NOT_VERIFIABLE, UNVERIFIABLE, VERDICTS, Claim, \
-    claim_tests_without_assertions, collect_claims, collect_markers, inconsistent_groups, \
-    near_identical_claims, run_claim_tests
+    claim_tests_without_assertions, collect_claims, collect_markers, draws_with_hypothesis, \
+    inconsistent_groups, near_identical_claims, run_claim_tests
 
 SEEDS = {"000", "001", "002", "003", "004"}
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,3 +176,13 @@ def test_the_appendix_shows_a_narrowed_verdict_with_the_domain_it_holds_on():
     full = dataclasses.replace(narrowed, verdict="verified")
     claim, verdict, evidence = ext.claim_row(full, {test: "failed"})
     assert "Verified on" not in claim and "*Domain:* three sizes" in evidence and "FAILED" in evidence
+
+
+def test_a_domain_says_hypothesis_exactly_when_its_test_draws_with_hypothesis():
+    # A domain that no longer matches its test (a fixed case called "hypothesis", or a test
+    # widened without saying so) misleads the reader of the appendix.
+    for m in collect_markers(Path(__file__).parent):
+        says = "hypothesis" in m.domain
+        assert says == draws_with_hypothesis(m.test, ROOT), (
+            f"{m.test}: the domain {'says' if says else 'does not say'} hypothesis, the test "
+            f"{'does not draw' if says else 'draws'} with it")
