@@ -102,13 +102,16 @@ def test_per_head_query_key_value_maps_are_c_by_d_not_d_by_d():
     correction="The comparison counts $W^O$ for the multi-head layer only. With the same output "
                r"projection both have exactly $4 d_{\mathrm{model}}^2$ weights, without it both "
                r"have $3 d_{\mathrm{model}}^2$: the count does not depend on $h$.",
-    domain="$C = 64$, $H = 1$ and 8, against `torch.nn.MultiheadAttention`'s parameter count",
+    domain=r"every $H \in \{1, 2, 4, 8\}$ with $C = H D$, $1 \le D \le 16$, against "
+           "`torch.nn.MultiheadAttention`'s parameter count, hypothesis",
     box="corr-parameter-count")
-def test_single_head_with_output_projection_also_has_4c_squared_weights():
+@settings(max_examples=20, deadline=None)
+@given(H=st.sampled_from([1, 2, 4, 8]), D=st.integers(1, 16))
+def test_single_head_with_output_projection_also_has_4c_squared_weights(H, D):
     # Single-head attention "3 d^2" omits W_O; with the same output projection it is 4 d^2.
-    C = 64
+    C = H * D
     single = _numel(torch.nn.MultiheadAttention(C, 1, bias=False))
-    multi = _numel(torch.nn.MultiheadAttention(C, 8, bias=False))
+    multi = _numel(torch.nn.MultiheadAttention(C, H, bias=False))
     assert single == multi == 4 * C * C
     assert single - _numel(torch.nn.Linear(C, C, bias=False)) == 3 * C * C
 
