@@ -341,8 +341,9 @@ def test_apply_rope_matches_the_source_documents_code_on_the_interleaved_convent
     q, k = rng.standard_normal((n, d_model)), rng.standard_normal((n, d_model))
     positions = rng.integers(0, 10_001, n)
     q_doc, k_doc = source_document_rope(q, k, positions, d_model)
-    assert_close(apply_rope(q, positions), q_doc, atol=1e-12, name="q")
-    assert_close(apply_rope(k, positions), k_doc, atol=1e-12, name="k")
+    # angles up to 10^4 rad: both codes round m theta_i, to about 10^4 eps each
+    assert_close(apply_rope(q, positions), q_doc, atol=1e-10, name="q")
+    assert_close(apply_rope(k, positions), k_doc, atol=1e-10, name="k")
     if d_model > 2 and positions.any():  # the half pairing is another rotation of the same vector
         assert not np.allclose(apply_rope_half(q, positions), q_doc)
 
