@@ -1,0 +1,119 @@
+/* Figs. 8.1 and 8.2, interactive: the online softmax of one row read block by block, and the
+   tile schedule of the causal forward pass (which tiles are computed, masked or skipped). */
+"use strict";
+{
+  const A = AttnFig;
+  const W = 360, H = 130, G = 240;
+
+  /* The kind of every (query tile, key tile), as attnmath.flash.flash_attention_forward runs
+     them: F computed without a mask, M computed with the mask, S skipped. */
+  function tileKinds(l, s, q, k, offset) {
+    const rows = [];
+    for (let i0 = 0; i0 < l; i0 += q) {
+      const i1 = Math.min(l, i0 + q), stop = Math.min(s, Math.max(0, i1 + offset));
+      let row = "";
+      for (let j0 = 0; j0 < s; j0 += k) {
+        const j1 = Math.min(s, j0 + k);
+        row += j0 >= stop ? "S" : (j1 - 1 > i0 + offset ? "M" : "F");
+      }
+      rows.push(row);
+    }
+    return rows;
+  }
+
+  /* One step of the online softmax: read the next block of the row into the running state. */
+  function readBlock(state, row, s, b) {
+    const j0 = state.t * b;
+    if (j0 >= s) return;
+    const block = row.slice(j0, Math.min(s, j0 + b));
+    const mNew = Math.max(state.m, ...block);
+    state.alpha = Math.exp(state.m - mNew);
+    state.ell = state.ell * state.alpha + block.reduce((a, x) => a + Math.exp(x - mNew), 0);
+    state.m = mNew;
+    state.maxes.push([j0, j0 + block.length, mNew]);
+    state.t += 1;
+  }
+
+  function drawRow(fig) {
+    const {plot, rd, state, data} = fig, s = fig.S.value(), b = fig.bk.value(), T = Math.ceil(s / b);
+    plot.replaceChildren();
+    const lo = Math.min(...data.row) - 0.5, hi = Math.max(...data.row) + 0.5;
+    const x = A.scale(0, data.row.length, 20, W - 6), y = A.scale(lo, hi, H - 14, 6);
+    A.svg("rect", {x: x(0), width: x(Math.min(s, state.t * b)) - x(0), y: 4, height: H - 16,
+                   class: "attn-read"}, plot);
+    for (let j = b; j < s; j += b) A.svg("line", {x1: x(j), x2: x(j), y1: 4, y2: H - 12, class: "attn-faint"}, plot);
+    for (let j = 0; j < s; j++) A.svg("circle", {cx: x(j + 0.5), cy: y(data.row[j]), r: 2, class: "attn-dot"}, plot);
+    for (const [a, e, m] of state.maxes) A.svg("line", {x1: x(a), x2: x(e), y1: y(m), y2: y(m), class: "attn-line"}, plot);
+    A.svg("text", {x: 20, y: H - 1, class: "attn-small"}, plot).textContent = "key j = 0";
+    A.svg("text", {x: x(s), y: H - 1, class: "attn-small", "text-anchor": "end"}, plot).textContent = String(s - 1);
+    rd.t.set(state.t, state.t + " of " + T);
+    rd.m.set(state.m, A.fmt(state.m, 5));
+    rd.ell.set(state.ell, A.fmt(state.ell, 5));
+    const lse = state.m + Math.log(state.ell);
+    rd.lse.set(lse, A.fmt(lse, 5));
+    rd.alpha.set(state.alpha, isNaN(state.alpha) ? "none yet" : A.fmt(state.alpha, 4));
+    fig.next.disabled = state.t >= T;
+  }
+
+  function drawTiles(fig) {
+    const {grid, rt} = fig, l = fig.L.value(), s = fig.S.value();
+    const offset = fig.align.value() === "bottom_right" ? s - l : 0;
+    const rows = tileKinds(l, s, fig.bq.value(), fig.bk.value(), offset);
+    const c = G / Math.max(rows.length, rows[0].length);
+    grid.replaceChildren();
+    rows.forEach((row, i) => [...row].forEach((kind, j) => {
+      A.svg("rect", {x: 30 + j * c, y: 4 + i * c, width: c, height: c, class: "attn-tile attn-tile-" + kind}, grid);
+    }));
+    A.svg("text", {x: 30, y: G + 24, class: "attn-small"}, grid).textContent = "key tiles →";
+    A.svg("text", {x: 12, y: 4, class: "attn-small", transform: "rotate(90 12 4)"}, grid).textContent = "query tiles →";
+    const all = rows.join(""), count = (k) => [...all].filter((x) => x === k).length;
+    rt.offset.set(offset, String(offset));
+    rt.computed.set(count("F") + count("M"), (count("F") + count("M")) + " of " + all.length);
+    rt.masked.set(count("M"), String(count("M")));
+    rt.skipped.set(count("S"), String(count("S")));
+    rt.kinds.set(rows.join("/"), "solid: computed without a mask, faded: masked inside, outlined: skipped");
+  }
+
+  function controls(root, data, fig, reset) {
+    const range = (a, b) => Array.from({length: b - a + 1}, (_, i) => a + i);
+    const box = A.el("div", {class: "attn-controls"}, root);
+    fig.L = A.slider(box, "L", "queries L", range(1, 64), 32, String, reset);
+    fig.S = A.slider(box, "S", "keys S", range(1, data.row.length), 48, String, reset);
+    fig.bq = A.slider(box, "block_q", "block_q", range(1, 32), 8, String, reset);
+    fig.bk = A.slider(box, "block_k", "block_k", range(1, 32), 8, String, reset);
+    fig.align = A.choice(box, "alignment", "causal alignment",
+                         [["top_left", "top-left (offset 0)"], ["bottom_right", "bottom-right (offset S − L)"]],
+                         "top_left", reset);
+    const buttons = A.el("div", {class: "attn-control attn-buttons"}, box);
+    fig.next = A.el("button", {type: "button", "data-key": "next"}, buttons, "next block");
+    A.el("button", {type: "button", "data-key": "reset"}, buttons, "start again").addEventListener("click", reset);
+  }
+
+  AttnFig.register("online", function (root, data) {
+    const fig = {data: data};
+    const reset = () => {
+      fig.state = {t: 0, m: -Infinity, ell: 0, alpha: NaN, maxes: []};
+      drawRow(fig);
+      drawTiles(fig);
+    };
+    controls(root, data, fig, reset);
+    fig.next.addEventListener("click", () => {
+      readBlock(fig.state, data.row, fig.S.value(), fig.bk.value());
+      drawRow(fig);
+    });
+    fig.plot = A.svg("svg", {viewBox: `0 0 ${W} ${H}`, class: "attn-plot", "aria-hidden": "true"}, root);
+    const outs = A.el("div", {class: "attn-readouts"}, root);
+    fig.rd = {
+      t: A.readout(outs, "t", "blocks read"), m: A.readout(outs, "m", "running max m ="),
+      ell: A.readout(outs, "ell", "running sum ℓ ="), lse: A.readout(outs, "lse", "m + log ℓ ="),
+      alpha: A.readout(outs, "alpha", "last rescale e^(m_old − m) ="),
+    };
+    fig.grid = A.svg("svg", {viewBox: `0 0 ${G + 40} ${G + 30}`, class: "attn-plot attn-grid",
+                             "aria-hidden": "true"}, root);
+    const outs2 = A.el("div", {class: "attn-readouts"}, root);
+    fig.rt = Object.fromEntries([["offset", "offset ="], ["computed", "tiles computed:"],
+                                 ["masked", "of them masked inside:"], ["skipped", "skipped:"],
+                                 ["kinds", "schedule"]].map(([k, l]) => [k, A.readout(outs2, k, l)]));
+    reset();
+  });
+}

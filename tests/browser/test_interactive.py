@@ -1,0 +1,385 @@
+"""The interactive figures (book/_ext/attnmath_interactive.py) as a reader moves them.
+
+Each test drives a figure's controls through a grid of settings in headless Chromium and
+compares the numbers the page shows (each read-out keeps the exact number it shows in
+``data-value``) with ``attnmath``: the softmax, the online softmax and the tile schedule of the
+flash forward pass, and the roofline arithmetic are computed by the page's own scripts; the
+sinks, RoPE and sqrt(D) figures show a grid computed from the library when the book was built,
+which the tests recompute here. Further tests check that the controls work by keyboard and are
+read out, that the figures fit a phone's width in the dark theme inside the height reserved for
+them, that a page carries at most 50 kB for them, and that without JavaScript and in print the
+static figure is what remains. Each figure is photographed at two settings
+(``interactive-<figure>-<setting>.png`` in the artifacts folder).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
+import attnmath_interactive as fig  # noqa: E402  (book/_ext: what the build put in the pages)
+from attnmath import core  # noqa: E402
+from attnmath.chunked import online_logsumexp  # noqa: E402
+from attnmath.flash import flash_attention_forward  # noqa: E402
+from attnmath.long_context import rope_rotations  # noqa: E402
+from attnmath.scaling import attention_entropy, max_weight  # noqa: E402
+from attnmath.serving import H100_SXM_BF16_FLOPS, H100_SXM_HBM_BYTES_PER_S, roofline, step_cost  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+PAGES = {"temperature": "book/01_softmax.html", "scaling": "book/02_attention.html",
+         "online": "book/08_flash.html", "roofline": "book/13_serving.html",
+         "sinks": "book/14_long_context.html"}
+STATIC = {"temperature": "fig-softmax-temperature", "scaling": "fig-saturation",
+          "online": "fig-flash-tile-schedule", "roofline": "fig-serving-roofline",
+          "sinks": "fig-attention-sinks"}
+PHONE = {"width": 375, "height": 812}
+BUDGET = 50_000  # bytes a page may carry for its interactive figures (scripts, styles, data)
+
+# Move a slider to the value `want` as a reader's arrow keys would leave it (the input event).
+_SET = """([input, want]) => {
+  for (let i = Number(input.min); i <= Number(input.max); i++) {
+    input.value = String(i);
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+    if (Number(input.dataset.value) === want) return true;
+  }
+  return false;
+}"""
+_READ = """(root) => Object.fromEntries(Array.from(root.querySelectorAll('.attn-readout-value'))
+  .map((e) => [e.dataset.key, e.dataset.value]))"""
+
+
+class Figure:
+    """One interactive figure of a loaded page."""
+
+    def __init__(self, visit, name: str):
+        self.page = visit.page
+        self.root = visit.page.locator(f".attn-interactive[data-figure={name}]")
+        assert self.root.count() == 1, f"{name}: the page has {self.root.count()} such figures"
+        assert self.root.get_attribute("data-ready") == "1", f"{name}: the figure was not drawn"
+
+    def set(self, key: str, value) -> None:
+        handle = self.root.locator(f"input[type=range][data-key={key}]").element_handle()
+        assert self.page.evaluate(_SET, [handle, float(value)]), f"slider {key} has no value {value}"
+
+    def choose(self, key: str, value: str) -> None:
+        self.root.locator(f"fieldset[data-key={key}] input[value={value}]").check()
+
+    def read(self) -> dict[str, str]:
+        return self.page.evaluate(_READ, self.root.element_handle())
+
+    def number(self, key: str) -> float:
+        return float(self.read()[key])
+
+    def shoot(self, artifacts: Path, name: str) -> Path:
+        path = artifacts / f"interactive-{name}.png"
+        self.root.scroll_into_view_if_needed()
+        self.root.screenshot(path=str(path))
+        return path
+
+
+def _open(reader, name: str, **kwargs) -> Figure:
+    visit = reader.open(PAGES[name], **kwargs)
+    assert not visit.problems, visit.problems
+    return Figure(visit, name)
+
+
+def test_temperature_shows_the_softmax_of_the_logits(reader, artifacts):
+    from attnmath.softmax import softmax
+
+    f = _open(reader, "temperature")
+    taus = (-1.0, -0.5, -0.05, 0.0, 0.3, 1.0)  # log10 of the temperature
+    for logits in ((1, 2, 3, 4), (2, 7, 7, 1), (0, 0, 0, 0), (-3.5, 5, 5, 5), (100, -100, 0, 50)):
+        for i, z in enumerate(logits):
+            f.root.locator(f"input[data-key=z{i}]").fill(str(z))
+        for e in taus:
+            f.set("tau", e)
+            shown = np.array([f.number(f"p{i}") for i in range(4)])
+            want = softmax(np.array(logits, dtype=float), temperature=10.0 ** e)
+            np.testing.assert_allclose(shown, want, rtol=1e-12, atol=1e-300,
+                                       err_msg=f"logits {logits}, tau 10^{e}")
+            for a in range(4):  # tied logits get exactly equal weights, at every temperature
+                for b in range(a):
+                    if logits[a] == logits[b]:
+                        assert shown[a] == shown[b], (logits, e)
+        if logits == (1, 2, 3, 4):
+            f.set("tau", -1.0)
+            f.shoot(artifacts, "temperature-cold")
+            f.set("tau", 1.0)
+            f.shoot(artifacts, "temperature-hot")
+
+
+def test_online_softmax_steps_match_the_library(reader, artifacts):
+    f = _open(reader, "online")
+    row = fig.online_row()
+    for S, block in ((1, 1), (7, 3), (48, 8), (64, 5), (64, 32), (33, 31)):
+        f.set("S", S)
+        f.set("block_k", block)
+        blocks = math.ceil(S / block)
+        assert f.read()["t"] == "0" and f.number("m") == -math.inf
+        for t in range(1, blocks + 1):
+            before = f.number("m")
+            f.root.locator("button[data-key=next]").click()
+            read = row[:min(S, t * block)]
+            m, lse = read.max(), online_logsumexp(read, block_size=block)
+            assert f.read()["t"] == str(t)
+            assert f.number("m") == m, (S, block, t)
+            np.testing.assert_allclose(f.number("lse"), lse, rtol=1e-13, err_msg=f"{S}, {block}, {t}")
+            np.testing.assert_allclose(f.number("ell"), math.exp(lse - m), rtol=1e-12)
+            np.testing.assert_allclose(f.number("alpha"), math.exp(before - m), rtol=1e-13)
+            if S == 48 and t in (2, 6):
+                f.shoot(artifacts, f"online-step{t}")
+        assert f.root.locator("button[data-key=next]").is_disabled()
+        f.root.locator("button[data-key=reset]").click()
+
+
+def _library_schedule(L: int, S: int, block_q: int, block_k: int, alignment: str) -> str:
+    """The kind of every tile as flash_attention_forward runs it: each score tile it computes
+    is recorded with whether the mask removed any of its entries."""
+    q = np.ones((L, 2))
+    k, v = np.ones((S, 2)), np.ones((S, 2))
+    seen = {}
+    score_tile = core.Problem.scores
+
+    def record(self, q_rows, rows, cols):
+        tile = score_tile(self, q_rows, rows, cols)
+        seen[rows.start // block_q, cols.start // block_k] = "M" if np.isneginf(tile).any() else "F"
+        return tile
+
+    core.Problem.scores = record
+    try:
+        flash_attention_forward(q, k, v, block_q=block_q, block_k=block_k, causal=True,
+                                causal_alignment=alignment)
+    finally:
+        core.Problem.scores = score_tile
+    return "/".join("".join(seen.get((i, j), "S") for j in range(math.ceil(S / block_k)))
+                    for i in range(math.ceil(L / block_q)))
+
+
+@pytest.mark.parametrize("alignment", ["top_left", "bottom_right"])
+def test_tile_schedule_matches_the_flash_forward_pass(reader, alignment):
+    f = _open(reader, "online")
+    f.choose("alignment", alignment)
+    grid = [(64, 64, 8, 8), (32, 48, 8, 8), (48, 32, 8, 8), (13, 10, 4, 3), (1, 64, 1, 7),
+            (64, 1, 5, 1), (20, 50, 32, 6), (37, 29, 3, 32), (9, 9, 2, 2)]
+    for L, S, bq, bk in grid:
+        for key, value in (("L", L), ("S", S), ("block_q", bq), ("block_k", bk)):
+            f.set(key, value)
+        shown = f.read()
+        want = _library_schedule(L, S, bq, bk, alignment)
+        assert shown["kinds"] == want, (L, S, bq, bk, alignment)
+        assert int(shown["skipped"]) == want.count("S")
+        assert int(shown["computed"]) == want.count("F") + want.count("M")
+        assert int(shown["offset"]) == (S - L if alignment == "bottom_right" else 0)
+
+
+def test_roofline_point_matches_step_cost(reader, artifacts):
+    f = _open(reader, "roofline")
+    ridge = H100_SXM_BF16_FLOPS / H100_SXM_HBM_BYTES_PER_S
+    bounds = set()
+    for variant in fig.ROOFLINE_KV_HEADS:
+        f.choose("variant", variant)
+        shape = fig.roofline_shape(variant)
+        for bits in (8, 16, 32):
+            f.set("bits", bits)
+            for B, S in ((1, 4096), (16, 128), (256, 131072), (1024, 128), (1024, 32768)):
+                f.set("B", B)
+                f.set("S", S)
+                cost = step_cost(shape, B=B, L=1, S=S, itemsize=bits // 8)
+                shown = f.read()
+                assert float(shown["flops"]) == cost.flops and float(shown["bytes"]) == cost.bytes
+                np.testing.assert_allclose(float(shown["intensity"]), cost.intensity, rtol=1e-14)
+                np.testing.assert_allclose(float(shown["tflops"]), roofline(cost.intensity) / 1e12,
+                                           rtol=1e-14)
+                assert shown["bound"] == ("memory" if cost.intensity < ridge else "compute")
+                bounds.add(shown["bound"])
+    assert bounds == {"memory", "compute"}  # the grid moves the decode point across the ridge
+    f.choose("variant", "MHA")
+    f.set("bits", 16)
+    f.set("B", 1)
+    f.set("S", 4096)
+    f.shoot(artifacts, "roofline-mha-batch1")
+    f.choose("variant", "MQA")
+    f.set("B", 1024)
+    f.set("S", 128)
+    f.shoot(artifacts, "roofline-mqa-batch1024")
+
+
+def test_sinks_errors_and_rope_arcs_match_the_library(reader, artifacts):
+    from attnmath.long_context import sink_window_mask
+    from attnmath.testing import sdpa_oracle
+
+    f = _open(reader, "sinks")
+    q, k, v, bias = fig.sink_head()
+    full = sdpa_oracle(q, k, v, bias=bias, causal=True)
+    for w in fig.SINK_WINDOWS:
+        f.set("window", w)
+        at = {}
+        for n_sink in fig.SINK_COUNTS:
+            f.set("n_sink", n_sink)
+            mask = sink_window_mask(len(q), n_sink=n_sink, window=w)
+            errors = np.linalg.norm(sdpa_oracle(q, k, v, bias=bias, mask=mask) - full, axis=-1)
+            shown = f.read()
+            for key, want in (("before", errors[w - 1]), ("at", errors[w]), ("worst", errors[w:].max())):
+                np.testing.assert_allclose(float(shown[key]), want, rtol=6e-3, atol=1e-13,
+                                           err_msg=f"{key}, w {w}, sinks {n_sink}")
+            at[n_sink] = float(shown["at"]), float(shown["worst"])
+        # The jump: once token 0 leaves a window without sinks the error is orders of magnitude
+        # larger than with any number of sinks kept.
+        assert at[0][1] > 100 * max(at[n][1] for n in fig.SINK_COUNTS if n > 0), (w, at)
+        assert at[0][0] > 0.1 and float(f.read()["before"]) < 1e-12, (w, at)
+    for s in fig.ROPE_SCALES:
+        f.set("scale", s)
+        shown = f.read()
+        methods = fig.rope_methods(s)
+        trained = rope_rotations(methods["plain"], fig.ROPE_CONTEXT)
+        for name, theta in methods.items():
+            longer = rope_rotations(theta, int(s * fig.ROPE_CONTEXT))
+            want = "".join("1" if (r < 1 and x > r * (1 + 1e-9)) else "0"
+                           for r, x in zip(trained, longer))
+            assert shown[f"leave-{name}"] == want, (s, name)
+        # prop-yarn-seen: interpolation and YaRN stay on their arcs; plain RoPE leaves every
+        # pair that never completed a turn.
+        assert set(shown["leave-interpolation"]) == {"0"} and set(shown["leave-YaRN"]) == {"0"}
+        assert shown["leave-plain"] == "".join("1" if r < 1 else "0" for r in trained)
+    f.set("window", 16)
+    for n_sink in (0, 1):
+        f.set("n_sink", n_sink)
+        f.shoot(artifacts, f"sinks-window16-sinks{n_sink}")
+
+
+def test_scaling_rows_match_the_library(reader, artifacts):
+    from attnmath.softmax import softmax
+
+    from attnmath.scaling import saturation_curve
+
+    f = _open(reader, "scaling")
+    curve = saturation_curve(fig.SCALING_DIMS, n_keys=fig.SCALING_KEYS,
+                             n_queries=fig.SCALING_ROWS, seed=0)
+    mean = {}
+    for n, D in enumerate(fig.SCALING_DIMS):
+        f.set("D", D)
+        scores = fig.scaling_scores(D)
+        for mode, s in (("scaled", 1 / math.sqrt(D)), ("unscaled", 1.0)):
+            f.choose("scaled", mode)
+            p = softmax(scores * s)
+            shown = f.read()
+            np.testing.assert_allclose(float(shown["entropy"]), attention_entropy(p), rtol=1e-12,
+                                       atol=1e-15, err_msg=f"D {D}, {mode}")
+            np.testing.assert_allclose(float(shown["max"]), max_weight(p), rtol=1e-12)
+            for key in ("entropy", "max_weight"):
+                want = getattr(curve, f"{key}_{mode}")[n]
+                got = float(shown["mean_max" if key == "max_weight" else "mean_entropy"])
+                np.testing.assert_allclose(got, want, rtol=1e-14, err_msg=f"mean {key}, D {D}")
+            mean[D, mode] = float(shown["mean_entropy"]), float(shown["mean_max"])
+    top = fig.SCALING_DIMS[-1]
+    # Without the scaling the rows of the largest D are nearly one-hot and their entropy has
+    # collapsed; with it the entropy stays near log S - 1/2 at every D.
+    assert mean[top, "unscaled"][0] < 0.1 * mean[top, "scaled"][0]
+    assert mean[top, "unscaled"][1] > 0.9
+    for D in fig.SCALING_DIMS[1:]:
+        assert abs(mean[D, "scaled"][0] - (math.log(fig.SCALING_KEYS) - 0.5)) < 0.25
+    for mode in ("scaled", "unscaled"):
+        f.set("D", top)
+        f.choose("scaled", mode)
+        f.shoot(artifacts, f"scaling-D{top}-{mode}")
+
+
+def test_controls_work_by_keyboard_and_are_read_out(reader):
+    for name in PAGES:
+        f = _open(reader, name)
+        sliders = f.root.locator("input[type=range]")
+        assert sliders.count() >= 1
+        for i in range(sliders.count()):
+            s = sliders.nth(i)
+            label = f.page.locator(f"label[for='{s.get_attribute('id')}']")
+            assert label.count() == 1 and label.inner_text().strip(), f"{name}: a slider has no label"
+            before, text = s.input_value(), s.get_attribute("aria-valuetext")
+            assert text, f"{name}: slider {label.inner_text()} has no aria-valuetext"
+            readouts = f.read()
+            s.focus()
+            key = "ArrowLeft" if before == s.get_attribute("max") else "ArrowRight"
+            f.page.keyboard.press(key)
+            assert s.input_value() != before, f"{name}: {key} did not move {label.inner_text()}"
+            assert s.get_attribute("aria-valuetext") != text
+            assert s.get_attribute("aria-valuetext") == f.root.locator(
+                f"output[for='{s.get_attribute('id')}']").inner_text()
+            if name != "sinks":  # the sinks figure's sliders each move only one of its panels
+                assert f.read() != readouts, f"{name}: {label.inner_text()} changed nothing shown"
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_fits_a_phone_in_dark_mode_without_moving_the_page(reader, site, name):
+    visit = reader.open(PAGES[name], viewport=PHONE)
+    visit.page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
+    visit.page.wait_for_timeout(100)
+    box = visit.page.evaluate("""(name) => {
+      const e = document.querySelector(`.attn-interactive[data-figure=${name}]`);
+      const kids = Array.from(e.children).filter((c) => c.tagName !== 'SCRIPT');
+      const bottom = Math.max(...kids.map((c) => c.getBoundingClientRect().bottom));
+      const lum = (c) => { const [r, g, b] = c.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number);
+        return [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+          .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0); };
+      let bg = 'rgb(255, 255, 255)';
+      for (let n = e; n; n = n.parentElement) {
+        const c = getComputedStyle(n).backgroundColor;
+        if (!c.startsWith('rgba(0, 0, 0, 0)') && c !== 'transparent') { bg = c; break; }
+      }
+      const fg = getComputedStyle(e.querySelector('.attn-plot')).color;
+      const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+      return {scroll: e.scrollWidth, client: e.clientWidth, right: e.getBoundingClientRect().right,
+              width: window.innerWidth, used: bottom - e.getBoundingClientRect().top,
+              height: e.getBoundingClientRect().height, contrast: (a + 0.05) / (b + 0.05),
+              reserved: parseFloat(getComputedStyle(e).minHeight)};
+    }""", name)
+    assert box["scroll"] <= box["client"] and box["right"] <= box["width"], box
+    # The drawing fits the height the style sheet reserved before the script drew it.
+    assert box["used"] <= box["height"] <= box["reserved"] + 1, box
+    assert box["contrast"] >= 4.5, f"{name}: text contrast {box['contrast']:.1f} in the dark theme"
+    # At the desktop width too.
+    f = _open(reader, name)
+    height, reserved = f.page.evaluate("""(e) => [e.getBoundingClientRect().height,
+      parseFloat(getComputedStyle(e).minHeight)]""", f.root.element_handle())
+    assert height <= reserved + 1, (name, height, reserved)
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_a_page_carries_at_most_50_kB_for_its_figures(site, name):
+    html = (site.root / PAGES[name]).read_text()
+    start = html.index(f'<div class="attn-interactive attn-{name}"')
+    block = html[start:html.index("</script></div>", start) + len("</script></div>")]
+    files = ["interactive.js", "interactive.css", f"{name}.js"]
+    assert all(f"_static/interactive/{file}" in html for file in files)
+    others = set(PAGES) - {name}
+    assert not any(f"_static/interactive/{other}.js" in html for other in others)
+    total = len(block.encode()) + sum((site.root / "_static" / "interactive" / file).stat().st_size
+                                      for file in files)
+    assert total <= BUDGET, f"{name}: {total} bytes"
+
+
+def test_without_javascript_and_in_print_the_static_figure_remains(browser, site):
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        for name, label in STATIC.items():
+            page.goto(site.url(PAGES[name]), wait_until="load")
+            assert not page.locator(f".attn-interactive[data-figure={name}]").is_visible()
+            image = page.locator(f"#{label} img")
+            assert image.is_visible() and len(image.get_attribute("alt") or "") > 40
+    finally:
+        context.close()
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(site.url(PAGES["temperature"]), wait_until="load")
+        root = page.locator(".attn-interactive[data-figure=temperature]")
+        assert root.is_visible()
+        page.emulate_media(media="print")
+        assert not root.is_visible()
+    finally:
+        context.close()
