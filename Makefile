@@ -103,8 +103,8 @@ lab-work:
 	    echo "| [$$a/$$nb]($$a/$$nb) | [$${title:-$$a}](/static/book/$$a.html) |"; done; } > "$(WORK)/README.md"
 
 lab: $(LAB_CONFIG)/labconfig/page_config.json lab-work
-	JUPYTER_CONFIG_DIR=$(CURDIR)/$(LAB_CONFIG) $(BIN)/jupyter lab $(WORK) \
-	  --ServerApp.default_url=/lab/tree/README.md $(LAB_ARGS) \
+	JUPYTER_CONFIG_DIR=$(abspath $(LAB_CONFIG)) $(BIN)/jupyter lab $(WORK) \
+	  --LabApp.default_url=/lab/tree/README.md $(LAB_ARGS) \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 bench: $(STAMP)

@@ -3,6 +3,11 @@
 ``shared_build(tmp_path_factory, name, build)`` runs ``build(folder)`` once per test run, even when
 pytest-xdist spreads the tests over several worker processes: the first worker to ask builds under
 a file lock, the others wait and reuse the folder (or get the same error without building again).
+``start_in_background`` makes that first request from a thread, as soon as the tests are
+collected, so that the build runs while other tests do.
+
+``course_copy`` gives a test a course of its own from the nbgrader course that every assignment
+is generated into once per run (the ``nbgrader_course`` fixture of ``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -48,3 +54,35 @@ def shared_build(tmp_path_factory: pytest.TempPathFactory, name: str,
     if not result["ok"]:
         raise RuntimeError(f"shared build {name!r} failed: {result['error']}")
     return folder
+
+
+def start_in_background(tmp_path_factory: pytest.TempPathFactory, name: str,
+                        build: Callable[[Path], object]) -> threading.Thread:
+    """``shared_build(tmp_path_factory, name, build)`` in a daemon thread, started now; a test
+    that asks for the same build later waits for it. A failure is recorded by ``shared_build``
+    and raised in the tests that ask."""
+
+    def run() -> None:
+        try:
+            shared_build(tmp_path_factory, name, build)
+        except RuntimeError:
+            pass
+
+    thread = threading.Thread(target=run, name=f"shared-{name}", daemon=True)
+    thread.start()
+    return thread
+
+
+def course_copy(course: Path, target: Path, assignment: str) -> Path:
+    """``target/course``: ``assignment``'s source and release, and the gradebook, copied from the
+    generated ``course``, with a configuration that names the new place; what nbgrader writes
+    there (submissions, autograded notebooks, grades) stays there."""
+    new = target / "course"
+    for step in ("source", "release"):
+        shutil.copytree(course / step / assignment, new / step / assignment)
+    shutil.copy2(course / "gradebook.db", new / "gradebook.db")
+    config = (course / "nbgrader_config.py").read_text()
+    if str(course) not in config:
+        raise ValueError(f"course_copy: {course}/nbgrader_config.py does not name its own folder (course={course})")
+    (new / "nbgrader_config.py").write_text(config.replace(str(course), str(new)))
+    return new

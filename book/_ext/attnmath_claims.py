@@ -1,9 +1,14 @@
 """The appendix "Claims and errata": verdicts shown next to the outcome of their tests, in one build.
 
-When the builder starts, this extension starts every test that carries a ``@pytest.mark.claim``
-marker (``tests/claims.py``: ``pytest -m claim -p no:cacheprovider`` in a subprocess, about 20 s),
-which runs while Sphinx reads the chapters, and keeps the outcome of each. The directives below then write the appendix from the markers and
-those outcomes:
+Before Sphinx reads the chapters, this extension starts the tests that carry a
+``@pytest.mark.claim`` marker (``tests/claims.py``: ``pytest -m claim -p no:cacheprovider`` in a
+subprocess, about 20 s for all), which run while Sphinx reads, and keeps the outcome of each. A
+clean build runs them all; a later build (``make book`` after an edit) runs only those whose
+outcome may have changed: all of them when the library, the shared test code or the test
+settings changed, else the tests of each changed test file and of each changed chapter (the
+claims it repeats), and it keeps the other outcomes of the last build, recorded in Sphinx's
+environment with a digest of what they depend on. The directives below then write the
+appendix from the markers and those outcomes:
 
 * ``{claims-summary}``: the counts of each verdict and of the tests that decided them;
 * ``{claims-table} <chapter>``: one row per claim that the chapter repeats (source, claim, the
@@ -20,6 +25,7 @@ drafts: every outcome then reads "not run" and the build warns.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import re
@@ -68,30 +74,94 @@ def _cell(text: str) -> str:
 #: (:func:`claims.run_claim_tests`) while Sphinx reads and executes the chapters.
 _PENDING: dict[int, subprocess.Popen] = {}
 _RUNNER = ("import json, sys; sys.path.insert(0, sys.argv[1]); import claims; "
-           "print(json.dumps(claims.run_claim_tests(sys.argv[2])))")
+           "only = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None; "
+           "print(json.dumps(claims.run_claim_tests(sys.argv[2], only=only)))")
+
+#: What every claim test depends on besides its own file: a change here runs them all again.
+SHARED_INPUTS = ("lib", "tests/conftest.py", "tests/support.py", "tests/claims.py", "pyproject.toml",
+                 "requirements.txt")
 
 
-def run_tests(app):
-    """Start the claim tests in the background."""
+def digest(path: Path) -> str:
+    """A digest of the file ``path``, or of the names and contents of the Python files under the
+    folder ``path`` ("" when there is nothing)."""
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
+    else:
+        files = [path] if path.is_file() else []
+    h = hashlib.sha256()
+    for file in files:
+        h.update(file.relative_to(path if path.is_dir() else path.parent).as_posix().encode())
+        h.update(b"\0" + hashlib.sha256(file.read_bytes()).digest())
+    return h.hexdigest() if files else ""
+
+
+def claim_inputs(markers) -> dict[str, str]:
+    """A digest of everything the claim tests' outcomes depend on: the shared inputs and each
+    file that holds claim tests."""
+    names = [*SHARED_INPUTS, *sorted({m.test.partition("::")[0] for m in markers})]
+    return {name: digest(ROOT / name) for name in names}
+
+
+def tests_to_run(markers, inputs: dict[str, str], record: dict | None, chapters: set[str]):
+    """The claim tests this build runs, and the outcomes it keeps from the last build.
+
+    Every test, when the last build recorded none (a clean build) or a shared input changed;
+    otherwise the tests of a changed test file and those whose claims a changed chapter repeats.
+    """
+    tests = sorted({m.test for m in markers})
+    if not record or any(record["inputs"].get(n) != inputs[n] for n in SHARED_INPUTS):
+        return tests, {}
+    run = {m.test for m in markers if m.chapter in chapters
+           or record["inputs"].get(m.test.partition("::")[0]) != inputs[m.test.partition("::")[0]]}
+    run |= {t for t in tests if t not in record["outcomes"]}
+    return sorted(run), {t: record["outcomes"][t] for t in tests if t not in run}
+
+
+def start_tests(app, env, added, changed, removed):
+    """Start the claim tests that this build needs in the background (see :func:`tests_to_run`)."""
     claims = _claims_module()
-    app.env.attnmath_claim_outcomes = {}
+    markers = claims.collect_markers(ROOT / "tests")
+    reread = [DOCNAME] if DOCNAME in env.found_docs else []
     if os.environ.get("ATTNMATH_SKIP_CLAIM_TESTS"):
-        _record(app, {m.test: "not run" for m in claims.collect_markers(ROOT / "tests")})
-        return
-    logger.info("running the claim tests (pytest -m claim) while the chapters are read ...")
-    _PENDING[id(app)] = subprocess.Popen(
-        [sys.executable, "-c", _RUNNER, str(ROOT / "tests"), str(ROOT)], cwd=ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env.attnmath_claim_record = None
+        _record(app, {m.test: "not run" for m in markers})
+        return reread
+    inputs = claim_inputs(markers)
+    chapters = {Path(doc).name for doc in (*added, *changed)}
+    run, kept = tests_to_run(markers, inputs, getattr(env, "attnmath_claim_record", None), chapters)
+    env.attnmath_claim_record = {"inputs": inputs, "outcomes": {}}
+    _KEPT[id(app)] = kept
+    if run:
+        logger.info(f"running {len(run)} of {len(kept) + len(run)} claim tests (pytest -m claim) "
+                    f"while the chapters are read ...")
+        args = [] if not kept else [json.dumps(run)]
+        _PENDING[id(app)] = subprocess.Popen(
+            [sys.executable, "-c", _RUNNER, str(ROOT / "tests"), str(ROOT), *args], cwd=ROOT,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    else:
+        logger.info(f"the {len(kept)} claim tests' outcomes are those of the last build (nothing they test changed)")
+    return reread
+
+
+#: Outcomes kept from the last build, per application, until the new ones are in.
+_KEPT: dict[int, dict[str, str]] = {}
 
 
 def claim_outcomes(app) -> dict[str, str]:
-    """The outcome of every claim test, waiting for the run that :func:`run_tests` started."""
-    proc = _PENDING.pop(id(app), None)
-    if proc is not None:
-        out, err = proc.communicate()
-        if proc.returncode != 0:
-            raise RuntimeError(f"the claim tests did not run (exit {proc.returncode}):\n{err[-3000:]}")
-        _record(app, json.loads(out.strip().splitlines()[-1]))
+    """The outcome of every claim test, waiting for the run that :func:`start_tests` started."""
+    if id(app) in _KEPT:
+        outcomes = _KEPT.pop(id(app))
+        proc = _PENDING.pop(id(app), None)
+        if proc is not None:
+            out, err = proc.communicate()
+            if proc.returncode != 0:
+                app.env.attnmath_claim_record = None
+                raise RuntimeError(f"the claim tests did not run (exit {proc.returncode}):\n{err[-3000:]}")
+            outcomes = {**outcomes, **json.loads(out.strip().splitlines()[-1])}
+        _record(app, outcomes)
+        if app.env.attnmath_claim_record is not None:
+            app.env.attnmath_claim_record["outcomes"] = dict(outcomes)
     return getattr(app.env, "attnmath_claim_outcomes", {})
 
 
@@ -108,10 +178,6 @@ def _record(app, outcomes: dict[str, str]) -> None:
 def wait_for_tests(app, env):
     """Every build reports its claim tests' outcomes, also one that does not read the appendix."""
     claim_outcomes(app)
-
-
-def always_reread(app, env, added, changed, removed):
-    return [DOCNAME] if DOCNAME in env.found_docs else []
 
 
 def claim_row(c, outcomes: dict[str, str]) -> list[str]:
@@ -205,8 +271,7 @@ class ClaimsTests(_ClaimsDirective):
 
 
 def setup(app):
-    app.connect("builder-inited", run_tests)
-    app.connect("env-get-outdated", always_reread)
+    app.connect("env-get-outdated", start_tests)
     app.connect("env-updated", wait_for_tests)
     app.add_directive("claims-summary", ClaimsSummary)
     app.add_directive("claims-table", ClaimsTable)

@@ -1,14 +1,18 @@
 """The whole book as one PDF: ``make pdf`` (``python book/_ext/make_pdf.py``).
 
-Jupyter Book builds the book as a single HTML page (the ``singlehtml`` builder, every chapter
-executed, with the same execution cache as ``make book``); headless Chromium, driven by
-Playwright, opens that page from a loopback server, waits until MathJax has typeset every formula
-and the figures are loaded, and prints it to PDF with the book's print styles
-(``book/_static/attnmath.css``: no navigation, code wrapped rather than clipped). No LaTeX is
-needed; Chromium is the same one the browser tests use (``/usr/bin/chromium``, Debian's
-``chromium`` package, or ``$ATTNMATH_CHROMIUM``).
+It prints the HTML book that ``make book`` built (``_build/html``; ``--html`` names another
+build, as the tests do with theirs), so the book is built and executed once for both. Headless
+Chromium, driven by Playwright, opens the first page of ``_toc.yml`` that typesets mathematics
+from a loopback server; a script in that page fetches every page of the table of contents in
+reading order and puts their articles one after the other into it (each page from a new sheet,
+its ids prefixed with its name so that links between pages become links within the PDF, its
+stylesheets added), MathJax typesets the whole, the figures load, and Chromium prints it to PDF
+with the book's print styles (``book/_static/attnmath.css``: no navigation, code wrapped rather
+than clipped) and an outline of its headings. No LaTeX is needed; Chromium is the same one the
+browser tests use (``/usr/bin/chromium``, Debian's ``chromium`` package, or
+``$ATTNMATH_CHROMIUM``).
 
-    python book/_ext/make_pdf.py [--out _build/pdf/book.pdf] [--html FOLDER_WITH_INDEX_HTML]
+    python book/_ext/make_pdf.py [--out _build/pdf/book.pdf] [--html FOLDER_OF_THE_HTML_BUILD]
 """
 
 from __future__ import annotations
@@ -16,9 +20,6 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
-import os
-import shutil
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -28,14 +29,80 @@ from headless_chromium import ARGS, HOW_TO_GET, find_chromium  # noqa: E402  (bo
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "_build" / "pdf" / "book.pdf"
+DEFAULT_HTML = ROOT / "_build" / "html"
 
-_SETTLE = """async () => {
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+# In the page of the first chapter with mathematics: every page of the book in reading order,
+# in place of that page's own article. Ids get the page's key as prefix ("book-03_gradients--x"),
+# links to a page of the book become links to its part, other links absolute URLs.
+_ASSEMBLE = r"""async (docs) => {
+  const key = (doc) => doc.replace(/[^A-Za-z0-9_-]/g, '-');
+  const byPath = new Map(docs.map((d) => [new URL(d + '.html', document.baseURI).pathname, key(d)]));
+  const styles = new Set(Array.from(document.querySelectorAll('link[rel=stylesheet]')).map((l) => l.href));
+  const main = document.querySelector('article.bd-article');
+  const parts = [];
+  for (const doc of docs) {
+    const url = new URL(doc + '.html', document.baseURI);
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+    const page = new DOMParser().parseFromString(await response.text(), 'text/html');
+    page.querySelectorAll('link[rel=stylesheet]').forEach((link) => {
+      const href = new URL(link.getAttribute('href'), url).href;
+      if (!styles.has(href)) {
+        styles.add(href);
+        const copy = document.createElement('link');
+        copy.rel = 'stylesheet'; copy.href = href;
+        document.head.appendChild(copy);
+      }
+    });
+    const article = page.querySelector('article.bd-article');
+    if (!article) throw new Error(`${url}: no article`);
+    const prefix = key(doc) + '--';
+    article.querySelectorAll('[id]').forEach((e) => { e.id = prefix + e.id; });
+    article.querySelectorAll('[src]').forEach((e) => { e.src = new URL(e.getAttribute('src'), url).href; });
+    article.querySelectorAll('img[loading]').forEach((e) => { e.loading = 'eager'; });
+    article.querySelectorAll('a[href]').forEach((a) => {
+      const target = new URL(a.getAttribute('href'), url);
+      const part = target.origin === location.origin ? byPath.get(target.pathname) : undefined;
+      if (part === undefined) a.href = target.href;
+      else a.href = '#' + part + (target.hash ? '--' + decodeURIComponent(target.hash.slice(1)) : '');
+    });
+    const section = document.createElement('section');
+    section.id = key(doc);
+    if (parts.length) section.style.breakBefore = 'page';
+    section.append(...article.childNodes);
+    parts.push(section);
+  }
+  main.replaceChildren(...parts);
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+    if (MathJax.typesetClear) MathJax.typesetClear();
+    await MathJax.typesetPromise([main]);
+  }
+  document.documentElement.classList.remove('attnmath-typesetting');
   if (document.fonts) await document.fonts.ready;
   await Promise.all(Array.from(document.images).map((img) => img.complete ? null :
     new Promise((done) => { img.onload = img.onerror = done; })));
-  return true;
+  return parts.length;
 }"""
+
+
+def toc_files(root: Path = ROOT) -> list[str]:
+    """Every document of ``_toc.yml`` in reading order, as paths without suffix (``book/intro``)."""
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return files
 
 
 def chromium() -> str:
@@ -45,45 +112,28 @@ def chromium() -> str:
     return path
 
 
-def build_single_page(folder: Path) -> Path:
-    """Build the book as one HTML page under ``folder``; return the folder with index.html."""
-    bindir = os.path.dirname(sys.executable)
-    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
-    proc = subprocess.run([os.path.join(bindir, "jupyter-book"), "build", str(ROOT), "--builder",
-                           "singlehtml", "--path-output", str(folder), "-n", "--keep-going"],
-                          env=env, capture_output=True, text=True, check=False)
-    html = folder / "_build" / "singlehtml"
-    if proc.returncode != 0 or not (html / "index.html").exists():
-        raise SystemExit(f"the single-page build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
-    return html
-
-
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
 
-def single_page(html: Path) -> str:
-    """The single page's file name, at the top of ``html``.
-
-    The single-page builder writes the book into the root document's file (``book/intro.html``)
-    but links its assets relative to the top folder (``_static/...``); a copy at the top level
-    (``book.html``) finds them."""
-    import yaml
-
-    root = yaml.safe_load((ROOT / "_toc.yml").read_text())["root"]
-    source = html / f"{root}.html"
-    if not source.exists():
-        raise SystemExit(f"the single-page build has no {source}")
-    shutil.copy(source, html / "book.html")
-    return "book.html"
+def host_page(html: Path, docs: list[str]) -> str:
+    """The page the book is assembled in: the first document that loads MathJax."""
+    missing = [d for d in docs if not (html / f"{d}.html").is_file()]
+    if missing:
+        raise SystemExit(f"{html} is not a build of this book: no page for {missing[:5]} (run `make book`)")
+    for doc in docs:
+        if "mathjax" in (html / f"{doc}.html").read_text():
+            return doc
+    return docs[0]
 
 
 def print_pdf(html: Path, out: Path) -> Path:
-    """Print ``html/index.html``, served on loopback, to ``out`` with headless Chromium."""
+    """Print every page of ``_toc.yml`` from the HTML build ``html``, in order, to ``out``."""
     from playwright.sync_api import sync_playwright
 
-    page_file = single_page(html)
+    docs = toc_files()
+    host = host_page(html, docs)
     handler = functools.partial(_QuietHandler, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -92,10 +142,10 @@ def print_pdf(html: Path, out: Path) -> Path:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium(), headless=True, args=ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"http://127.0.0.1:{server.server_address[1]}/{page_file}",
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/{host}.html",
                       wait_until="load", timeout=300_000)
             page.emulate_media(media="print")
-            page.evaluate(_SETTLE)
+            page.evaluate(_ASSEMBLE, docs)
             page.pdf(path=str(out), format="A4", print_background=True, outline=True,
                      tagged=True, margin={"top": "18mm", "bottom": "18mm", "left": "16mm",
                                           "right": "16mm"})
@@ -109,10 +159,10 @@ def print_pdf(html: Path, out: Path) -> Path:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the PDF to write")
-    parser.add_argument("--html", type=Path, help="an existing single-page build to print")
+    parser.add_argument("--html", type=Path, default=DEFAULT_HTML,
+                        help="the HTML build to print (default: _build/html, from `make book`)")
     args = parser.parse_args(argv)
-    html = args.html or build_single_page(args.out.parent / "singlehtml-build")
-    print(f"The book is at {print_pdf(html, args.out)}")
+    print(f"The book is at {print_pdf(args.html.resolve(), args.out)}")
 
 
 if __name__ == "__main__":

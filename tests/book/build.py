@@ -5,6 +5,9 @@
 calls return the same folder (or fail with the same message) without building again, in every
 pytest-xdist worker (``tests/support.py``'s ``shared_build``).
 
+``tests/conftest.py`` starts that build in the background as soon as the tests are collected
+(``start_in_background``), when some selected test needs the book.
+
 ``ATTNMATH_BOOK_HTML=/path/to/_build/html`` skips the build and uses that folder, for example
 the output of ``make book``, to rerun the book and browser tests quickly while writing.
 """
@@ -14,36 +17,22 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support import shared_build  # noqa: E402  (tests/support.py)
+import support  # noqa: E402  (tests/support.py)
+from support import shared_build  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from make_pdf import toc_files  # noqa: E402,F401  (book/_ext/make_pdf.py; the tests import it from here)
 ENV_HTML = "ATTNMATH_BOOK_HTML"
 
 _result: dict = {}
-
-
-def toc_files(root: Path = ROOT) -> list[str]:
-    """Every document of ``_toc.yml`` in reading order, as paths without suffix (``book/intro``)."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                files.append(entry["file"])
-            walk(entry.get("sections"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return files
 
 
 def is_notebook(doc: str, root: Path = ROOT) -> bool:
@@ -58,19 +47,42 @@ def is_notebook(doc: str, root: Path = ROOT) -> bool:
     return end > 0 and "kernelspec" in text[:end]
 
 
+#: The build running in this process, so that the end of the session can stop it.
+_RUNNING: dict[str, subprocess.Popen] = {}
+
+
 def _build(out: Path) -> Path:
     bindir = os.path.dirname(sys.executable)
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
     start = time.perf_counter()
-    proc = subprocess.run(
-        [os.path.join(bindir, "jupyter-book"), "build", str(ROOT),
-         "--path-output", str(out), "-n", "-W", "--keep-going"],
-        capture_output=True, text=True, env=env, timeout=1800, check=False)
+    with subprocess.Popen([os.path.join(bindir, "jupyter-book"), "build", str(ROOT),
+                           "--path-output", str(out), "-n", "-W", "--keep-going"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
+        _RUNNING["book"] = proc
+        try:
+            stdout, stderr = proc.communicate(timeout=1800)
+        finally:
+            _RUNNING.pop("book", None)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
-        raise RuntimeError(f"book build failed after {seconds:.0f} s:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"book build failed after {seconds:.0f} s:\n{stdout[-6000:]}\n{stderr[-3000:]}")
     sys.stderr.write(f"\nbook built in {seconds:.0f} s into {out}\n")
     return out / "_build" / "html"
+
+
+def start_in_background(tmp_path_factory) -> threading.Thread | None:
+    """Start this run's book build now in a thread (``support.start_in_background``), unless
+    ``ATTNMATH_BOOK_HTML`` names a build."""
+    if os.environ.get(ENV_HTML):
+        return None
+    return support.start_in_background(tmp_path_factory, "book", _build)
+
+
+def stop_background_build() -> None:
+    """End a build still running when the session ends (an interrupted or ``-x`` run)."""
+    proc = _RUNNING.get("book")
+    if proc is not None and proc.poll() is None:
+        proc.kill()
 
 
 def book_html(tmp_path_factory) -> Path:

@@ -8,6 +8,9 @@ Fixtures:
   (``/usr/bin/chromium``, Debian's ``chromium`` package, or ``ATTNMATH_CHROMIUM``); Playwright's
   own browser downloads are never used.
 * ``reader``: opens pages and records everything that went wrong while loading them.
+* ``snapshots``: each page loaded once per worker (for each viewport and theme) and read by
+  every script the test modules registered (``read_with``); tests that read the same page
+  share that load. Screenshots are taken where a test reads them, or when a test fails.
 
 Screenshots go to ``tests/browser/artifacts/`` or to ``$ATTNMATH_ARTIFACTS``.
 """
@@ -176,10 +179,79 @@ class Reader:
         visit.problems += [f"request still unanswered after 30 s: {r.url}" for r in pending]
         return visit
 
+    def discard(self, visit: Visit) -> None:
+        """Close the page of ``visit`` (and its browser context) now."""
+        context = visit.page.context
+        self._contexts.remove(context)
+        context.close()
+
     def close(self):
         for context in self._contexts:
             context.close()
         self._contexts.clear()
+
+
+#: Scripts that read a loaded page without changing it, by name (registered by the test modules
+#: with :func:`read_with`): a :class:`Snapshot` runs them all on one load of a page.
+SCRIPTS: dict[str, str] = {}
+
+
+def read_with(name: str, script: str) -> str:
+    """Register ``script`` (a JavaScript function of no argument) for every snapshot; ``name``."""
+    if SCRIPTS.get(name, script) != script:
+        raise ValueError(f"read_with: another script is already registered as name={name!r}")
+    SCRIPTS[name] = script
+    return name
+
+
+@dataclass
+class Snapshot:
+    """What one load of a page showed: its status, its problems, and each registered script's result."""
+
+    path: str
+    viewport: dict
+    dark: bool
+    status: int | None
+    problems: list[str]
+    data: dict[str, object]
+
+    def shoot(self, reader: Reader, file: Path, full: bool) -> Path:
+        """A screenshot of the page as this snapshot saw it (loaded again: only a failing test asks)."""
+        visit = reader.open(self.path, viewport=self.viewport)
+        if self.dark:
+            _darken(visit.page)
+        visit.page.screenshot(path=str(file), full_page=full)
+        return file
+
+
+def _darken(page) -> None:
+    page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
+    page.wait_for_timeout(200)
+
+
+class Snapshots:
+    """Each page loaded once per worker for each viewport and theme, read by every registered
+    script, and remembered: the tests that look at the same page share that load."""
+
+    def __init__(self, reader: Reader):
+        self.reader = reader
+        self._taken: dict[tuple, Snapshot] = {}
+
+    def get(self, path: str, viewport=DESKTOP, dark: bool = False) -> Snapshot:
+        key = (path, tuple(sorted(viewport.items())), dark)
+        if key not in self._taken:
+            visit = self.reader.open(path, viewport=viewport)
+            if dark:
+                _darken(visit.page)
+            data = {name: visit.page.evaluate(script) for name, script in SCRIPTS.items()}
+            self.reader.discard(visit)
+            self._taken[key] = Snapshot(path, dict(viewport), dark, visit.status, visit.problems, data)
+        return self._taken[key]
+
+
+@pytest.fixture(scope="session")
+def snapshots(session_reader) -> Snapshots:
+    return Snapshots(session_reader)
 
 
 @pytest.fixture
@@ -199,3 +271,11 @@ def session_reader(browser, site):
     finally:
         r.close()
 
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """``item.rep_setup``, ``rep_call``, ``rep_teardown``: so a fixture can see whether its test failed."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

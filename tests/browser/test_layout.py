@@ -1,9 +1,10 @@
 """The book as a reader sees it at 1280 px, at 375 px and in the dark theme: nothing wider than
 its column, nothing clipped, chapters numbered and closed by their takeaways and exercise.
 
-Every page of ``_toc.yml`` is loaded at both widths and in the dark theme; a screenshot of each
-(the first screen at 375 px and in dark mode, the whole page at 1280 px) is kept in the
-artifacts folder (``tests/browser/artifacts/`` or ``$ATTNMATH_ARTIFACTS``).
+Every page of ``_toc.yml`` is loaded once at each width and once in the dark theme (the
+``snapshots`` fixture), and every check reads that load. When a check fails, a screenshot of the
+page it looked at (the first screen at 375 px and in dark mode, the whole page at 1280 px) is
+written to the artifacts folder (``tests/browser/artifacts/`` or ``$ATTNMATH_ARTIFACTS``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 
 import pytest
 from build import is_notebook, toc_files  # tests/book/build.py (put on sys.path by conftest.py)
+from conftest import read_with  # tests/browser/conftest.py
 
 pytestmark = pytest.mark.slow
 
@@ -81,23 +83,31 @@ _MEASURE = r"""() => {
 }"""
 
 
-def _load(reader, doc, viewport, dark=False):
-    visit = reader.open(f"{doc}.html", viewport=viewport)
-    if dark:
-        visit.page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
-        visit.page.wait_for_timeout(200)
-    return visit
+MEASURE = read_with("layout", _MEASURE)
 
 
-def _shot(visit, artifacts, name, full):
-    visit.page.screenshot(path=str(artifacts / name), full_page=full)
+def _measure(snapshots, doc, viewport, dark=False) -> dict:
+    return snapshots.get(f"{doc}.html", viewport, dark).data[MEASURE]
+
+
+@pytest.fixture
+def shoot_on_failure(request, reader, artifacts):
+    """``shoot(doc, viewport, dark, full)``: when the test fails, a screenshot of that page goes
+    to the artifacts folder (named after the page, width and theme), for whoever reads the failure."""
+    wanted = []
+    yield lambda *args: wanted.append(args)
+    call = getattr(request.node, "rep_call", None)
+    if call is not None and call.failed:
+        for doc, viewport, dark, full in wanted:
+            name = f"{doc.replace('/', '_')}-{'dark' if dark else viewport['width']}.png"
+            request.getfixturevalue("snapshots").get(f"{doc}.html", viewport, dark).shoot(
+                reader, artifacts / name, full)
 
 
 @pytest.mark.parametrize("doc", DOCS)
-def test_nothing_is_wider_than_its_column_at_1280px(reader, artifacts, doc):
-    visit = _load(reader, doc, DESKTOP)
-    m = visit.page.evaluate(_MEASURE)
-    _shot(visit, artifacts, f"{doc.replace('/', '_')}-1280.png", full=doc not in API)  # API: long
+def test_nothing_is_wider_than_its_column_at_1280px(snapshots, shoot_on_failure, doc):
+    shoot_on_failure(doc, DESKTOP, False, doc not in API)  # the API pages are long
+    m = _measure(snapshots, doc, DESKTOP)
     assert m["pageScroll"] <= 0, f"{doc}: the page scrolls sideways by {m['pageScroll']} px"
     assert not m["code"], f"{doc}: code blocks that scroll sideways: {m['code'][:5]}"
     if doc not in API:  # the API pages' formulas are the docstrings' own; there they scroll
@@ -108,27 +118,25 @@ def test_nothing_is_wider_than_its_column_at_1280px(reader, artifacts, doc):
 
 
 @pytest.mark.parametrize("doc", DOCS)
-def test_nothing_is_lost_at_375px(reader, artifacts, doc):
-    visit = _load(reader, doc, PHONE)
-    m = visit.page.evaluate(_MEASURE)
-    _shot(visit, artifacts, f"{doc.replace('/', '_')}-375.png", full=False)
+def test_nothing_is_lost_at_375px(snapshots, shoot_on_failure, doc):
+    shoot_on_failure(doc, PHONE, False, False)
+    m = _measure(snapshots, doc, PHONE)
     assert m["pageScroll"] <= 0, f"{doc}: the page scrolls sideways by {m['pageScroll']} px at 375 px"
     assert not m["clipped"], f"{doc}: content cut off at 375 px: {m['clipped'][:5]}"
     assert not m["overlaps"], f"{doc}: equation numbers on top of their equation: {m['overlaps'][:5]}"
 
 
 @pytest.mark.parametrize("doc", DOCS)
-def test_dark_theme(reader, artifacts, doc):
-    visit = _load(reader, doc, DESKTOP, dark=True)
-    m = visit.page.evaluate(_MEASURE)
-    _shot(visit, artifacts, f"{doc.replace('/', '_')}-dark.png", full=False)
+def test_dark_theme(snapshots, shoot_on_failure, doc):
+    shoot_on_failure(doc, DESKTOP, True, False)
+    m = _measure(snapshots, doc, DESKTOP, dark=True)
     rgb = [int(x) for x in re.findall(r"\d+", m["background"])[:3]]
     assert sum(rgb) < 3 * 100, f"{doc}: the dark theme has a light background {m['background']}"
 
 
 @pytest.mark.parametrize("doc", CHAPTERS)
-def test_chapter_is_numbered_and_ends_with_takeaways_and_its_exercise(reader, site, doc):
-    m = _load(reader, doc, DESKTOP).page.evaluate(_MEASURE)
+def test_chapter_is_numbered_and_ends_with_takeaways_and_its_exercise(snapshots, site, doc):
+    m = _measure(snapshots, doc, DESKTOP)
     assert m["sectionNumber"], f"{doc}: the chapter title has no number: {m['h1']!r}"
     number = re.match(r"\s*(\d+)", m["h1"]).group(1)
     wrong = [n for n in m["eqnos"] + m["captions"] if not re.search(rf"\b{number}\.\d+", n)]
@@ -144,22 +152,22 @@ def test_chapter_is_numbered_and_ends_with_takeaways_and_its_exercise(reader, si
 
 
 @pytest.mark.parametrize("doc", DOCS)
-def test_titles_show_no_raw_tex(reader, doc):
-    m = _load(reader, doc, DESKTOP).page.evaluate(_MEASURE)
+def test_titles_show_no_raw_tex(snapshots, doc):
+    m = _measure(snapshots, doc, DESKTOP)
     for where, text in [("tab title", m["title"])] + [("sidebar", s) for s in m["sidebar"]]:
         prose = re.sub(r"\battnmath(\.\w+)+", "", text)  # module names (API pages) are no TeX
         assert not re.search(r"[\\$]|\b\w+_\w+\b", prose), f"{doc}: raw TeX in the {where}: {text!r}"
 
 
 def test_no_repository_or_launch_button_without_a_repository(reader):
-    visit = _load(reader, CHAPTERS[0], DESKTOP)
+    visit = reader.open(f"{CHAPTERS[0]}.html", viewport=DESKTOP)
     hrefs = visit.page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map((a) => a.href)")
     off = [h for h in hrefs if re.search(r"github\.com|mybinder|colab|binder", h)]
     assert not off, f"links to a repository or service the book does not have: {off}"
 
 
 def test_landing_page_is_a_way_in(reader):
-    visit = _load(reader, DOCS[0], DESKTOP)
+    visit = reader.open(f"{DOCS[0]}.html", viewport=DESKTOP)
     text = visit.page.evaluate("() => (document.querySelector('main') || document.body).innerText")
     for heading in ("Who it is for", "Prerequisites", "What you will learn", "Chapter map"):
         assert heading in text, f"the landing page has no {heading!r}"

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 import pytest
 from build import is_notebook, toc_files  # tests/book/build.py (put on sys.path by conftest.py)
+from conftest import read_with  # tests/browser/conftest.py
 
 pytestmark = pytest.mark.slow
 
@@ -64,6 +66,15 @@ _INSPECT = r"""() => {
   };
 }"""
 
+INSPECT = read_with("reading", _INSPECT)
+MAIN_TEXT = read_with("main-text", "() => document.querySelector('main').textContent")
+WIDTHS = read_with("widths", """() => ({
+  scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+  wide: Array.from(document.querySelectorAll('body *')).filter((e) => {
+    const r = e.getBoundingClientRect(); return r.right > document.documentElement.clientWidth + 1
+      && getComputedStyle(e).position !== 'fixed' && e.offsetParent !== null; })
+    .slice(0, 5).map((e) => e.tagName.toLowerCase() + '.' + e.className)})""")
+
 RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\\end\{|\\[A-Za-z]{2,}")
 
 
@@ -77,19 +88,17 @@ class Page:
 
 
 class Book:
-    """Pages of the served book, each loaded once at desktop width and remembered."""
+    """Pages of the served book at desktop width, each loaded once (the ``snapshots`` fixture)."""
 
-    def __init__(self, reader, site):
-        self.reader = reader
-        self.site = site
+    def __init__(self, snapshots):
+        self.snapshots = snapshots
         self.pages: dict[str, Page] = {}
 
     def page(self, path: str) -> Page:
         if path not in self.pages:
-            visit = self.reader.open(path)
-            data = visit.page.evaluate(_INSPECT)
-            visit.page.close()
-            self.pages[path] = Page(path, visit.status, visit.problems, data, set(data["ids"]))
+            shot = self.snapshots.get(path)
+            data = shot.data[INSPECT]
+            self.pages[path] = Page(path, shot.status, shot.problems, data, set(data["ids"]))
         return self.pages[path]
 
     def doc(self, doc: str) -> Page:
@@ -97,8 +106,8 @@ class Book:
 
 
 @pytest.fixture(scope="session")
-def book(session_reader, site):
-    return Book(session_reader, site)
+def book(snapshots):
+    return Book(snapshots)
 
 
 @pytest.mark.parametrize("doc", DOCS)
@@ -211,20 +220,20 @@ def test_search_finds(reader, site, term):
 
 
 @pytest.mark.parametrize("doc", NOTEBOOKS)
-def test_chapter_offers_its_executed_notebook(reader, doc):
-    visit = reader.open(f"{doc}.html")
-    data = visit.page.evaluate(_INSPECT)
+def test_chapter_offers_its_executed_notebook(snapshots, doc):
+    shot = snapshots.get(f"{doc}.html")
+    data = shot.data[INSPECT]
     own = [u for u in data["notebookLinks"] if u.split("?")[0].endswith(f"{doc}.ipynb")]
     assert own, f"{doc}: the download menu offers no {doc}.ipynb (links: {data['notebookLinks']})"
-    response = visit.page.request.get(own[0])
-    assert response.status == 200, f"{own[0]}: HTTP {response.status}"
-    nb = json.loads(response.text())
+    with urllib.request.urlopen(own[0], timeout=30) as response:  # the book's loopback server
+        assert response.status == 200, f"{own[0]}: HTTP {response.status}"
+        nb = json.loads(response.read().decode())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert nb["nbformat"] == 4 and code, f"{own[0]} is not a notebook with code"
     assert nb["metadata"].get("kernelspec", {}).get("language") == "python", f"{own[0]}: no Python kernel"
     assert any(c.get("outputs") for c in code), f"{own[0]} has no outputs: the reader would not see the results"
     # The notebook is this chapter's: the code the page shows is the notebook's code.
-    shown = visit.page.text_content("main")
+    shown = shot.data[MAIN_TEXT]
     visible = [c for c in code if not {"remove-cell", "remove-input"} & set(c["metadata"].get("tags", []))]
     lines = [line.strip() for c in visible for line in "".join(c["source"]).splitlines() if line.strip()]
     assert all(line in shown for line in lines[:20]), (
@@ -234,18 +243,13 @@ def test_chapter_offers_its_executed_notebook(reader, doc):
 
 
 @pytest.mark.parametrize("doc", DOCS)
-def test_phone_width_has_no_horizontal_overflow(reader, doc):
-    visit = reader.open(f"{doc}.html", viewport=PHONE)
-    widths = visit.page.evaluate(
-        "() => ({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,"
-        " wide: Array.from(document.querySelectorAll('body *')).filter(e => {"
-        "   const r = e.getBoundingClientRect(); return r.right > document.documentElement.clientWidth + 1"
-        "     && getComputedStyle(e).position !== 'fixed' && e.offsetParent !== null; })"
-        "   .slice(0, 5).map(e => e.tagName.toLowerCase() + '.' + e.className)})")
+def test_phone_width_has_no_horizontal_overflow(snapshots, doc):
+    shot = snapshots.get(f"{doc}.html", PHONE)
+    widths = shot.data[WIDTHS]
     assert widths["scroll"] <= widths["client"] + 1, (
         f"{doc} at {PHONE['width']} px scrolls sideways: scrollWidth {widths['scroll']} > "
         f"clientWidth {widths['client']}; too wide: {widths['wide']}")
-    assert not visit.problems, "\n".join(visit.problems)
+    assert not shot.problems, "\n".join(shot.problems)
 
 
 def test_status_page_lists_every_executed_chapter(book):

@@ -1,8 +1,10 @@
 """Fixtures for the exercise tests: a throw-away nbgrader course built from the repository.
 
-Every assignment in ``solutions/`` is generated into a temporary course directory with its own
-SQLite gradebook, sample submissions are placed in ``submitted/<student>/<assignment>/``, and
-``nbgrader autograde`` grades them once per assignment; the tests then read the gradebook.
+Every assignment in ``solutions/`` is generated once per run into a temporary course
+(``nbgrader_course``, tests/conftest.py); each assignment is copied from there into a course of
+its own with its own SQLite gradebook, sample submissions are placed in
+``submitted/<student>/<assignment>/``, and ``nbgrader autograde`` grades them once per
+assignment; the tests then read the gradebook.
 """
 
 from __future__ import annotations
@@ -13,19 +15,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attngrade.course import make_course as _make_course, run_nbgrader
+from attngrade.course import run_nbgrader
 from attngrade.notebooks import fill_answers, read_answer_script
+from support import course_copy  # tests/support.py
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
 SAMPLES = Path(__file__).resolve().parent / "samples"
 ASSIGNMENTS = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-def make_course(tmp: Path, assignment: str) -> Path:
-    """A course directory holding ``assignment``'s source, generated with nbgrader."""
-    return _make_course(tmp, assignment, SOLUTIONS)
 
 
 @dataclass
@@ -46,12 +44,14 @@ def notebook_name(assignment: str) -> str:
 
 
 # Under pytest-xdist every test of one assignment runs on the same worker (tests/conftest.py's
-# scheduler), so each assignment is generated and autograded once per run.
+# scheduler), so each assignment is autograded once per run; every assignment is generated once
+# per run, by one nbgrader command (the ``nbgrader_course`` fixture of tests/conftest.py).
 @pytest.fixture(scope="session", params=ASSIGNMENTS)
-def graded(request, tmp_path_factory) -> GradedCourse:
-    """Generate, submit the solution, the untouched release and every sample, autograde all."""
+def graded(request, tmp_path_factory, nbgrader_course) -> GradedCourse:
+    """The generated assignment in a course of its own: submit the solution, the untouched
+    release and every sample, autograde all."""
     assignment = request.param
-    course = make_course(tmp_path_factory.mktemp(assignment), assignment)
+    course = course_copy(nbgrader_course, tmp_path_factory.mktemp(assignment), assignment)
     nb_name = notebook_name(assignment)
     release = nbformat.read(course / "release" / assignment / nb_name, as_version=4)
     source = nbformat.read(course / "source" / assignment / nb_name, as_version=4)

@@ -1,0 +1,96 @@
+"""Which claim tests a build of the book runs again (book/_ext/attnmath_claims.py).
+
+A clean build runs every claim test; a later one runs the tests of what changed (a test file, a
+chapter) and keeps the other outcomes of the last build, unless the library or the shared test
+code changed, which runs them all again. These tests check that choice on made-up markers and
+the digests it rests on, without building the book.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+sys.path.insert(0, str(ROOT / "tests"))
+import attnmath_claims as ext  # noqa: E402  (book/_ext/attnmath_claims.py)
+from claims import Marker  # noqa: E402  (tests/claims.py)
+
+FILES = ["tests/attnmath/test_a.py", "tests/attnmath/test_b.py", "tests/attnmath/test_c.py"]
+CHAPTERS = ["01_softmax", "02_attention", "04_masking"]
+
+
+def _marker(file: str, name: str, chapter: str) -> Marker:
+    return Marker("003 §1", f"claim {name}", "verified", None, "all", chapter, None, f"{file}::{name}", 1)
+
+
+# Made-up markers: every test file holds tests of several chapters, one test has two markers.
+MARKERS = [_marker(f, f"test_{i}_{j}", CHAPTERS[(i + j) % 3]) for i, f in enumerate(FILES) for j in range(3)]
+MARKERS.append(_marker(FILES[0], "test_0_0", CHAPTERS[2]))
+TESTS = sorted({m.test for m in MARKERS})
+INPUTS = {**{name: f"digest of {name}" for name in ext.SHARED_INPUTS}, **{f: f"digest of {f}" for f in FILES}}
+
+
+def _record(outcomes=None, **changed):
+    return {"inputs": {**INPUTS, **changed},
+            "outcomes": {t: "passed" for t in TESTS} if outcomes is None else outcomes}
+
+
+def test_a_clean_build_runs_every_claim_test():
+    run, kept = ext.tests_to_run(MARKERS, INPUTS, None, set())
+    assert run == TESTS and kept == {}
+
+
+def test_nothing_changed_runs_nothing_and_keeps_every_outcome():
+    outcomes = {t: ("failed" if i % 4 == 0 else "passed") for i, t in enumerate(TESTS)}
+    run, kept = ext.tests_to_run(MARKERS, INPUTS, _record(outcomes), set())
+    assert run == [] and kept == outcomes  # a failed outcome is kept, so the build fails again
+
+
+def test_a_change_to_the_library_or_the_shared_test_code_runs_every_test():
+    for name in ext.SHARED_INPUTS:
+        run, kept = ext.tests_to_run(MARKERS, INPUTS, _record(**{name: "an older digest"}), set())
+        assert run == TESTS and kept == {}, name
+
+
+@settings(max_examples=60, deadline=None)
+@given(chapters=st.sets(st.sampled_from(CHAPTERS)), files=st.sets(st.sampled_from(FILES)),
+       new=st.sets(st.sampled_from(TESTS)))
+def test_a_later_build_runs_exactly_the_tests_of_what_changed(chapters, files, new):
+    """``chapters`` edited, ``files`` edited, ``new``: tests the last build did not run."""
+    record = _record(outcomes={t: "passed" for t in TESTS if t not in new},
+                     **{f: "an older digest" for f in files})
+    run, kept = ext.tests_to_run(MARKERS, INPUTS, record, chapters)
+    expected = {m.test for m in MARKERS if m.chapter in chapters or m.test.partition("::")[0] in files} | new
+    assert set(run) == expected
+    assert set(kept) == set(TESTS) - expected and all(kept[t] == "passed" for t in kept)
+
+
+def test_digests_follow_the_names_and_contents_of_the_python_files(tmp_path):
+    lib = tmp_path / "lib"
+    (lib / "pkg").mkdir(parents=True)
+    (lib / "pkg" / "a.py").write_text("x = 1\n")
+    first = ext.digest(lib)
+    (lib / "pkg" / "notes.txt").write_text("not code")
+    (lib / "pkg" / "__pycache__").mkdir()
+    (lib / "pkg" / "__pycache__" / "a.py").write_text("compiled")
+    assert ext.digest(lib) == first, "only the Python sources count"
+    (lib / "pkg" / "a.py").write_text("x = 2\n")
+    assert ext.digest(lib) != first
+    (lib / "pkg" / "a.py").write_text("x = 1\n")
+    assert ext.digest(lib) == first
+    (lib / "pkg" / "a.py").rename(lib / "pkg" / "b.py")
+    assert ext.digest(lib) != first, "a renamed module is a change"
+    assert ext.digest(tmp_path / "missing.py") == ""
+    assert ext.digest(lib / "pkg" / "b.py") != ext.digest(lib)
+
+
+def test_the_digests_cover_every_file_that_holds_claim_tests():
+    markers = [_marker("tests/attnmath/test_softmax.py", "test_x", "01_softmax")]
+    inputs = ext.claim_inputs(markers)
+    assert set(inputs) == {*ext.SHARED_INPUTS, "tests/attnmath/test_softmax.py"}
+    assert all(inputs.values()), "every input exists in the repository"
