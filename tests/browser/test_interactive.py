@@ -323,7 +323,8 @@ def test_fits_a_phone_in_dark_mode_without_moving_the_page(reader, site, name):
       const kids = Array.from(e.children).filter((c) => c.tagName !== 'SCRIPT');
       const bottom = Math.max(...kids.map((c) => c.getBoundingClientRect().bottom));
       const lum = (c) => { const [r, g, b] = c.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number);
-        return [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+        const linear = (v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+        return [r, g, b].map((v) => linear(v / 255))
           .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0); };
       let bg = 'rgb(255, 255, 255)';
       for (let n = e; n; n = n.parentElement) {
