@@ -44,6 +44,14 @@
     return {input: input, value: () => values[Number(input.value)]};
   }
 
+  /* SVG text in the small type at (x, y); anchor: "start", "middle" or "end". */
+  function label(parent, x, y, text, anchor, extra) {
+    const attrs = {x: x, y: y, class: "attn-small", "text-anchor": anchor || "start"};
+    const node = svg("text", Object.assign(attrs, extra || {}), parent);
+    node.textContent = text;
+    return node;
+  }
+
   /* A group of radio buttons; onChange(value) on every change. */
   function choice(parent, key, label, options, start, onChange) {
     const box = el("fieldset", {class: "attn-control attn-choice", "data-key": key}, parent);
@@ -98,7 +106,7 @@
   }
 
   window.AttnFig = {
-    el: el, svg: svg, slider: slider, choice: choice, readout: readout, fmt: fmt, scale: scale,
+    el: el, svg: svg, label: label, slider: slider, choice: choice, readout: readout, fmt: fmt, scale: scale,
     register: (name, draw) => {
       figures[name] = draw;
       if (document.readyState !== "loading") start();

@@ -41,11 +41,17 @@
     const x = A.scale(0, data.row.length, 20, W - 6), y = A.scale(lo, hi, H - 14, 6);
     A.svg("rect", {x: x(0), width: x(Math.min(s, state.t * b)) - x(0), y: 4, height: H - 16,
                    class: "attn-read"}, plot);
-    for (let j = b; j < s; j += b) A.svg("line", {x1: x(j), x2: x(j), y1: 4, y2: H - 12, class: "attn-faint"}, plot);
-    for (let j = 0; j < s; j++) A.svg("circle", {cx: x(j + 0.5), cy: y(data.row[j]), r: 2, class: "attn-dot"}, plot);
-    for (const [a, e, m] of state.maxes) A.svg("line", {x1: x(a), x2: x(e), y1: y(m), y2: y(m), class: "attn-line"}, plot);
-    A.svg("text", {x: 20, y: H - 1, class: "attn-small"}, plot).textContent = "key j = 0";
-    A.svg("text", {x: x(s), y: H - 1, class: "attn-small", "text-anchor": "end"}, plot).textContent = String(s - 1);
+    for (let j = b; j < s; j += b) {
+      A.svg("line", {x1: x(j), x2: x(j), y1: 4, y2: H - 12, class: "attn-faint"}, plot);
+    }
+    for (let j = 0; j < s; j++) {
+      A.svg("circle", {cx: x(j + 0.5), cy: y(data.row[j]), r: 2, class: "attn-dot"}, plot);
+    }
+    for (const [a, e, m] of state.maxes) {  // the running maximum after each block read
+      A.svg("line", {x1: x(a), x2: x(e), y1: y(m), y2: y(m), class: "attn-line"}, plot);
+    }
+    A.label(plot, 20, H - 1, "key j = 0");
+    A.label(plot, x(s), H - 1, String(s - 1), "end");
     rd.t.set(state.t, state.t + " of " + T);
     rd.m.set(state.m, A.fmt(state.m, 5));
     rd.ell.set(state.ell, A.fmt(state.ell, 5));
@@ -62,10 +68,11 @@
     const c = G / Math.max(rows.length, rows[0].length);
     grid.replaceChildren();
     rows.forEach((row, i) => [...row].forEach((kind, j) => {
-      A.svg("rect", {x: 30 + j * c, y: 4 + i * c, width: c, height: c, class: "attn-tile attn-tile-" + kind}, grid);
+      A.svg("rect", {x: 30 + j * c, y: 4 + i * c, width: c, height: c,
+                     class: "attn-tile attn-tile-" + kind}, grid);
     }));
-    A.svg("text", {x: 30, y: G + 24, class: "attn-small"}, grid).textContent = "key tiles →";
-    A.svg("text", {x: 12, y: 4, class: "attn-small", transform: "rotate(90 12 4)"}, grid).textContent = "query tiles →";
+    A.label(grid, 30, G + 24, "key tiles →");
+    A.label(grid, 12, 4, "query tiles →", "start", {transform: "rotate(90 12 4)"});
     const all = rows.join(""), count = (k) => [...all].filter((x) => x === k).length;
     rt.offset.set(offset, String(offset));
     rt.computed.set(count("F") + count("M"), (count("F") + count("M")) + " of " + all.length);
@@ -81,12 +88,13 @@
     fig.S = A.slider(box, "S", "keys S", range(1, data.row.length), 48, String, reset);
     fig.bq = A.slider(box, "block_q", "block_q", range(1, 32), 8, String, reset);
     fig.bk = A.slider(box, "block_k", "block_k", range(1, 32), 8, String, reset);
-    fig.align = A.choice(box, "alignment", "causal alignment",
-                         [["top_left", "top-left (offset 0)"], ["bottom_right", "bottom-right (offset S − L)"]],
-                         "top_left", reset);
+    const alignments = [["top_left", "top-left (offset 0)"],
+                        ["bottom_right", "bottom-right (offset S − L)"]];
+    fig.align = A.choice(box, "alignment", "causal alignment", alignments, "top_left", reset);
     const buttons = A.el("div", {class: "attn-control attn-buttons"}, box);
     fig.next = A.el("button", {type: "button", "data-key": "next"}, buttons, "next block");
-    A.el("button", {type: "button", "data-key": "reset"}, buttons, "start again").addEventListener("click", reset);
+    A.el("button", {type: "button", "data-key": "reset"}, buttons, "start again")
+      .addEventListener("click", reset);
   }
 
   AttnFig.register("online", function (root, data) {

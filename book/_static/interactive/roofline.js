@@ -16,21 +16,23 @@ AttnFig.register("roofline", function (root, data) {
   const plot = A.svg("svg", {viewBox: `0 0 ${W} ${H + 30}`, class: "attn-plot", "aria-hidden": "true"}, root);
   const ridge = data.peak / data.bandwidth;
   const x = A.scale(lo, hi, 40, W - 8, true), y = A.scale(data.bandwidth * lo, data.peak * 2, H, 6, true);
-  A.svg("polyline", {points: `${x(lo)},${y(data.bandwidth * lo)} ${x(ridge)},${y(data.peak)} ${x(hi)},${y(data.peak)}`,
+  const roof = [[lo, data.bandwidth * lo], [ridge, data.peak], [hi, data.peak]];
+  A.svg("polyline", {points: roof.map(([i, f]) => `${x(i)},${y(f)}`).join(" "),
                      class: "attn-line attn-roof"}, plot);
   A.svg("line", {x1: x(ridge), x2: x(ridge), y1: 6, y2: H, class: "attn-faint attn-dotted"}, plot);
-  [[0.1, "0.1"], [1, "1"], [10, "10"], [100, "100"], [1000, "10³"], [10000, "10⁴"]].forEach(([t, label]) => {
-    A.svg("text", {x: x(t), y: H + 14, "text-anchor": "middle", class: "attn-small"}, plot).textContent = label;
+  const ticks = [[0.1, "0.1"], [1, "1"], [10, "10"], [100, "100"], [1000, "10³"], [10000, "10⁴"]];
+  ticks.forEach(([t, label]) => {
+    A.label(plot, x(t), H + 14, label, "middle");
   });
-  A.svg("text", {x: W - 8, y: y(data.peak) + 12, "text-anchor": "end", class: "attn-small"}, plot).textContent =
-    A.fmt(data.peak / 1e12, 3) + " TFLOP/s";
-  A.svg("text", {x: W / 2, y: H + 28, "text-anchor": "middle", class: "attn-small"}, plot).textContent = "FLOP per byte";
-  A.svg("text", {x: x(ridge) + 4, y: 16, class: "attn-small"}, plot).textContent = "ridge";
+  A.label(plot, W - 8, y(data.peak) + 12, A.fmt(data.peak / 1e12, 3) + " TFLOP/s", "end");
+  A.label(plot, W / 2, H + 28, "FLOP per byte", "middle");
+  A.label(plot, x(ridge) + 4, 16, "ridge");
   const point = A.svg("circle", {r: 5, class: "attn-point"}, plot);
   const outs = A.el("div", {class: "attn-readouts"}, root);
   const rd = {
     flops: A.readout(outs, "flops", "FLOPs ="), bytes: A.readout(outs, "bytes", "bytes ="),
-    intensity: A.readout(outs, "intensity", "intensity ="), tflops: A.readout(outs, "tflops", "attainable TFLOP/s ="),
+    intensity: A.readout(outs, "intensity", "intensity ="),
+    tflops: A.readout(outs, "tflops", "attainable TFLOP/s ="),
     bound: A.readout(outs, "bound", "bound by"), ms: A.readout(outs, "ms", "step time (ms) ="),
   };
 

@@ -7,7 +7,8 @@ AttnFig.register("scaling", function (root, data) {
   const controls = A.el("div", {class: "attn-controls"}, root);
   const D = A.slider(controls, "D", "head dimension D", data.dims, 64, String, () => draw());
   const mode = A.choice(controls, "scaled", "scores",
-                        [["scaled", "q·k / √D"], ["unscaled", "q·k (no scaling)"]], "scaled", () => draw());
+                        [["scaled", "q·k / √D"], ["unscaled", "q·k (no scaling)"]], "scaled",
+                        () => draw());
   const W = 360, H = 140;
   const plot = A.svg("svg", {viewBox: `0 0 ${W} ${H + 20}`, class: "attn-plot", "aria-hidden": "true"}, root);
   const outs = A.el("div", {class: "attn-readouts"}, root);
@@ -29,8 +30,7 @@ AttnFig.register("scaling", function (root, data) {
       A.svg("rect", {x: 10 + j * c + 2, y: H - h, width: c - 4, height: h, class: "attn-bar"}, plot);
     });
     A.svg("line", {x1: 10, x2: W - 10, y1: H, y2: H, class: "attn-axis"}, plot);
-    A.svg("text", {x: W / 2, y: H + 16, "text-anchor": "middle", class: "attn-small"}, plot).textContent =
-      `weights of ${data.keys} keys (one sampled row)`;
+    A.label(plot, W / 2, H + 16, `weights of ${data.keys} keys (one sampled row)`, "middle");
     rd.entropy.set(row.entropy, A.fmt(row.entropy, 4));
     rd.max.set(row.max, A.fmt(row.max, 4));
     rd.meanEntropy.set(row.mean_entropy, A.fmt(row.mean_entropy, 4));

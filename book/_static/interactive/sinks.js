@@ -12,15 +12,15 @@
     const e = data.errors[w.value() + "," + n.value()];
     const x = A.scale(0, e.length - 1, 36, W - 6), y = A.scale(floor, 1, H, 6, true);
     plot.replaceChildren();
-    for (const [t, label] of [[1e-16, "10⁻¹⁶"], [1e-12, "10⁻¹²"], [1e-8, "10⁻⁸"], [1e-4, "10⁻⁴"], [1, "1"]]) {
+    const ticks = [[1e-16, "10⁻¹⁶"], [1e-12, "10⁻¹²"], [1e-8, "10⁻⁸"], [1e-4, "10⁻⁴"], [1, "1"]];
+    for (const [t, label] of ticks) {
       A.svg("line", {x1: 36, x2: W - 6, y1: y(t), y2: y(t), class: "attn-faint"}, plot);
-      A.svg("text", {x: 32, y: y(t) + 3, "text-anchor": "end", class: "attn-small"}, plot).textContent = label;
+      A.label(plot, 32, y(t) + 3, label, "end");
     }
     A.svg("line", {x1: x(w.value()), x2: x(w.value()), y1: 6, y2: H, class: "attn-marker attn-dotted"}, plot);
     A.svg("polyline", {points: e.map((v, i) => `${x(i)},${y(Math.max(floor, v))}`).join(" "),
                        class: "attn-line"}, plot);
-    A.svg("text", {x: W / 2, y: H + 24, "text-anchor": "middle", class: "attn-small"}, plot).textContent =
-      "query position (error below 10⁻¹⁶ drawn at 10⁻¹⁶)";
+    A.label(plot, W / 2, H + 24, "query position (error below 10⁻¹⁶ drawn at 10⁻¹⁶)", "middle");
     const k = w.value();
     rd.before.set(e[k - 1], A.fmt(e[k - 1], 3));
     rd.at.set(e[k], A.fmt(e[k], 3));
@@ -34,14 +34,14 @@
     strips.replaceChildren();
     names.forEach((m, r) => {
       const bits = rows[m], c = (W - 100) / bits.length;
-      A.svg("text", {x: 94, y: r * 22 + 15, "text-anchor": "end", class: "attn-small"}, strips).textContent = m;
+      A.label(strips, 94, r * 22 + 15, m, "end");
       [...bits].forEach((b, i) => A.svg("rect", {x: 100 + i * c, y: r * 22 + 4, width: c, height: 16,
                                                  class: b === "1" ? "attn-leave" : "attn-stay"}, strips));
       const count = [...bits].filter((b) => b === "1").length;
       leave[m].set(bits, count + " of " + bits.length + " pairs leave their trained arc");
     });
-    A.svg("text", {x: 100, y: names.length * 22 + 18, class: "attn-small"}, strips).textContent =
-      `pairs 0 to ${data.rope.D / 2 - 1}, D = ${data.rope.D}, trained on L = ${data.rope.L}`;
+    const {D, L} = data.rope;
+    A.label(strips, 100, names.length * 22 + 18, `pairs 0 to ${D / 2 - 1}, D = ${D}, trained on L = ${L}`);
   }
 
   AttnFig.register("sinks", function (root, data) {
