@@ -1,22 +1,39 @@
-"""The book's figure style, applied by the setup cell of every chapter (use_book_style)."""
+"""The book's figure style, applied by the setup cell of every chapter (use_book_style).
+
+A legend never covers data: before a figure is drawn for the page, a legend that would cover
+data moves to a free place in its axes or beside them (:func:`place_legends`).
+Besides the style, every figure a chapter shows carries a report of how it reads
+(:func:`figure_report`, in the metadata of the figure's SVG output when the book is built): whether each legend covers data, and the smallest type at the size the page shows the
+figure. ``tests/book/test_figures.py`` reads those reports from the executed chapters.
+"""
 import matplotlib as mpl
+import numpy as np
 from cycler import cycler
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 # The Okabe-Ito palette, distinguishable with the common colour-vision deficiencies; every
 # colour has its own line style, so that curves also differ in greyscale and print.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
 LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)), (0, (1, 3))]
+#: The width a figure is shown at in the text column at 1280 px, in inches at 96 px per inch
+#: (672 px, measured in Chromium): a wider figure is
+#: shown scaled down to it, and its type with it.
+COLUMN_INCHES = 7.0
+#: The smallest type, in points at the size the page shows the figure.
+MIN_TYPE_PT = 10.0
 
 
 def use_book_style():
     """Set matplotlib up for the book: vector (SVG) figures, type that is at least 10 pt where the
-    figure is shown (a figure of 8 inches fills the text column), an opaque white background
-    that stays readable in the dark theme, and TeX-like mathematics in labels."""
+    figure is shown (a figure of 8 inches is scaled to the 7-inch text column), an opaque white
+    background that stays readable in the dark theme, and TeX-like mathematics in labels. Every
+    figure shown gets its :func:`figure_report`."""
     mpl.rcParams.update({
         "figure.figsize": (8, 3), "figure.dpi": 96, "figure.facecolor": "white",
         "savefig.facecolor": "white",
-        "font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": 11,
-        "ytick.labelsize": 11, "legend.fontsize": 11, "legend.framealpha": 0.9,
+        "font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": 12,
+        "ytick.labelsize": 12, "legend.fontsize": 12, "legend.framealpha": 0.9,
         "axes.prop_cycle": cycler(color=PALETTE) + cycler(linestyle=LINESTYLES),
         "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
         "axes.spines.right": False, "lines.linewidth": 1.8, "lines.markersize": 5,
@@ -27,4 +44,131 @@ def use_book_style():
 
         set_matplotlib_formats("svg")
     except ImportError:  # not in Jupyter: the defaults are fine
-        pass
+        return
+    _report_every_figure()
+
+
+def _report_every_figure():
+    """Place the legends of every figure IPython displays (:func:`place_legends`) and attach its
+    :func:`figure_report` to the metadata of its SVG output, which the pages do not show and the
+    tests read."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    from matplotlib.figure import Figure
+
+    svg = shell.display_formatter.formatters["image/svg+xml"]
+    draw_svg = svg.lookup_by_type(Figure)
+
+    def svg_with_report(fig):
+        try:
+            place_legends(fig)
+            report = {"attnmath_figure": figure_report(fig)}
+        except Exception:  # noqa: BLE001  the figure is still shown; tests/book/test_figures.py
+            report = {}    # reports a figure without its report
+        return draw_svg(fig), report
+
+    svg.for_type(Figure, svg_with_report)
+
+
+#: Where a legend may go inside its axes, in the order they are tried.
+LEGEND_PLACES = ("upper right", "upper left", "lower right", "lower left", "center right",
+                 "center left", "upper center", "lower center")
+
+
+def place_legends(fig):
+    """Move every legend that covers data of its axes to the first place inside the axes where
+    it covers none (:data:`LEGEND_PLACES`), or else beside the axes, right of the plot, the
+    axes narrowed to keep the figure's width; return ``fig``. A legend that covers nothing stays where the chapter put it."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    beside = False
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None or not _data_inside(ax, legend.get_window_extent(renderer)):
+            continue
+        legend.set_bbox_to_anchor(None)
+        for place in LEGEND_PLACES:
+            legend.set_loc(place)
+            fig.canvas.draw()
+            if not _data_inside(ax, legend.get_window_extent(renderer)):
+                break
+        else:
+            legend.set_loc("upper left")
+            legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
+            beside = True
+    if beside and not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+        fig.tight_layout()  # the axes make room for the legend: the figure keeps its width
+    return fig
+
+
+def power_of_two_axis(ax, which="x"):
+    """A logarithmic axis in base 2 whose ticks read as the numbers they are (64, 128, ...)."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log", base=2)
+    axis.set_major_locator(LogLocator(base=2))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if v < 1e6 else f"$2^{{{np.log2(v):.0f}}}$"))
+
+
+def _densified(points: np.ndarray, step: float = 2.0) -> np.ndarray:
+    """The points of a polyline in display space, with points every ``step`` pixels between."""
+    points = points[np.isfinite(points).all(axis=1)]
+    if len(points) < 2:
+        return points
+    out = [points[:1]]
+    for a, b in zip(points[:-1], points[1:]):
+        n = max(1, int(np.hypot(*(b - a)) / step))
+        out.append(a + np.outer(np.arange(1, n + 1) / n, b - a))
+    return np.concatenate(out)
+
+
+def _data_inside(ax, box) -> list:
+    """Labels of the data of ``ax`` (lines, markers, images, bars) that show inside ``box``."""
+    shrunk = box.padded(-1.0)
+
+    def inside(xy):
+        return bool(len(xy)) and bool(((xy[:, 0] > shrunk.x0) & (xy[:, 0] < shrunk.x1)
+                                       & (xy[:, 1] > shrunk.y0) & (xy[:, 1] < shrunk.y1)).any())
+
+    covered = []
+    for line in ax.get_lines():
+        xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+        drawn = line.get_linestyle() not in ("None", "", " ", "none")
+        if line.get_visible() and inside(_densified(xy) if drawn else xy):
+            covered.append(f"line {line.get_label()}")
+    for coll in ax.collections:
+        offsets = np.asarray(coll.get_offsets(), dtype=float)
+        if coll.get_visible() and len(offsets) and inside(coll.get_offset_transform().transform(offsets)):
+            covered.append(f"markers {coll.get_label()}")
+    for artist in list(ax.images) + list(ax.patches):
+        if artist.get_visible() and artist.get_window_extent().overlaps(shrunk):
+            covered.append(f"{type(artist).__name__} {artist.get_label()}")
+    return covered
+
+
+def figure_report(fig) -> dict:
+    """How a figure reads: for each legend, whether it lies inside its axes and which data it
+    covers; the smallest type, in points at the size the page shows the figure."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = []
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None or not legend.get_visible():
+            continue
+        box = legend.get_window_extent(renderer)
+        legends.append({"axes": ax.get_title() or ax.get_ylabel(),
+                        "inside_axes": bool(ax.bbox.contains(box.x0, box.y0) and ax.bbox.contains(box.x1, box.y1)),
+                        "covers": _data_inside(ax, box)})
+    sizes = [t.get_fontsize() for t in fig.findobj(mpl.text.Text)
+             if t.get_visible() and t.get_text().strip()]
+    # shown as the notebook saves it: cropped to what is drawn (bbox_inches="tight", with its pad)
+    shown_inches = fig.get_tightbbox(renderer).width + 2 * mpl.rcParams["savefig.pad_inches"]
+    scale = min(1.0, COLUMN_INCHES / shown_inches)
+    return {"legends": legends,
+            "smallest_type_pt": round(float(min(sizes) * scale), 2) if sizes else None}

@@ -1,0 +1,130 @@
+"""Figures that read: legends off the data; type measured at the size the page shows it.
+
+When the book is built, book/figstyle.py attaches to every figure a chapter shows a report of
+how it reads (``figure_report``, in the metadata of its SVG output, which the pages do not show).
+The slow tests read those reports from the executed chapters of the built book; the others
+check ``figure_report`` itself on figures made here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from build import book_html, toc_files  # noqa: E402  (tests/book/build.py)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book"))
+import figstyle  # noqa: E402  (book/figstyle.py)
+
+CHAPTERS = [d for d in toc_files() if re.match(r"book/\d\d_", d)]
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_a_legend_on_a_line_is_found_and_one_beside_the_plot_is_not():
+    figstyle.use_book_style()
+    fig, (left, right) = plt.subplots(1, 2)
+    x = np.linspace(0, 1, 50)
+    for ax in (left, right):
+        ax.plot(x, x, label="rising")
+        ax.plot(x, 1 - x, label="falling")
+    left.legend(loc="upper left")
+    right.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    on, beside = figstyle.figure_report(fig)["legends"]
+    assert on["inside_axes"] and on["covers"] == ["line falling"]
+    assert not beside["inside_axes"] and beside["covers"] == []
+
+
+@pytest.mark.parametrize("layout", [None, "tight", "constrained"])
+def test_place_legends_moves_a_covering_legend_off_the_data_and_keeps_the_width(layout):
+    figstyle.use_book_style()
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3), layout=layout)
+    x = np.linspace(0, 1, 200)
+    for ax in axes:
+        for shift in np.linspace(0, 1, 9):  # lines everywhere: no free place inside the axes
+            ax.plot(x, (x + shift) % 1, ".", ms=2, label=f"{shift:.2f}" if shift < 0.3 else None)
+        ax.legend(loc="center")
+    width = fig.get_figwidth()
+    report = figstyle.figure_report(figstyle.place_legends(fig))
+    assert all(not legend["covers"] and not legend["inside_axes"] for legend in report["legends"])
+    assert fig.get_figwidth() == width
+
+
+def test_a_segment_under_a_legend_counts_even_without_a_point_there():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0.95, 0.95], label="flat")  # its two points lie left and right of the legend
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    ax.legend(loc="upper center")
+    assert figstyle.figure_report(fig)["legends"][0]["covers"] == ["line flat"]
+
+
+def test_a_legend_over_a_heatmap_covers_it():
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ax.imshow(np.eye(4))
+    ax.plot([0, 3], [0, 3], label="diagonal")
+    ax.legend()
+    report = figstyle.figure_report(fig)
+    assert any(c.startswith("AxesImage") for c in report["legends"][0]["covers"])
+
+
+@pytest.mark.parametrize("width,shrinks", [(4, False), (8, True), (12, True)])
+def test_type_is_measured_at_the_size_the_column_shows(width, shrinks):
+    fig, ax = plt.subplots(figsize=(width, 3))
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.legend(fontsize=9, loc="lower right")
+    ax.tick_params(labelsize=20)
+    ax.set_xlabel("x", fontsize=20)
+    ax.set_ylabel("y", fontsize=20)
+    smallest = figstyle.figure_report(fig)["smallest_type_pt"]
+    if shrinks:  # what is drawn (at most the figure and its pad) is shown in COLUMN_INCHES
+        assert 9 * figstyle.COLUMN_INCHES / (width + 0.5) < smallest < 9
+    else:
+        assert smallest == 9
+
+
+def test_power_of_two_axis_reads_as_the_numbers():
+    fig, ax = plt.subplots()
+    ax.plot([64, 128, 256, 512, 1024], [1, 2, 3, 4, 5])
+    figstyle.power_of_two_axis(ax, "x")
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if 64 <= t.get_position()[0] <= 1024]
+    assert labels == ["64", "128", "256", "512", "1024"]
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, list[dict]]:
+    """Every figure report of every executed chapter of the built book, by chapter."""
+    executed = book_html(tmp_path_factory).parent / "jupyter_execute"
+    found = {}
+    for doc in CHAPTERS:
+        nb = json.loads((executed / f"{doc}.ipynb").read_text())
+        outputs = [o for cell in nb["cells"] if cell["cell_type"] == "code" for o in cell.get("outputs", [])]
+        found[doc] = [o.get("metadata", {}).get("image/svg+xml", {}).get("attnmath_figure")
+                      for o in outputs if "image/svg+xml" in o.get("data", {})]
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_every_figure_keeps_its_legends_off_the_data(reports, doc):
+    under_ci = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+    if reports[doc] and all(r is None for r in reports[doc]) and not under_ci:
+        pytest.skip(f"{doc} was executed before figures carried reports: its outputs come from "
+                    "an old execution cache (delete _build/.jupyter_cache to execute it again)")
+    assert all(r is not None for r in reports[doc]), f"{doc}: a figure without its report"
+    covering = [(n + 1, legend["axes"], legend["covers"]) for n, r in enumerate(reports[doc])
+                for legend in r["legends"] if legend["covers"]]
+    assert not covering, f"{doc}: legends on top of data (figure, axes, data): {covering}"
