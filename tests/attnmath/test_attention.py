@@ -1026,8 +1026,8 @@ def test_recurrent_gradients_vanish_with_distance_when_the_steps_contract_attent
     # LSTM: the forget gate decides (sigmoid(0) = 1/2 halves the cell path at every step)
     forget_half = np.median([_lstm_input_jacobian_norms(0.0, seed=seed + i) for i in range(3)], axis=0)
     forget_near_one = np.median([_lstm_input_jacobian_norms(4.0, seed=seed + i) for i in range(3)], axis=0)
-    assert _far_over_near(forget_half) < 1e-6
-    assert _far_over_near(forget_near_one) > 0.05
+    assert _far_over_near(forget_half) < 1e-6  # 62 steps back: gone
+    assert _far_over_near(forget_near_one) > 1e-2  # the same distance: kept (3e-2 to 1 over seeds)
     # attention: the same order of magnitude at every distance
     att = np.median([_attention_input_jacobian_norms(1.0, T=max(T, 8), seed=seed + i) for i in range(8)], axis=0)
     near, far = np.median(att[len(att) // 2: -1]), np.median(att[: len(att) // 2])
