@@ -36,12 +36,13 @@ DEFAULT_HTML = ROOT / "_build" / "html"
 # links to a page of the book become links to its part, other links absolute URLs.
 _ASSEMBLE = r"""async (docs) => {
   const key = (doc) => doc.replace(/[^A-Za-z0-9_-]/g, '-');
-  const byPath = new Map(docs.map((d) => [new URL(d + '.html', document.baseURI).pathname, key(d)]));
+  const at = (doc) => new URL('/' + doc + '.html', location.origin);
+  const byPath = new Map(docs.map((d) => [at(d).pathname, key(d)]));
   const styles = new Set(Array.from(document.querySelectorAll('link[rel=stylesheet]')).map((l) => l.href));
   const main = document.querySelector('article.bd-article');
   const parts = [];
   for (const doc of docs) {
-    const url = new URL(doc + '.html', document.baseURI);
+    const url = at(doc);
     const response = await fetch(url);
     if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
     const page = new DOMParser().parseFromString(await response.text(), 'text/html');
@@ -73,6 +74,10 @@ _ASSEMBLE = r"""async (docs) => {
     parts.push(section);
   }
   main.replaceChildren(...parts);
+  // The theme prints the page's title above its article and hides the article's first heading;
+  // here every part's title is its own heading, in the outline too.
+  document.querySelectorAll('#jb-print-docs-body').forEach((e) => e.remove());
+  main.querySelectorAll('h1').forEach((h) => { h.style.display = 'block'; });
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
     if (MathJax.typesetClear) MathJax.typesetClear();
