@@ -1010,7 +1010,7 @@ def _chain(h, w, u, t, s):
                "gradient does not decay with the distance.",
     domain=r"tanh RNNs with $\rho$ from 0.2 to 0.95, $4 \le T \le 40$, hidden size 8: the bound at "
            r"every distance; `torch.nn.LSTM` (hidden size 8, $T = 64$) with forget-gate bias 0 "
-           r"and 4, median of 3 draws; one self-attention layer of length $T$, median of 8 "
+           r"and 4, median of 3 draws; one self-attention layer of length 32, median of 8 "
            "draws; hypothesis over the seeds",
     chapter="03_gradients",
     box="corr-rnn-explode")
@@ -1028,9 +1028,9 @@ def test_recurrent_gradients_vanish_with_distance_when_the_steps_contract_attent
     forget_near_one = np.median([_lstm_input_jacobian_norms(4.0, seed=seed + i) for i in range(3)], axis=0)
     assert _far_over_near(forget_half) < 1e-6  # 62 steps back: gone
     assert _far_over_near(forget_near_one) > 1e-2  # the same distance: kept (3e-2 to 1 over seeds)
-    # attention: the same order of magnitude at every distance
-    att = np.median([_attention_input_jacobian_norms(1.0, T=max(T, 8), seed=seed + i) for i in range(8)], axis=0)
-    near, far = np.median(att[len(att) // 2: -1]), np.median(att[: len(att) // 2])
+    # attention (T = 32): the same order of magnitude at every distance (0.66 to 1.5 over seeds)
+    att = np.median([_attention_input_jacobian_norms(1.0, T=32, seed=seed + i) for i in range(8)], axis=0)
+    near, far = np.median(att[16:-1]), np.median(att[:16])
     assert 0.5 < far / near < 2.0
 
 
