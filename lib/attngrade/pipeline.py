@@ -334,7 +334,7 @@ def _one(batch: Batch, rec: Recorder, sub: Submission, slots: queue.Queue) -> Re
     started = time.monotonic()
     slot = slots.get()
     try:
-        prepared = batch.prepared.get(sub.student)
+        prepared = batch.prepared.pop(sub.student, None)  # not held after this student is graded
         if isinstance(prepared, BaseException):
             res = grader_failure(batch.spec, sub, prepared, started)
         else:

@@ -262,3 +262,46 @@ def test_slim_keeps_what_grading_uses():
     assert slim["metadata"] == {"kernelspec": {"name": "python3"}} and "junk" in notes[0]
     with pytest.raises(SubmissionError, match="limit"):
         slim_notebook({"nbformat": 4, "cells": [{"source": "x" * (reading.MAX_SOURCE_BYTES + 1)}]})
+
+
+# ------------------------------------------------------------------ the fault boundary of one student
+
+
+def test_a_grader_failure_on_one_student_costs_only_that_students_row(tmp_path, monkeypatch, solution_text):
+    from attngrade import pipeline, record
+    from attngrade.grader import PartResult, Result
+    from attngrade.pipeline import Options, grade_class
+    from attngrade.sandbox import Limits
+
+    root = tmp_path / "submitted"
+    for name in ("alice", "bob", "carol", "dave"):
+        _nbgrader(root, name, solution_text)
+
+    def fake_grade(spec, sub, *args, **kwargs):  # the stages stand in: no worker runs
+        if sub.student == "bob":
+            raise RuntimeError("the run stage broke")
+        res = Result(sub.student, "graded", file=sub.source)
+        res.parts = {p.grade_id: PartResult(p.points, p.points, True, "passed", "") for p in spec.parts}
+        return res
+
+    real_feedback = record.write_feedback
+
+    def fake_feedback(folder, spec, result):
+        if result.student == "carol":
+            raise OSError("disk full while writing carol's feedback")
+        return real_feedback(folder, spec, result)
+
+    monkeypatch.setattr(pipeline, "grade_submission", fake_grade)
+    monkeypatch.setattr(record, "write_feedback", fake_feedback)
+    out = tmp_path / "out"
+    opts = Options("01_softmax", str(root), out, jobs=2, limits=Limits(timeout=10), no_gradebook=True,
+                   autograded_dir=str(out / "autograded"), say=lambda *a: None)
+    assert grade_class(opts) == 0
+    rows = gk.read_grades(out)
+    assert sorted(rows) == ["alice", "bob", "carol", "dave"]
+    assert rows["alice"]["status"] == rows["dave"]["status"] == "graded" and rows["alice"]["score"] == "8"
+    for who, words in (("bob", "the run stage broke"), ("carol", "disk full")):
+        assert rows[who]["status"] == "crashed" and "grader error" in rows[who]["reason"], rows[who]
+        assert words in rows[who]["reason"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["submissions"] == 4 and summary["statuses"]["crashed"] == 2
