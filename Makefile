@@ -47,13 +47,14 @@ $(BOOK_OK): $(STAMP) $(BOOK_SOURCES) | $(NODE_OK)
 	$(BIN)/jupyter-book build . -n -W --keep-going
 	@touch $(BOOK_OK)
 
-# Not part of `make book`: a single-page build printed to PDF by headless Chromium (no LaTeX).
-pdf: $(STAMP)
-	$(BIN)/python book/_ext/make_pdf.py --out _build/pdf/book.pdf
+# Not part of `make book`: the HTML book (built by `make book` if out of date) printed to one PDF
+# by headless Chromium (no LaTeX, no second build).
+pdf: $(BOOK_OK)
+	$(BIN)/python book/_ext/make_pdf.py --html _build/html --out _build/pdf/book.pdf
 
 # Tests run in parallel (pytest-xdist, one worker per CPU); tests that share one throw-away build
 # are kept on one worker (tests/conftest.py schedules them). The slowest tests are listed last.
-PYTEST := $(BIN)/python -m pytest -n auto --durations=15
+PYTEST := $(BIN)/python -m pytest -n auto --durations=30
 
 test: $(STAMP) | $(NODE_OK)
 	$(PYTEST)
