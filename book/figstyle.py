@@ -10,6 +10,7 @@ import matplotlib as mpl
 import numpy as np
 from cycler import cycler
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.transforms import Bbox
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 # The Okabe-Ito palette, distinguishable with the common colour-vision deficiencies; every
@@ -84,6 +85,14 @@ def place_legends(fig):
     """Move every legend that covers data of its axes to the first place inside the axes where
     it covers none (:data:`LEGEND_PLACES`), or else beside the axes, right of the plot, the
     axes narrowed to keep the figure's width; return ``fig``. A legend that covers nothing stays where the chapter put it."""
+    for _ in range(3):  # moving a legend beside its axes narrows them: the others look again
+        if not _place_legends_once(fig):
+            break
+    return fig
+
+
+def _place_legends_once(fig) -> bool:
+    """One pass of :func:`place_legends`; whether a legend moved beside its axes."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     beside = False
@@ -103,7 +112,7 @@ def place_legends(fig):
             beside = True
     if beside and not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
         fig.tight_layout()  # the axes make room for the legend: the figure keeps its width
-    return fig
+    return beside
 
 
 def power_of_two_axis(ax, which="x"):
@@ -129,7 +138,10 @@ def _densified(points: np.ndarray, step: float = 2.0) -> np.ndarray:
 
 def _data_inside(ax, box) -> list:
     """Labels of the data of ``ax`` (lines, markers, images, bars) that show inside ``box``."""
-    shrunk = box.padded(-1.0)
+    # what is drawn lies in the axes (the rest is clipped), so only that part of the box counts
+    shrunk = Bbox.intersection(box.padded(-1.0), ax.bbox)
+    if shrunk is None:
+        return []
 
     def inside(xy):
         return bool(len(xy)) and bool(((xy[:, 0] > shrunk.x0) & (xy[:, 0] < shrunk.x1)

@@ -63,6 +63,14 @@ def test_place_legends_moves_a_covering_legend_off_the_data_and_keeps_the_width(
     assert fig.get_figwidth() == width
 
 
+def test_data_clipped_by_the_axes_limits_is_not_covered():
+    fig, ax = plt.subplots()
+    ax.plot([0, 10], [0.5, 0.5], label="long")  # drawn only up to x = 1
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    assert figstyle.figure_report(fig)["legends"][0]["covers"] == []
+
+
 def test_a_segment_under_a_legend_counts_even_without_a_point_there():
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0.95, 0.95], label="flat")  # its two points lie left and right of the legend
