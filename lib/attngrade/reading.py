@@ -109,7 +109,8 @@ def slim_notebook(nb) -> tuple[dict, list[str]]:
         raise SubmissionError("malformed", "the notebook is not a JSON object")
     major = nb.get("nbformat")
     if major != 4 or isinstance(major, bool):
-        raise SubmissionError("malformed", f"nbformat {str(major)[:20]!r} is not supported (version 4 is)")
+        what = repr(major) if isinstance(major, int) and abs(major) < 10**6 else repr(str(major)[:20])
+        raise SubmissionError("malformed", f"nbformat {what} is not supported (version 4 is)")
     cells = nb.get("cells")
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise SubmissionError("malformed", "the notebook has no list of cells")
