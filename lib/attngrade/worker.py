@@ -410,8 +410,8 @@ def _private_copy(module):
 _FROZEN_MODULES = frozenset({"io", "json", "math", "struct", "zipfile", "contextlib"})
 
 
-def _isolate(config: dict, fds: tuple) -> tuple[dict, int]:
-    """Private root, monitor, limits and an unprivileged user: ``(report, main pid)``."""
+def _isolate(config: dict, fds: tuple) -> dict:
+    """Private root, monitor, limits and an unprivileged user; returns what was enforced."""
     result_fd, status_fd, go_fd = fds
     report: dict = {"mode": config["mode"], "private_root": False}
     mode = config["mode"]
@@ -433,7 +433,7 @@ def _isolate(config: dict, fds: tuple) -> tuple[dict, int]:
     _drop_privileges(config.get("uid"), config.get("gid"), report)
     if mode in ("uid", "basic"):
         os.chdir(config["root"])
-    return report, os.getpid()
+    return report
 
 
 def _probe(config: dict, report: dict, channel: _Channel) -> None:
@@ -451,7 +451,7 @@ def main() -> None:
     fds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     config, inputs_blob = _read_job()
     plain, spec = _trusted_imports(config)
-    report, _ = _isolate(config, fds)
+    report = _isolate(config, fds)
     channel = _Channel(fds[0])
     if config.get("probe"):
         _probe(config, report, channel)

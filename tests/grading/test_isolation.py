@@ -442,3 +442,16 @@ def test_the_students_namespace_stays_as_left_and_never_reaches_the_reports(isol
     run = run_worker(_job(src, n_cases=2), isolation, Limits(timeout=30))
     assert run.end == "done", (run.end, run.detail, run.stderr)
     assert [r["out"] for r in run.parts["p"].records] == [[0.0, 2.0, 5.0, 0.0]] * 2
+
+
+def test_the_site_view_is_the_environment_minus_every_file_of_the_references():
+    from attngrade.sandbox import _reference_entries, site_view
+
+    folder = os.path.dirname(os.path.dirname(np.__file__))
+    view = set(site_view(folder))
+    assert {"numpy", "matplotlib", "IPython"} <= view
+    assert not view & _reference_entries()
+    assert not {e for e in view if e.endswith(".pth") or e.lower().startswith(("torch", "scipy", "nbgrader", "attn"))}
+    assert set(os.listdir(folder)) - view, "something is left out"
+    with pytest.raises(TypeError, match="folder"):
+        site_view(None)
