@@ -588,7 +588,7 @@ MISTRAL_LAYERS, MISTRAL_WINDOW = 32, 4096
            "hypothesis; the reach at Mistral 7B's published $W$ and layer count",
     chapter="04_masking",
     box="corr-mistral-window")
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(n=st.integers(1, 12), w=st.integers(1, 5), layers=st.integers(1, 4),
        seed=st.integers(0, 2**16))
 def test_stacked_window_layers_reach_layers_times_window_minus_one_back(n, w, layers, seed):
