@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import nbformat
 import pytest
@@ -103,6 +104,18 @@ def test_whole_book_pdf_has_every_chapter(built, tmp_path):
     assert not missing, f"chapters whose title is not a heading of the PDF: {missing}"
     text = _letters(" ".join(page.extract_text() or "" for page in reader.pages[:60]))
     assert _letters("def softmax(") in text, "the PDF shows no library code"
+    # A link to another page of the book is a link within the PDF, not to the printing server.
+    pages = {f"/{doc}.html" for doc in toc_files()}
+    outward = [uri for uri in _link_uris(reader) if urlsplit(uri).path in pages]
+    assert not outward, f"links between the book's pages that leave the PDF: {outward[:5]}"
+
+
+def _link_uris(reader):
+    for page in reader.pages:
+        for annotation in page.get("/Annots") or []:
+            action = annotation.get_object().get("/A")
+            if action is not None and action.get("/URI"):
+                yield str(action["/URI"])
 
 
 def _outline(entries):
