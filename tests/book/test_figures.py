@@ -1,4 +1,4 @@
-"""Figures that read: legends off the data; type measured at the size the page shows it.
+"""Figures that read: legends off the data, type of at least 10 pt at the size the page shows.
 
 When the book is built, book/figstyle.py attaches to every figure a chapter shows a report of
 how it reads (``figure_report``, in the metadata of its SVG output, which the pages do not show).
@@ -136,3 +136,11 @@ def test_every_figure_keeps_its_legends_off_the_data(reports, doc):
     covering = [(n + 1, legend["axes"], legend["covers"]) for n, r in enumerate(reports[doc])
                 for legend in r["legends"] if legend["covers"]]
     assert not covering, f"{doc}: legends on top of data (figure, axes, data): {covering}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_every_figures_type_is_at_least_10pt_as_shown(reports, doc):
+    shown = [(n + 1, r["smallest_type_pt"]) for n, r in enumerate(reports[doc]) if r is not None]
+    small = [(n, pt) for n, pt in shown if pt is not None and pt < figstyle.MIN_TYPE_PT]
+    assert not small, f"{doc}: figures with type under {figstyle.MIN_TYPE_PT} pt as shown: {small}"
