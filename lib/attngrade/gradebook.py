@@ -202,15 +202,21 @@ def _submission_notebook(gb, spec: AssignmentSpec, result: Result, deadline):
     return notebook, sub_nb
 
 
+def _rows(db, sub_nb, rows, cells: list, make) -> dict:
+    """The submitted notebook's rows (grades or comments) by cell id, made where missing."""
+    by_id = {r.cell_id: r for r in rows}
+    for cell in cells:
+        if cell.id not in by_id:
+            by_id[cell.id] = make(cell_id=cell.id, notebook=sub_nb)
+            db.add(by_id[cell.id])
+    return by_id
+
+
 def _set_grades(db, notebook, sub_nb, result: Result, rebuilt: dict) -> None:
     from nbgrader.api import Grade
     from nbgrader.utils import determine_grade
 
-    grades = {g.cell_id: g for g in sub_nb.grades}
-    for cell in list(notebook.grade_cells) + list(notebook.task_cells):
-        if cell.id not in grades:
-            grades[cell.id] = Grade(cell_id=cell.id, notebook=sub_nb)
-            db.add(grades[cell.id])
+    grades = _rows(db, sub_nb, sub_nb.grades, list(notebook.grade_cells) + list(notebook.task_cells), Grade)
     by_name = {c.name: c.id for c in list(notebook.grade_cells) + list(notebook.task_cells)}
     for name, cell_id in by_name.items():
         grade = grades[cell_id]
@@ -230,11 +236,8 @@ def _set_comments(db, notebook, sub_nb, rebuilt: dict) -> None:
     from nbgrader.api import Comment
     from nbgrader.utils import compute_checksum
 
-    comments = {c.cell_id: c for c in sub_nb.comments}
-    for cell in list(notebook.solution_cells) + list(notebook.task_cells):
-        if cell.id not in comments:
-            comments[cell.id] = Comment(cell_id=cell.id, notebook=sub_nb)
-            db.add(comments[cell.id])
+    cells = list(notebook.solution_cells) + list(notebook.task_cells)
+    comments = _rows(db, sub_nb, sub_nb.comments, cells, Comment)
     sol_names = {c.id: c.name for c in list(notebook.solution_cells) + list(notebook.task_cells)}
     for cell_id, name in sol_names.items():
         cell = rebuilt.get(name)
