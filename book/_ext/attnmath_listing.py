@@ -43,6 +43,9 @@ from sphinx.directives.code import LiteralInclude
 from sphinx.util.docutils import SphinxDirective
 
 WIDTH = 88  # characters of a code line in the text column
+#: A cell whose code is folded (``hide-input``) shows it in a box that takes this many columns.
+FOLD_COLUMNS = 2
+FOLDED_CELLS = ("tag_hide-input", "tag_hide-cell")
 
 
 def _docstring_node(node):
@@ -386,14 +389,16 @@ def write_api_pages(root: Path, skip=()) -> list[str]:
 
 def fit_code_cells(app, doctree):
     """The code of the chapters' cells laid out to the column as the listings are (:func:`fit_code`):
-    the page shows the same program in lines of at most :data:`WIDTH` characters (the
-    downloadable notebook keeps the cells as written)."""
+    the page shows the same program in lines of at most :data:`WIDTH` characters, two fewer in a
+    folded cell (the downloadable notebook keeps the cells as written)."""
     for block in list(doctree.findall(nodes.literal_block)):
         parent = block.parent
         if parent is None or "cell_input" not in parent.get("classes", []):
             continue
+        cell = parent.parent
+        folded = cell is not None and any(c in cell.get("classes", []) for c in FOLDED_CELLS)
         code = block.astext()
-        fitted = fit_code(code)
+        fitted = fit_code(code, WIDTH - FOLD_COLUMNS if folded else WIDTH)
         if fitted != code:
             new = nodes.literal_block(fitted, fitted, **block.attributes)
             new.source, new.line = block.source, block.line
