@@ -40,6 +40,11 @@ MAX_SOURCE_BYTES = 32 * 2**20  # the cells' sources together
 MAX_CELLS = 5000
 READ_MEMORY_MB = 3072  # the reading child's address space: a 512 MiB file parses within it
 READ_SECONDS = 60.0
+#: A notebook this small is read in the grader's own process, where its parse and analysis cost
+#: milliseconds and a few MiB at most; anything larger is read in the limited child.
+INLINE_FILE_BYTES = 2 * 2**20
+INLINE_CELL_BYTES = 64 * 2**10  # the largest code cell
+INLINE_CODE_BYTES = 256 * 2**10  # all code cells together
 _SMALL_META = 64 * 2**10  # a cell's nbgrader metadata, the notebook's kernelspec / language_info
 _LIB = str(Path(__file__).resolve().parents[1])
 
@@ -135,9 +140,9 @@ def slim_notebook(nb) -> tuple[dict, list[str]]:
     }, notes
 
 
-def _parse(path: str) -> tuple[dict, list[str]]:
+def _parse(path: str, limit: int = MAX_FILE_BYTES) -> tuple[dict, list[str]]:
     try:
-        data = read_small(Path(path), MAX_FILE_BYTES)
+        data = read_small(Path(path), limit)
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             raise SubmissionError("missing", "cannot read the notebook: it is gone") from exc
@@ -234,12 +239,30 @@ class Prepared:
         )
 
 
+def _inline(path: Path, reference: frozenset, module_names: set) -> Prepared | None:
+    """The notebook read in this process when it is small enough; None: the child reads it."""
+    try:
+        if os.lstat(path).st_size > INLINE_FILE_BYTES:
+            return None
+    except OSError:
+        return None  # the child says what is wrong with it
+    notebook, notes = _parse(os.fsdecode(path), INLINE_FILE_BYTES)
+    sizes = [len(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code" and c["source"] != 0]
+    if sizes and (max(sizes) > INLINE_CELL_BYTES or sum(sizes) > INLINE_CODE_BYTES):
+        return None
+    return Prepared(notebook, _analyse_all(notebook, reference, module_names), notes, reference, module_names)
+
+
 def read_notebook(
     path: Path, *, reference: frozenset, module_names: set, seconds: float = READ_SECONDS,
     memory_mb: int = READ_MEMORY_MB,
 ) -> Prepared:
-    """Parse and analyse the notebook at ``path`` in a limited child process (module docstring);
-    raises :class:`SubmissionError` with the reason when it cannot be graded."""
+    """Parse and analyse the notebook at ``path`` (module docstring): here when it is small
+    (``INLINE_*``), else in a limited child process. Raises :class:`SubmissionError` with the
+    reason when it cannot be graded."""
+    prepared = _inline(path, reference, module_names)
+    if prepared is not None:
+        return prepared
     request = json.dumps({
         "path": os.fsdecode(path), "reference": sorted(reference), "module_names": sorted(module_names),
         "memory_mb": memory_mb,
