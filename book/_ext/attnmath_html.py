@@ -93,7 +93,8 @@ def add_cached_outputs(app, pagename, templatename, context, doctree):
 
 
 def make_standalone(app, pagename, templatename, context, doctree):
-    """Rewrite the chapter notebook offered for download as plain JupyterLab Markdown."""
+    """Rewrite the chapter notebook offered for download as plain JupyterLab Markdown, its code
+    laid out as the page shows it."""
     config = getattr(app.env, "mystnb_config", None)
     if config is None:
         return
@@ -107,6 +108,11 @@ def make_standalone(app, pagename, templatename, context, doctree):
     nb = nbformat.read(path, as_version=4)
     macros = ((app.config.mathjax3_config or {}).get("tex") or {}).get("macros") or {}
     standalone_notebook(nb, source.parent, macros, Resolver(app.env))
+    from attnmath_listing import cell_width, fit_code
+
+    for cell in nb.cells:  # the code as the page shows it, in lines that fit the column
+        if cell.cell_type == "code":
+            cell.source = fit_code(cell.source, cell_width(cell.metadata.get("tags", [])))
     nbformat.write(nb, path)
     # Offer it in the download menu. sphinx-book-theme copies the notebook only when launch
     # buttons are configured; without a repository there are none, so copy it here.

@@ -45,7 +45,12 @@ from sphinx.util.docutils import SphinxDirective
 WIDTH = 88  # characters of a code line in the text column
 #: A cell whose code is folded (``hide-input``) shows it in a box that takes this many columns.
 FOLD_COLUMNS = 2
-FOLDED_CELLS = ("tag_hide-input", "tag_hide-cell")
+FOLDED_TAGS = ("hide-input", "hide-cell")
+
+
+def cell_width(tags) -> int:
+    """The columns of a code cell with these tags on the page (a folded cell's box takes two)."""
+    return WIDTH - FOLD_COLUMNS if set(tags) & set(FOLDED_TAGS) else WIDTH
 
 
 def _docstring_node(node):
@@ -390,15 +395,17 @@ def write_api_pages(root: Path, skip=()) -> list[str]:
 def fit_code_cells(app, doctree):
     """The code of the chapters' cells laid out to the column as the listings are (:func:`fit_code`):
     the page shows the same program in lines of at most :data:`WIDTH` characters, two fewer in a
-    folded cell (the downloadable notebook keeps the cells as written)."""
+    folded cell (:func:`cell_width`; the downloadable notebook shows the same lines,
+    ``attnmath_html.make_standalone``)."""
     for block in list(doctree.findall(nodes.literal_block)):
         parent = block.parent
         if parent is None or "cell_input" not in parent.get("classes", []):
             continue
         cell = parent.parent
-        folded = cell is not None and any(c in cell.get("classes", []) for c in FOLDED_CELLS)
+        tags = [c[len("tag_"):] for c in (cell.get("classes", []) if cell is not None else [])
+                if c.startswith("tag_")]
         code = block.astext()
-        fitted = fit_code(code, WIDTH - FOLD_COLUMNS if folded else WIDTH)
+        fitted = fit_code(code, cell_width(tags))
         if fitted != code:
             new = nodes.literal_block(fitted, fitted, **block.attributes)
             new.source, new.line = block.source, block.line
