@@ -412,21 +412,8 @@ def fit_code_cells(app, doctree):
             block.replace_self(new)
 
 
-def is_namedtuple_field(obj) -> bool:
-    """Whether ``obj`` is the accessor Python makes for a NamedTuple's field, whose docstring is
-    only "Alias for field number N"."""
-    return bool(re.fullmatch(r"Alias for field number \d+", (getattr(obj, "__doc__", None) or "").strip()))
-
-
-def skip_namedtuple_fields(app, what, name, obj, skip, options):
-    """The API reference lists a NamedTuple's fields once, in the class's own description (its
-    ``Attributes`` section), not again as members that say "Alias for field number N"."""
-    return True if what == "class" and is_namedtuple_field(obj) else None
-
-
 def setup(app):
     app.connect("doctree-read", fit_code_cells)
-    app.connect("autodoc-skip-member", skip_namedtuple_fields)
     app.add_config_value("attnmath_api_skip", [], "env")
     app.add_directive("literalinclude", LibraryListing, override=True)
     app.add_directive("attnmath-api", ApiIndex)

@@ -44,10 +44,15 @@ class AttentionCache(NamedTuple):
     ``probs``, whose masked entries are zero.
     """
 
+    #: Queries ``(B, H, L, D)``, in the caller's dtype.
     q: np.ndarray
+    #: Keys ``(B, H_kv, S, D)``, in the caller's dtype.
     k: np.ndarray
+    #: Values ``(B, H_kv, S, D_v)``, in the caller's dtype.
     v: np.ndarray
+    #: Attention weights ``(B, H, L, S)`` in the working dtype; masked entries are zero.
     probs: np.ndarray
+    #: The factor the scores were multiplied by (a scalar, usually ``1/sqrt(D)``).
     scale: float
 
 
@@ -263,8 +268,11 @@ def additive_attention(q, k, v, w_q, w_k, w_a, *, mask=None):
 class DropoutCache(NamedTuple):
     """Forward state of :func:`dropout_attention`: the plain cache and the kept-weights mask."""
 
+    #: The plain forward's :class:`AttentionCache` (weights before dropout).
     attention: AttentionCache
+    #: Boolean ``(B, H, L, S)``; True where a weight survived dropout.
     keep: np.ndarray
+    #: Dropout probability (a scalar in ``[0, 1)``).
     p: float
 
 

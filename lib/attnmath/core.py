@@ -64,8 +64,11 @@ class AttentionGrads(NamedTuple):
     key/value head.
     """
 
+    #: Gradient of the loss with respect to ``q``, shape ``(B, H, L, D)``.
     dq: Any  # np.ndarray; torch.Tensor from the Triton kernels
+    #: Gradient with respect to ``k``, shape ``(B, H_kv, S, D)``, summed over each group's query heads.
     dk: Any
+    #: Gradient with respect to ``v``, shape ``(B, H_kv, S, D_v)``, summed over each group's query heads.
     dv: Any
 
 
@@ -159,18 +162,31 @@ class Problem(NamedTuple):
     sees (``None``: no bound); ``inputs`` are the checked ``(q, k, v)`` in their own dtypes.
     """
 
+    #: Grouped query view ``(..., H_kv, g, L, D)`` with ``g = H / H_kv``, in ``dtype``.
     q5: np.ndarray
+    #: Key view ``(..., H_kv, 1, S, D)``, in ``dtype``.
     k5: np.ndarray
+    #: Value view ``(..., H_kv, 1, S, D_v)``, in ``dtype``.
     v5: np.ndarray
+    #: Score scale (a scalar; ``1/sqrt(D)`` unless given).
     scale: float
+    #: Boolean ``(..., H, L, S)`` broadcast view, True = may attend; ``None`` without a mask.
     mask: np.ndarray | None
+    #: Additive bias ``(..., H, L, S)`` broadcast view; ``None`` without one.
     bias: np.ndarray | None
+    #: Whether query ``i`` sees only keys up to its own position (shifted by ``offset``).
     causal: bool
+    #: ``S - L`` for the bottom-right causal alignment, ``0`` for top-left (a scalar).
     offset: int
+    #: How many keys back a query sees, itself included (``None`` for no bound).
     window: int | None
+    #: Working dtype the computation runs in (float32 for float16 inputs).
     dtype: np.dtype
+    #: Dtype of the returned output, the dtype of the inputs.
     out_dtype: np.dtype
+    #: Shape of the returned output, ``(..., H, L, D_v)``.
     out_shape: tuple
+    #: The checked ``(q, k, v)`` in their own dtypes and shapes.
     inputs: tuple[np.ndarray, np.ndarray, np.ndarray]
 
     @property

@@ -68,11 +68,17 @@ def multihead_param_count(
 class MultiHeadFlops(NamedTuple):
     """Matmul FLOPs of multi-head attention (one multiply-add = 2 FLOPs), per stage."""
 
+    #: FLOPs of the query projection ``x W_Q``, ``2 B L C (H D)``.
     q_proj: int
+    #: FLOPs of the key projection ``x W_K``, ``2 B S C (H_kv D)``.
     k_proj: int
+    #: FLOPs of the value projection ``x W_V``, ``2 B S C (H_kv D_v)``.
     v_proj: int
+    #: FLOPs of the scores ``Q K^T``, ``2 B H L S D``.
     scores: int
+    #: FLOPs of the weighted sum ``P V``, ``2 B H L S D_v``.
     weighted_sum: int
+    #: FLOPs of the output projection, ``2 B L (H D_v) C``.
     out_proj: int
 
     @property

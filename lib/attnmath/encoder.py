@@ -143,14 +143,23 @@ class EncoderBlockParams(NamedTuple):
     feed-forward width. Torch's ``linear1.weight`` is ``w_1.T``.
     """
 
+    #: Self-attention weights (:class:`~attnmath.multihead.MultiHeadParams`).
     attn: MultiHeadParams
+    #: First feed-forward weight ``(C, F)``, ``F`` the feed-forward width.
     w_1: np.ndarray
+    #: First feed-forward bias ``(F,)``, or ``None``.
     b_1: np.ndarray | None
+    #: Second feed-forward weight ``(F, C)``.
     w_2: np.ndarray
+    #: Second feed-forward bias ``(C,)``, or ``None``.
     b_2: np.ndarray | None
+    #: Gain ``(C,)`` of the layer norm around attention.
     ln1_gamma: np.ndarray
+    #: Shift ``(C,)`` of the layer norm around attention.
     ln1_beta: np.ndarray
+    #: Gain ``(C,)`` of the layer norm around the feed-forward.
     ln2_gamma: np.ndarray
+    #: Shift ``(C,)`` of the layer norm around the feed-forward.
     ln2_beta: np.ndarray
 
 

@@ -64,18 +64,31 @@ class FlashCache(NamedTuple):
     so that ``D_i = rowsum(dO * O)`` does not see the rounding of the returned output.
     """
 
+    #: Queries ``(B, H, L, D)`` as given.
     q: np.ndarray
+    #: Keys ``(B, H_kv, S, D)`` as given.
     k: np.ndarray
+    #: Values ``(B, H_kv, S, D_v)`` as given.
     v: np.ndarray
+    #: Output ``(B, H, L, D_v)`` in the working dtype.
     out: np.ndarray
+    #: Log-sum-exp of each query's scores ``(B, H, L)``, in the working dtype.
     lse: np.ndarray
+    #: Score scale (a scalar).
     scale: float
+    #: Whether the forward was causal.
     causal: bool
+    #: ``"top-left"`` or ``"bottom-right"``; where the causal diagonal sits when ``L != S``.
     causal_alignment: str
+    #: Sliding-window length (keys a query sees, itself included), ``None`` for no window.
     window: int | None
+    #: The caller's boolean mask, broadcastable to ``(B, H, L, S)``; ``None`` without one.
     mask: np.ndarray | None
+    #: The caller's additive bias, broadcastable to ``(B, H, L, S)``; ``None`` without one.
     bias: np.ndarray | None
+    #: Query tile length (rows of a tile, a scalar).
     block_q: int
+    #: Key tile length (columns of a tile, a scalar).
     block_k: int
 
 
@@ -331,7 +344,9 @@ class AttentionState(NamedTuple):
     sets determine the state over their union (:func:`merge_attention_states`).
     """
 
+    #: Output ``(..., H, L, D_v)`` normalised over this key set alone.
     out: np.ndarray
+    #: Log-sum-exp ``(..., H, L)`` of the scores over the key set; ``-inf`` where a row sees none.
     lse: np.ndarray
 
 
@@ -447,13 +462,16 @@ class IOCount(NamedTuple):
     the largest number of elements the fast memory (SRAM) held at once during the schedule.
     """
 
+    #: Elements read from slow memory (HBM).
     reads: int
+    #: Elements written to slow memory (HBM).
     writes: int
+    #: Largest number of elements held in fast memory (SRAM) at once.
     peak: int
 
     @property
     def total(self) -> int:
-        """All slow-memory accesses, ``reads + writes``: the count of Theorem 2 of the paper."""
+        """All slow-memory accesses, ``reads + writes`` (the count of Theorem 2 of the paper)."""
         return self.reads + self.writes
 
 

@@ -427,16 +427,27 @@ class KernelConfig(NamedTuple):
     them.
     """
 
+    #: Query tile length of the forward kernel.
     fwd_m: int
+    #: Key tile length of the forward kernel.
     fwd_n: int
+    #: Query tile walked by the ``dK, dV`` kernel.
     dkdv_m: int
+    #: Key tile owned by the ``dK, dV`` kernel.
     dkdv_n: int
+    #: Query tile owned by the ``dQ`` kernel.
     dq_m: int
+    #: Key tile walked by the ``dQ`` kernel.
     dq_n: int
+    #: Warps (threads per program / 32) of the forward kernel; ignored by the interpreter.
     fwd_warps: int
+    #: Warps of the ``dK, dV`` kernel; ignored by the interpreter.
     dkdv_warps: int
+    #: Warps of the ``dQ`` kernel; ignored by the interpreter.
     dq_warps: int
+    #: Software-pipelining depth of the forward's loads; ignored by the interpreter.
     fwd_stages: int
+    #: Software-pipelining depth of both backward kernels' loads; ignored by the interpreter.
     bwd_stages: int
 
 
@@ -625,12 +636,19 @@ class TritonFlashCache(NamedTuple):
     be run with other settings than its forward.
     """
 
+    #: Queries ``(B, H, L, D)``, a torch tensor.
     q: torch.Tensor
+    #: Keys ``(B, H_kv, S, D)``.
     k: torch.Tensor
+    #: Values ``(B, H_kv, S, D)``.
     v: torch.Tensor
+    #: Output ``(B, H, L, D)``.
     out: torch.Tensor
+    #: Float32 log-sum-exp of each query's scores ``(B, H, L)``.
     lse: torch.Tensor
+    #: Score scale the forward used (a scalar).
     scale: float
+    #: Whether the forward was causal.
     causal: bool
 
 

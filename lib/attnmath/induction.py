@@ -143,19 +143,13 @@ def predictable_mask(T: int, L: int | None = None) -> NDArray[np.bool_]:
 
 
 class RepeatedBatch(NamedTuple):
-    """What :func:`repeated_batch` returns.
+    """What :func:`repeated_batch` returns."""
 
-    Attributes
-    ----------
-    tokens : ndarray of int64, shape (B, 2 T + 1)
-    periods : ndarray of int64, shape (B,)
-        Each row's segment length.
-    mask : ndarray of bool, shape (B, 2 T)
-        Each row's :func:`predictable_mask`.
-    """
-
+    #: Token ids ``(B, 2 T + 1)``, int64; a random segment, its repeat, one more token.
     tokens: NDArray[np.int64]
+    #: Each row's segment length ``(B,)``, int64.
     periods: NDArray[np.int64]
+    #: Boolean ``(B, 2 T)``; each row's :func:`predictable_mask`.
     mask: NDArray[np.bool_]
 
 
@@ -401,8 +395,11 @@ def copying_score(M: ArrayLike) -> float:
 class PhaseChange(NamedTuple):
     """Where a loss curve drops: the steps at which it crosses 90 %, 50 % and 10 % of its drop."""
 
+    #: First logged step after the plateau where the loss is at most ``lo + 0.9 (hi - lo)``.
     start: int
+    #: First logged step after the plateau where the loss is at most ``lo + 0.5 (hi - lo)``.
     mid: int
+    #: First logged step after the plateau where the loss is at most ``lo + 0.1 (hi - lo)``.
     end: int
 
 
@@ -586,35 +583,29 @@ class InductionConfig:
 
 
 class InductionRun(NamedTuple):
-    """What :func:`train_induction` returns.
+    """What :func:`train_induction` returns."""
 
-    Attributes
-    ----------
-    steps : ndarray of int64, shape (N,)
-        Logged steps (``0`` is the initial model).
-    loss_total, loss_first, loss_repeat : ndarray, shape (N,)
-        Cross-entropy on a fixed evaluation batch: all positions, the first copy (positions
-        ``0 .. T-1``) and the predictable positions (:func:`predictable_mask`).
-    prev, induction, first, distance, copying : ndarray, shape (N, n_layers, H)
-        Head scores at the logged steps (:func:`previous_token_score`,
-        :func:`induction_score`, :func:`first_token_score`, :func:`mean_attention_distance`,
-        :func:`copying_score`), averaged over the evaluation batch.
-    model : AttentionOnlyTransformer
-        The trained model.
-    seconds : float
-        Wall time of the training loop.
-    """
-
+    #: Logged steps ``(N,)``, int64; ``0`` is the initial model.
     steps: NDArray[np.int64]
+    #: Cross-entropy ``(N,)`` over all positions of the evaluation batch.
     loss_total: FloatArray
+    #: Cross-entropy ``(N,)`` over the first copy (positions ``0 .. T-1``).
     loss_first: FloatArray
+    #: Cross-entropy ``(N,)`` over the predictable positions (:func:`predictable_mask`).
     loss_repeat: FloatArray
+    #: Previous-token score ``(N, n_layers, H)`` of every head (:func:`previous_token_score`).
     prev: FloatArray
+    #: Induction score ``(N, n_layers, H)`` of every head (:func:`induction_score`).
     induction: FloatArray
+    #: First-token score ``(N, n_layers, H)`` of every head (:func:`first_token_score`).
     first: FloatArray
+    #: Mean attention distance ``(N, n_layers, H)`` (:func:`mean_attention_distance`).
     distance: FloatArray
+    #: Copying score ``(N, n_layers, H)`` of every head (:func:`copying_score`).
     copying: FloatArray
+    #: The trained :class:`AttentionOnlyTransformer`.
     model: AttentionOnlyTransformer
+    #: Wall time of the training loop, in seconds.
     seconds: float
 
 

@@ -38,19 +38,13 @@ __all__ = [
 
 
 class KVCache(NamedTuple):
-    """Keys and values of the first ``length`` tokens, in buffers of capacity ``S_max``.
+    """Keys and values of the first ``length`` tokens, in buffers of capacity ``S_max``."""
 
-    Attributes
-    ----------
-    k : ndarray, shape (B, H_kv, S_max, D)
-    v : ndarray, shape (B, H_kv, S_max, D_v)
-    length : int
-        Number of valid positions; entries at ``length`` and beyond are unused (zeros).
-        One length for the whole batch: every sequence has advanced the same number of steps.
-    """
-
+    #: Key buffer ``(B, H_kv, S_max, D)``; positions from ``length`` on are zeros.
     k: np.ndarray
+    #: Value buffer ``(B, H_kv, S_max, D_v)``; positions from ``length`` on are zeros.
     v: np.ndarray
+    #: Number of valid positions, one for the whole batch.
     length: int
 
 

@@ -477,25 +477,17 @@ def streaming_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, n_sink: int
 
 
 class RingAttention(NamedTuple):
-    """What :func:`ring_attention` computes and what its simulated ring did.
+    """What :func:`ring_attention` computes and what its simulated ring did."""
 
-    Attributes
-    ----------
-    out : ndarray, shape (B, H, L, D_v)
-        The attention output, in the inputs' dtype.
-    lse : ndarray, shape (B, H, L)
-        Log-sum-exp of each query's scores (``-inf`` for a query that sees no key).
-    sent_bytes : ndarray of int64, shape (P, P)
-        ``sent_bytes[t, w]``: bytes of keys and values worker ``w`` sends to worker
-        ``w + 1`` during step ``t`` (nothing in the last step).
-    computed : ndarray of bool, shape (P, P)
-        ``computed[t, w]``: whether worker ``w`` computed a block in step ``t`` (``False``:
-        every score of the block is masked, the block is skipped).
-    """
-
+    #: Attention output ``(B, H, L, D_v)`` in the inputs' dtype.
     out: np.ndarray
+    #: Log-sum-exp of each query's scores ``(B, H, L)``; ``-inf`` for a query that sees no key.
     lse: np.ndarray
+    #: Int64 ``(P, P)``; ``[t, w]`` bytes of keys and values worker ``w`` sends to worker ``w + 1``
+    #: in step ``t`` (nothing in the last step).
     sent_bytes: np.ndarray
+    #: Boolean ``(P, P)``; ``[t, w]`` whether worker ``w`` computed a block in step ``t``
+    #: (``False`` where every score of the block is masked and the block is skipped).
     computed: np.ndarray
 
 

@@ -63,47 +63,30 @@ __all__ = [
 
 
 class Routing(NamedTuple):
-    """Which experts each token goes to, and with what weight.
+    """Which experts each token goes to, and with what weight."""
 
-    Attributes
-    ----------
-    expert_index : ndarray of int64, shape (N, K)
-        Chosen experts, best first (distinct within a row).
-    gate : ndarray, shape (N, K)
-        Weight of each chosen expert's output.
-    dispatch : ndarray of bool, shape (N, E)
-        ``dispatch[n, e]`` is True iff token ``n`` is sent to expert ``e``.
-    """
-
+    #: Chosen experts ``(N, K)``, int64, best first, distinct within a row.
     expert_index: np.ndarray
+    #: Weight ``(N, K)`` of each chosen expert's output.
     gate: np.ndarray
+    #: Boolean ``(N, E)``; ``[n, e]`` is True iff token ``n`` goes to expert ``e``.
     dispatch: np.ndarray
 
 
 class CapacityRouting(NamedTuple):
-    """A routing after capacity limits: dropped slots have gate 0 and are not dispatched.
+    """A routing after capacity limits: dropped slots have gate 0 and are not dispatched."""
 
-    Attributes
-    ----------
-    expert_index : ndarray of int64, shape (N, K)
-        As chosen by the router (dropped slots included).
-    gate : ndarray, shape (N, K)
-        The router's gates, set to 0 where the slot was dropped.
-    dispatch : ndarray of bool, shape (N, E)
-        Kept assignments only.
-    kept : ndarray of bool, shape (N, K)
-        False for a dropped (token, slot).
-    dropped : ndarray of int64, shape (n_dropped, 2)
-        The dropped ``(token, slot)`` pairs, in the order they were refused.
-    capacity : int
-        Slots per expert.
-    """
-
+    #: Experts ``(N, K)``, int64, as the router chose them (dropped slots included).
     expert_index: np.ndarray
+    #: Gates ``(N, K)``, 0 where the slot was dropped.
     gate: np.ndarray
+    #: Boolean ``(N, E)`` of the kept assignments only.
     dispatch: np.ndarray
+    #: Boolean ``(N, K)``; False for a dropped (token, slot).
     kept: np.ndarray
+    #: Int64 ``(n_dropped, 2)``; the dropped ``(token, slot)`` pairs, in refusal order.
     dropped: np.ndarray
+    #: Slots per expert.
     capacity: int
 
 
@@ -116,25 +99,40 @@ class MoECache(NamedTuple):
     gates were renormalised.
     """
 
+    #: Input tokens ``(N, C)``.
     x: np.ndarray
+    #: Router weight ``(C, E)``.
     w_g: np.ndarray
+    #: Experts' first weights ``(E, C, F)``.
     w1: np.ndarray
+    #: Experts' second weights ``(E, F, C)``.
     w2: np.ndarray
+    #: Router softmax ``(N, E)``.
     probs: np.ndarray
+    #: Chosen experts ``(N, K)``, int64.
     expert_index: np.ndarray
+    #: Raw gates ``(N, K)``, before capacity.
     gate: np.ndarray
+    #: Boolean ``(N, K)``; False for a dropped slot.
     kept: np.ndarray
+    #: Experts' pre-activations ``(N, K, F)``.
     h_pre: np.ndarray
+    #: Experts' outputs ``(N, K, C)``, zero for dropped slots.
     y: np.ndarray
+    #: Whether the top-``K`` gates were renormalised to sum to 1.
     renormalized: bool
 
 
 class MoEGrads(NamedTuple):
     """Gradients of the loss: ``dx (N, C)``, ``dw_g (C, E)``, ``dw1 (E, C, F)``, ``dw2 (E, F, C)``."""
 
+    #: Gradient of the input ``(N, C)``.
     dx: np.ndarray
+    #: Gradient of the router weight ``(C, E)``.
     dw_g: np.ndarray
+    #: Gradient of the experts' first weights ``(E, C, F)``.
     dw1: np.ndarray
+    #: Gradient of the experts' second weights ``(E, F, C)``.
     dw2: np.ndarray
 
 

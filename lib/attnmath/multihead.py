@@ -138,14 +138,6 @@ def merge_heads(x: ArrayLike) -> FloatArray:
 class MultiHeadParams(NamedTuple):
     r"""Weights of multi-head attention in the row-vector convention ``x @ W + b``.
 
-    Fields
-    ------
-    w_q : ndarray, shape (C, H*D)
-    w_k : ndarray, shape (C_kv, H_kv*D)
-    w_v : ndarray, shape (C_kv, H_kv*D_v)
-    w_o : ndarray, shape (H*D_v, C)
-    b_q, b_k, b_v, b_o : ndarray of shape (H*D,), (H_kv*D,), (H_kv*D_v,), (C,), or None
-
     Notes
     -----
     ``C_kv`` (the width of ``x_kv``) is usually ``C``. Conversion to and from torch's
@@ -160,13 +152,21 @@ class MultiHeadParams(NamedTuple):
     :func:`params_from_in_proj` and :func:`params_to_in_proj` do exactly this.
     """
 
+    #: Query projection ``(C, H*D)``.
     w_q: np.ndarray
+    #: Key projection ``(C_kv, H_kv*D)``.
     w_k: np.ndarray
+    #: Value projection ``(C_kv, H_kv*D_v)``.
     w_v: np.ndarray
+    #: Output projection ``(H*D_v, C)``.
     w_o: np.ndarray
+    #: Query bias ``(H*D,)``, or ``None``.
     b_q: np.ndarray | None = None
+    #: Key bias ``(H_kv*D,)``, or ``None``.
     b_k: np.ndarray | None = None
+    #: Value bias ``(H_kv*D_v,)``, or ``None``.
     b_v: np.ndarray | None = None
+    #: Output bias ``(C,)``, or ``None``.
     b_o: np.ndarray | None = None
 
 
@@ -391,12 +391,19 @@ class MultiHeadCache(NamedTuple):
     """What :func:`multihead_attention` keeps: the inputs, the weights, the concatenated heads
     ``concat (B, L, H*D_v)``, and the attention cache with ``probs (B, H, L, S)``."""
 
+    #: Query-side input ``(B, L, C)``.
     x_q: np.ndarray
+    #: Key/value-side input ``(B, S, C_kv)``.
     x_kv: np.ndarray
+    #: The weights used (:class:`MultiHeadParams`).
     params: MultiHeadParams
+    #: Number of query heads.
     H: int
+    #: Number of key/value heads.
     H_kv: int
+    #: Concatenated head outputs ``(B, L, H*D_v)``, before the output projection.
     concat: np.ndarray
+    #: The attention cache, with ``probs (B, H, L, S)``.
     attention: AttentionCache
 
 
@@ -404,15 +411,25 @@ class MultiHeadGrads(NamedTuple):
     """Gradients of :func:`multihead_attention`, each the shape of its argument (``None`` for an
     absent bias). In self-attention (``x_kv is x_q``) the gradient of ``x`` is ``dx_q + dx_kv``."""
 
+    #: Gradient of ``x_q`` ``(B, L, C)``.
     dx_q: np.ndarray
+    #: Gradient of ``x_kv`` ``(B, S, C_kv)``.
     dx_kv: np.ndarray
+    #: Gradient of ``w_q`` ``(C, H*D)``.
     dw_q: np.ndarray
+    #: Gradient of ``w_k`` ``(C_kv, H_kv*D)``.
     dw_k: np.ndarray
+    #: Gradient of ``w_v`` ``(C_kv, H_kv*D_v)``.
     dw_v: np.ndarray
+    #: Gradient of ``w_o`` ``(H*D_v, C)``.
     dw_o: np.ndarray
+    #: Gradient of ``b_q`` ``(H*D,)``; ``None`` without that bias.
     db_q: np.ndarray | None
+    #: Gradient of ``b_k`` ``(H_kv*D,)``; ``None`` without that bias.
     db_k: np.ndarray | None
+    #: Gradient of ``b_v`` ``(H_kv*D_v,)``; ``None`` without that bias.
     db_v: np.ndarray | None
+    #: Gradient of ``b_o`` ``(C,)``; ``None`` without that bias.
     db_o: np.ndarray | None
 
 
@@ -595,14 +612,23 @@ def multi_query_attention(
 class SelfAttentionGrads(NamedTuple):
     """Gradients of :func:`self_attention`: ``dx (B, L, C)`` is the total gradient of the one input."""
 
+    #: Total gradient of the one input ``(B, L, C)``.
     dx: np.ndarray
+    #: Gradient of ``w_q`` ``(C, H*D)``.
     dw_q: np.ndarray
+    #: Gradient of ``w_k`` ``(C, H_kv*D)``.
     dw_k: np.ndarray
+    #: Gradient of ``w_v`` ``(C, H_kv*D_v)``.
     dw_v: np.ndarray
+    #: Gradient of ``w_o`` ``(H*D_v, C)``.
     dw_o: np.ndarray
+    #: Gradient of ``b_q`` ``(H*D,)``; ``None`` without that bias.
     db_q: np.ndarray | None
+    #: Gradient of ``b_k`` ``(H_kv*D,)``; ``None`` without that bias.
     db_k: np.ndarray | None
+    #: Gradient of ``b_v`` ``(H_kv*D_v,)``; ``None`` without that bias.
     db_v: np.ndarray | None
+    #: Gradient of ``b_o`` ``(C,)``; ``None`` without that bias.
     db_o: np.ndarray | None
 
 

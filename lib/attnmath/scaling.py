@@ -47,20 +47,13 @@ _CHUNK_ENTRIES = 1 << 21
 
 
 class DotProductStats(NamedTuple):
-    """Sample moments of :math:`q\\cdot k` over ``n_samples`` independent pairs.
+    """Sample moments of :math:`q\\cdot k` over ``n_samples`` independent pairs."""
 
-    Fields
-    ------
-    mean : float
-        Sample mean of :math:`q\\cdot k`.
-    var : float
-        Unbiased sample variance of :math:`q\\cdot k`.
-    scaled_var : float
-        Unbiased sample variance of :math:`q\\cdot k/\\sqrt{D}` (``var / D``).
-    """
-
+    #: Sample mean of :math:`q\cdot k` (a scalar).
     mean: float
+    #: Unbiased sample variance of :math:`q\cdot k` (a scalar).
     var: float
+    #: Unbiased sample variance of :math:`q\cdot k/\sqrt{D}`, that is ``var / D``.
     scaled_var: float
 
 
@@ -71,10 +64,15 @@ class SaturationCurve(NamedTuple):
     :math:`[0, \\log S]`.
     """
 
+    #: Head dims ``D`` studied, shape ``(len(d_k),)``.
     d_k: np.ndarray
+    #: Mean largest softmax weight per row with ``1/sqrt(D)`` scaling, ``(len(d_k),)``.
     max_weight_scaled: np.ndarray
+    #: Mean largest softmax weight per row without scaling, ``(len(d_k),)``.
     max_weight_unscaled: np.ndarray
+    #: Mean row entropy in nats, in ``[0, log S]``, with scaling, ``(len(d_k),)``.
     entropy_scaled: np.ndarray
+    #: Mean row entropy in nats, in ``[0, log S]``, without scaling, ``(len(d_k),)``.
     entropy_unscaled: np.ndarray
 
 
@@ -84,10 +82,15 @@ class GradientCurve(NamedTuple):
     Every field is an ndarray of shape ``(len(d_k),)``.
     """
 
+    #: Head dims ``D`` studied, shape ``(len(d_k),)``.
     d_k: np.ndarray
+    #: Mean softmax-Jacobian norm over rows with scaling, ``(len(d_k),)``.
     scaled: np.ndarray
+    #: Mean softmax-Jacobian norm over rows without scaling, ``(len(d_k),)``.
     unscaled: np.ndarray
+    #: Median softmax-Jacobian norm over rows with scaling, ``(len(d_k),)``.
     scaled_median: np.ndarray
+    #: Median softmax-Jacobian norm over rows without scaling, ``(len(d_k),)``.
     unscaled_median: np.ndarray
 
 

@@ -78,25 +78,18 @@ __all__ = [
 
 
 class PagedKVCache(NamedTuple):
-    """A pool of KV blocks shared by many sequences, with their block tables.
+    """A pool of KV blocks shared by many sequences, with their block tables."""
 
-    Attributes
-    ----------
-    k_pool : ndarray, shape (num_blocks, H_kv, block_size, D)
-    v_pool : ndarray, shape (num_blocks, H_kv, block_size, D_v)
-    tables : dict of int to tuple of int
-        Sequence id -> the ids of its blocks, in token order: token ``t`` of the sequence is
-        slot ``t % block_size`` of block ``tables[seq][t // block_size]``.
-    lengths : dict of int to int
-        Sequence id -> number of tokens stored.
-    free : tuple of int
-        Ids of the unused blocks; new blocks are taken from the front.
-    """
-
+    #: Key blocks ``(num_blocks, H_kv, block_size, D)``.
     k_pool: FloatArray
+    #: Value blocks ``(num_blocks, H_kv, block_size, D_v)``.
     v_pool: FloatArray
+    #: Sequence id -> its block ids in token order; token ``t`` is slot ``t % block_size`` of block
+    #: ``tables[seq][t // block_size]``.
     tables: dict[int, tuple[int, ...]]
+    #: Sequence id -> number of tokens stored.
     lengths: dict[int, int]
+    #: Ids of the unused blocks; new blocks are taken from the front.
     free: tuple[int, ...]
 
 
@@ -424,32 +417,21 @@ def flash_decoding(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, num_splits: int,
 
 
 class MLAParams(NamedTuple):
-    r"""Weights of multi-head latent attention (DeepSeek-V2, without query compression).
+    r"""Weights of multi-head latent attention (DeepSeek-V2, without query compression)."""
 
-    Attributes
-    ----------
-    w_dkv : ndarray, shape (C, d_c)
-        Down-projection to the cached latent :math:`c^{KV} = x W^{DKV}`.
-    w_uk : ndarray, shape (H, d_c, D)
-        Per-head key up-projection: :math:`k^C_h = c^{KV} W^{UK}_h`.
-    w_uv : ndarray, shape (H, d_c, D_v)
-        Per-head value up-projection: :math:`v_h = c^{KV} W^{UV}_h`.
-    w_q : ndarray, shape (H, C, D)
-        Per-head query (content part): :math:`q^C_h = x W^{Q}_h`.
-    w_qr : ndarray, shape (H, C, d_rope)
-        Per-head RoPE query: :math:`q^R_h = \operatorname{RoPE}(x W^{QR}_h)`.
-    w_kr : ndarray, shape (C, d_rope)
-        The RoPE key, shared by all heads: :math:`k^R = \operatorname{RoPE}(x W^{KR})`.
-    w_o : ndarray, shape (H, D_v, C)
-        Output projection, one ``(D_v, C)`` slice per head.
-    """
-
+    #: Down-projection ``(C, d_c)`` to the cached latent :math:`c^{KV} = x W^{DKV}`.
     w_dkv: FloatArray
+    #: Per-head key up-projection ``(H, d_c, D)``; :math:`k^C_h = c^{KV} W^{UK}_h`.
     w_uk: FloatArray
+    #: Per-head value up-projection ``(H, d_c, D_v)``; :math:`v_h = c^{KV} W^{UV}_h`.
     w_uv: FloatArray
+    #: Per-head content query ``(H, C, D)``; :math:`q^C_h = x W^{Q}_h`.
     w_q: FloatArray
+    #: Per-head RoPE query ``(H, C, d_rope)``; :math:`q^R_h = \operatorname{RoPE}(x W^{QR}_h)`.
     w_qr: FloatArray
+    #: RoPE key ``(C, d_rope)`` shared by all heads; :math:`k^R = \operatorname{RoPE}(x W^{KR})`.
     w_kr: FloatArray
+    #: Output projection ``(H, D_v, C)``, one ``(D_v, C)`` slice per head.
     w_o: FloatArray
 
 
@@ -665,8 +647,12 @@ class QuantizedTensor(NamedTuple):
     ``(..., 1, D)`` per channel.
     """
 
+    #: Int8 codes in ``[-qmax, qmax]``, ``qmax = 2**(bits-1) - 1``, in the tensor's own shape, for
+    #: a KV cache ``(..., S, D)``.
     codes: NDArray[np.int8]
+    #: Scales broadcasting against ``codes``; ``(..., S, 1)`` per token, ``(..., 1, D)`` per channel.
     scale: FloatArray
+    #: Bits per code.
     bits: int
 
 
@@ -820,16 +806,27 @@ class ModelShape(NamedTuple):
     parameters :func:`decoder_param_count` counts, ``0`` otherwise.
     """
 
+    #: The model's published name.
     name: str
+    #: The attention kind, one of ``"MHA"``, ``"GQA"``, ``"MQA"`` or ``"MLA"``.
     attention: str
+    #: Number of decoder layers.
     n_layers: int
+    #: Model width.
     C: int
+    #: Number of query heads.
     H: int
+    #: Number of key/value heads (``H`` for MHA, 1 for MQA, 0 for MLA).
     H_kv: int
+    #: Head dim.
     D: int
+    #: MLA latent width (0 for other kinds).
     d_c: int = 0
+    #: MLA RoPE key width (0 for other kinds).
     d_rope: int = 0
+    #: SwiGLU hidden width of a dense model (0 when not given).
     F: int = 0
+    #: Vocabulary size of a dense model (0 when not given).
     vocab: int = 0
 
 
@@ -885,15 +882,20 @@ def kv_bytes_per_token(shape: ModelShape, *, itemsize: int = 2) -> int:
 class DecoderParams(NamedTuple):
     """Parameters of a dense Llama-style decoder, by part."""
 
+    #: Parameters of all attention projections.
     attention: int
+    #: Parameters of all MLPs.
     mlp: int
+    #: Parameters of all norms.
     norms: int
+    #: Parameters of the token embedding.
     embedding: int
+    #: Parameters of the output head, ``vocab * C`` (untied).
     lm_head: int
 
     @property
     def matmul(self) -> int:
-        """Weights used in a matrix product for every token: attention, MLP, LM head."""
+        """Weights used in a matrix product for every token (attention, MLP, LM head)."""
         return self.attention + self.mlp + self.lm_head
 
     @property
@@ -930,7 +932,9 @@ def decoder_param_count(shape: ModelShape) -> DecoderParams:
 class StepCost(NamedTuple):
     """FLOPs and bytes of one forward step of a decoder, and their ratio."""
 
+    #: FLOPs of the step.
     flops: int
+    #: Bytes moved from memory in the step.
     bytes: int
 
     @property

@@ -328,9 +328,13 @@ class LinearAttentionWeights(NamedTuple):
     projects the attention output back to the residual stream.
     """
 
+    #: Query weight ``(d + 1, d + 1)``, mapping a token ``z`` to :math:`W_Q z`.
     w_q: np.ndarray
+    #: Key weight ``(d + 1, d + 1)``, mapping ``z`` to :math:`W_K z`.
     w_k: np.ndarray
+    #: Value weight ``(d + 1, d + 1)``, mapping ``z`` to :math:`W_V z`.
     w_v: np.ndarray
+    #: Projection ``(d + 1, d + 1)`` of the attention output back to the residual stream.
     p: np.ndarray
 
 

@@ -124,25 +124,3 @@ def test_notebook_listing_is_expanded():
 def test_macro_definitions():
     assert macro_definitions({"R": "\\mathbb{R}", "norm": ["\\lVert #1 \\rVert", 1]}) == \
         "\\newcommand{\\R}{\\mathbb{R}}\\newcommand{\\norm}[1]{\\lVert #1 \\rVert}"
-
-
-def test_namedtuple_fields_are_not_listed_twice_in_the_api_reference():
-    """Every NamedTuple field of the library is skipped as an "Alias for field number N" member;
-    its methods and other classes' attributes are kept."""
-    import attnmath
-    from attnmath_listing import is_namedtuple_field, skip_namedtuple_fields
-
-    fields = 0
-    for info in pkgutil.walk_packages(attnmath.__path__, "attnmath."):
-        try:
-            module = importlib.import_module(info.name)
-        except ImportError:  # an optional dependency (Triton) is absent
-            continue
-        for cls in vars(module).values():
-            if inspect.isclass(cls) and issubclass(cls, tuple) and hasattr(cls, "_fields"):
-                for field in cls._fields:
-                    assert skip_namedtuple_fields(None, "class", field, getattr(cls, field), False, {})
-                    fields += 1
-                assert skip_namedtuple_fields(None, "class", "_replace", cls._replace, False, {}) is None
-    assert fields > 100
-    assert not is_namedtuple_field(property(doc="The output, shape (B, H, L, D)."))
