@@ -16,6 +16,7 @@ import os
 import sys
 from pathlib import Path
 
+from .export import KINDS
 from .pipeline import Options, grade_class, shard_of
 from .sandbox import MODES, Limits
 
@@ -67,6 +68,16 @@ def _parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="grade every submission again, even those that did not change"
     )
     p.add_argument("--no-gradebook", action="store_true", help="do not write the gradebook")
+    p.add_argument(
+        "--similarity", action=argparse.BooleanOptionalAction, default=None,
+        help="compare every part's code across the class, for the summary (default: on for 3 or more students)",
+    )
+    p.add_argument("--export", choices=KINDS, help="also write OUT/<lms>.csv for that LMS's gradebook import")
+    p.add_argument(
+        "--roster", metavar="FILE",
+        help="the LMS's students for --export: its own gradebook export or grading worksheet, or a CSV "
+        "with student,id,name,email,section columns",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -92,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         force=args.force,
         no_gradebook=args.no_gradebook,
         say=(lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True)),
+        similarity=args.similarity,
+        export=args.export,
+        roster=args.roster,
     )
     return grade_class(opts)
 

@@ -42,6 +42,7 @@ __all__ = [
     "lms_id_from_filename",
     "read_grades",
     "read_roster",
+    "roster_for",
     "write",
     "write_for_class",
     "class_step",
@@ -141,6 +142,15 @@ def read_roster(path: Path) -> list[Person]:
             "grading worksheet, or a CSV with a 'student' or 'id' column"
         )
     return people
+
+
+def roster_for(kind: str | None, path: str | None) -> list | None:
+    """``--roster``'s students for ``--export kind``, or None without one; ValueError names the problem."""
+    if path is None:
+        return None
+    if kind is None:
+        raise ValueError("--roster goes with --export canvas|moodle")
+    return read_roster(Path(path))
 
 
 def _grade(row: dict | None) -> str:
@@ -265,9 +275,13 @@ def write_for_class(kind: str, out: Path, roster: list | None, *, notebook: str,
     return path, problems
 
 
-def class_step(kind: str, out: Path, roster: list | None, spec, say=print) -> Path:
+def class_step(kind: str, out: Path, roster: list | None, spec, say=print) -> Path | None:
     """The grading command's export step (``--export``), after ``grades.csv`` is written."""
-    path, problems = write_for_class(kind, out, roster, notebook=spec.notebook, assignment=spec.name)
+    try:
+        path, problems = write_for_class(kind, out, roster, notebook=spec.notebook, assignment=spec.name)
+    except OSError as exc:
+        print(f"attngrade: --export {kind}: not written ({exc}); grades.csv is", file=sys.stderr)
+        return None
     say(f"{kind} import file: {path}")
     for problem in problems:
         print(f"attngrade: --export {kind}: {problem}", file=sys.stderr)

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import sandbox
+from . import export, sandbox, similarity
 from .grader import ConfigError, grade_submission, grader_failure, load_assignment, load_course
 from .late import late_policy
 from .names import shown
@@ -56,6 +56,9 @@ class Options:
     force: bool = False
     no_gradebook: bool = False
     say: Callable = print
+    similarity: bool | None = None  # None: on for a class of 3 or more (attngrade.similarity)
+    export: str | None = None  # "canvas" or "moodle" (attngrade.export)
+    roster: str | None = None  # the LMS's students for export: a CSV (attngrade.export.read_roster)
 
 
 class InstructorError(Exception):
@@ -82,6 +85,7 @@ class Batch:
     prepared: dict  # student -> attngrade.reading.Prepared, None, or the grader's own exception
     everyone: int
     shard: tuple | None = None
+    roster: list | None = None  # --roster's students (attngrade.export.Person)
 
 
 def grade_class(opts: Options) -> int:
@@ -170,6 +174,10 @@ def _hidden(opts: Options, course, db_url: str) -> list[str]:
 
 def _prepare(opts: Options, tmp_root: str) -> Batch:
     """Discover and read the class while the isolation probe (a worker process) runs."""
+    try:
+        roster = export.roster_for(opts.export, opts.roster)
+    except ValueError as exc:
+        raise InstructorError(str(exc)) from exc
     course, shard, policy = _course(opts)
     db_url = opts.db or course.db_url
     hidden = _hidden(opts, course, db_url)
@@ -199,6 +207,7 @@ def _prepare(opts: Options, tmp_root: str) -> Batch:
     if isinstance(isolation, RuntimeError):
         raise InstructorError(str(isolation), 1)
     batch.isolation = isolation
+    batch.roster = roster
     return batch
 
 
@@ -407,6 +416,10 @@ def _report(batch: Batch, rec: Recorder, recorded: list, seconds: float, graded:
         db_url=batch.db_url if rec.gb is not None else "(not written)", gradebook_errors=rec.gb_errors,
         regraded=graded, shard=share, policy=batch.policy,
     )
+    similarity.class_step(opts.out, spec, results, batch.prepared, everyone=batch.everyone, shard=batch.shard,
+                          enabled=opts.similarity, say=opts.say)
+    if opts.export:
+        export.class_step(opts.export, opts.out, batch.roster, spec, say=opts.say)
     counts: dict = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1

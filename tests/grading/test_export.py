@@ -211,3 +211,13 @@ def test_class_step_writes_the_file_and_names_each_student_not_exported(tmp_path
     path = X.class_step("canvas", tmp_path, None, spec, say=said.append)
     assert path == tmp_path / "canvas.csv" and said == [f"canvas import file: {path}"]
     assert "zed: not on the roster" in capsys.readouterr().err
+
+
+def test_roster_for_checks_the_option_pair(tmp_path):
+    assert X.roster_for("canvas", None) is None
+    with pytest.raises(ValueError, match="--roster goes with --export"):
+        X.roster_for(None, str(tmp_path / "r.csv"))
+    with pytest.raises(ValueError, match="--roster"):
+        X.roster_for("moodle", str(tmp_path / "absent.csv"))
+    path = _write_csv(tmp_path / "r.csv", MOODLE_WORKSHEET)
+    assert [p.lms_id for p in X.roster_for("moodle", str(path))] == ["4711", "4712", "4713"]

@@ -269,3 +269,38 @@ def test_class_step_on_a_shard_host_keeps_the_answers_for_the_final_step(tmp_pat
     assert S.class_step(tmp_path, spec, [r for r, _ in made], {}, everyone=6, shard=(1, 2), say=said.append) is None
     assert set(S.load_answers([tmp_path])[2]) == {"s03", "c2"}
     assert "python -m attngrade.similarity" in said[0] and not (tmp_path / "similarity.csv").exists()
+
+
+def test_grading_command_adds_the_section_csv_and_lms_file_and_students_see_none_of_it(tmp_path):
+    import gradingkit as gk
+    import nbformat
+
+    rel, solution = gk.release("01_softmax"), gk.solution_answers("01_softmax")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, uid, student in (("annaa", 101, "s03"), ("bobb", 102, "c2"), ("cyc", 103, "s07")):
+        nb = gk.fill_any(rel, {**solution, PART: ANSWERS[student][PART]})
+        nbformat.write(nb, subs / f"{name}_{uid}_{uid + 900}_softmax.ipynb")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Softmax\n    Points Possible,,,,,8\n"
+                      "Anna A,101,,,A,\nBo B,102,,,A,\nCy C,103,,,A,\nDee D,104,,,A,\n")
+    out = tmp_path / "out"
+    proc = gk.run_attngrade("01_softmax", subs, "--out", out, "--no-gradebook", "--jobs", "2",
+                            "--export", "canvas", "--roster", roster)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = list(csv.reader((out / "similarity.csv").open(newline="")))
+    assert [r[2:4] for r in rows[1:]] == [["annaa", "bobb"]] and rows[1][0] == PART
+    page = (out / "summary.html").read_text()
+    assert "id='similarity'" in page and "<mark>" in page
+    assert json.loads((out / "summary.json").read_text())["similarity"]["pairs"] == 1
+    for student, other in (("annaa", "bobb"), ("bobb", "annaa")):
+        text = (out / "feedback" / f"{student}.html").read_text()
+        assert "similar" not in text.lower() and other not in text
+    grades = gk.read_grades(out)
+    assert {s: r["status"] for s, r in grades.items()} == dict.fromkeys(("annaa", "bobb", "cyc"), "graded")
+    lms = list(csv.reader((out / "canvas.csv").open(newline="")))
+    assert lms[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "01_softmax"]
+    assert {r[1]: r[5] for r in lms[2:]} == {"101": grades["annaa"]["total"], "102": grades["bobb"]["total"],
+                                             "103": grades["cyc"]["total"], "104": ""}
+    bad = gk.run_attngrade("01_softmax", subs, "--out", tmp_path / "o2", "--roster", roster)
+    assert bad.returncode == 2 and "--export" in bad.stderr and not (tmp_path / "o2").exists()
