@@ -339,7 +339,8 @@ CSV_HEADER = ["part", "score", "student_a", "student_b", "share_a", "share_b", "
 
 
 def _shared_text(code: str, marks) -> str:
-    return " ... ".join(code[s:e].strip() for s, e in marks)
+    """The shared passages on one line (whitespace runs become one space), `` ... `` between."""
+    return " ... ".join(" ".join(code[s:e].split()) for s, e in marks)
 
 
 def write_csv(path: Path, result: Similarity) -> Path:
