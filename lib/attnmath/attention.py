@@ -152,9 +152,11 @@ def attention_backward(dout, cache: AttentionCache) -> AttentionGrads:
 
     .. math::
 
-        dV = P^\top dO, \quad dP = dO\, V^\top, \quad
-        dZ = P \odot \bigl(dP - \operatorname{rowsum}(P \odot dP)\bigr), \quad
-        dQ = s\, dZ\, K, \quad dK = s\, dZ^\top Q .
+        \begin{aligned}
+        &dV = P^\top dO, \quad dP = dO\, V^\top, \quad dZ = P \odot \bigl(dP - \operatorname{rowsum}(P \odot
+          dP)\bigr), \\
+        &dQ = s\, dZ\, K, \quad dK = s\, dZ^\top Q .
+        \end{aligned}
 
     Parameters
     ----------

@@ -147,9 +147,11 @@ def online_softmax(x, *, block_size: int, axis: int = -1) -> np.ndarray:
 
     .. math::
 
-        m^{(t)} = \max\bigl(m^{(t-1)}, \max_{j \in b_t} x_j\bigr), \qquad
-        \ell^{(t)} = \ell^{(t-1)} e^{m^{(t-1)} - m^{(t)}} + \sum_{j \in b_t} e^{x_j - m^{(t)}},
-        \qquad p_i = \frac{e^{x_i - m}}{\ell},
+        \begin{aligned}
+        &m^{(t)} = \max\bigl(m^{(t-1)}, \max_{j \in b_t} x_j\bigr), \\
+        &\ell^{(t)} = \ell^{(t-1)} e^{m^{(t-1)} - m^{(t)}} + \sum_{j \in b_t} e^{x_j - m^{(t)}}, \qquad p_i =
+          \frac{e^{x_i - m}}{\ell},
+        \end{aligned}
 
     starting from :math:`m^{(0)} = -\infty`, :math:`\ell^{(0)} = 0` and ending with
     :math:`m, \ell` after the last block :math:`b_t` of ``block_size`` entries.

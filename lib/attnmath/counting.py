@@ -2,8 +2,10 @@ r"""Counting what multi-head attention costs: parameters and matrix-multiplicati
 
 .. math::
 
-    \#\text{params} = 4C^2 + 4C \quad (H_{kv} = H), \qquad
-    \text{FLOPs} = 2BLC^2 + 4BSC\,H_{kv}D + 4BHLSD + 2BLC^2 ,
+    \begin{aligned}
+    &\#\text{params} = 4C^2 + 4C \quad (H_{kv} = H), \\
+    &\text{FLOPs} = 2BLC^2 + 4BSC\,H_{kv}D + 4BHLSD + 2BLC^2 ,
+    \end{aligned}
 
 both independent of the number of heads ``H`` when ``D = C / H``. The key/value cache of a
 decoder is counted by :func:`attnmath.kv_cache.kv_cache_bytes`. Taught in

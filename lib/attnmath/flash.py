@@ -7,10 +7,11 @@ with scores :math:`S^{(j)} = s\,Q_i K_j^\top`:
 
 .. math::
 
-    m' = \max\bigl(m, \operatorname{rowmax} S^{(j)}\bigr), \quad
-    \tilde P = e^{S^{(j)} - m'}, \quad
-    \ell' = e^{m - m'}\ell + \operatorname{rowsum}\tilde P, \quad
-    \tilde o' = e^{m - m'}\tilde o + \tilde P V_j,
+    \begin{aligned}
+    &m' = \max\bigl(m, \operatorname{rowmax} S^{(j)}\bigr), \quad \tilde P = e^{S^{(j)} - m'}, \quad \ell' =
+      e^{m - m'}\ell + \operatorname{rowsum}\tilde P, \\
+    &\tilde o' = e^{m - m'}\tilde o + \tilde P V_j,
+    \end{aligned}
 
 and after the last tile :math:`o = \tilde o / \ell` and :math:`\operatorname{lse} = m + \log\ell`.
 The only state kept for the backward pass beyond the inputs and the output is ``lse (B, H, L)``.
@@ -21,8 +22,10 @@ equals :math:`\sum_j P_{ij}\, dP_{ij}` because :math:`O = PV` and :math:`dP = dO
 
 .. math::
 
-    dV_j \mathrel{+}= P^\top dO_i, \quad dP = dO_i V_j^\top, \quad
-    dZ = P \odot (dP - D_i), \quad dQ_i \mathrel{+}= s\, dZ\, K_j, \quad dK_j \mathrel{+}= s\, dZ^\top Q_i .
+    \begin{aligned}
+    &dV_j \mathrel{+}= P^\top dO_i, \quad dP = dO_i V_j^\top, \quad dZ = P \odot (dP - D_i), \\
+    &dQ_i \mathrel{+}= s\, dZ\, K_j, \quad dK_j \mathrel{+}= s\, dZ^\top Q_i .
+    \end{aligned}
 
 References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2023).
 """
@@ -202,9 +205,11 @@ def flash_attention_backward(dout, cache: FlashCache) -> AttentionGrads:
 
     .. math::
 
-        P_{ij} = e^{s\, q_i \cdot k_j - \operatorname{lse}_i}, \quad
-        D_i = \sum_d dO_{id}\, O_{id}, \quad
-        dZ_{ij} = P_{ij}\bigl(dP_{ij} - D_i\bigr), \quad dP = dO\,V^\top,
+        \begin{aligned}
+        &P_{ij} = e^{s\, q_i \cdot k_j - \operatorname{lse}_i}, \quad D_i = \sum_d dO_{id}\, O_{id}, \quad
+          dZ_{ij} = P_{ij}\bigl(dP_{ij} - D_i\bigr), \\
+        &dP = dO\,V^\top,
+        \end{aligned}
 
     .. math::
 
@@ -357,9 +362,11 @@ def attention_state(q, k, v, *, mask=None, bias=None, scale=None, causal: bool =
 
     .. math::
 
-        \operatorname{lse}_i = \log \sum_{j \text{ allowed}} e^{z_{ij}}, \qquad
-        o_i = \sum_{j \text{ allowed}} e^{z_{ij} - \operatorname{lse}_i}\, v_j,
-        \qquad z_{ij} = s\, q_i \cdot k_j + b_{ij}.
+        \begin{aligned}
+        &\operatorname{lse}_i = \log \sum_{j \text{ allowed}} e^{z_{ij}}, \qquad o_i = \sum_{j \text{
+          allowed}} e^{z_{ij} - \operatorname{lse}_i}\, v_j, \\
+        &z_{ij} = s\, q_i \cdot k_j + b_{ij}.
+        \end{aligned}
 
     Parameters are those of :func:`flash_attention_forward`, which computes the state (the
     same validation, masks, grouped heads and working dtype as every exact variant). A key

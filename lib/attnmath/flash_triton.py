@@ -9,10 +9,11 @@ program for query tile :math:`i` walks over key tiles :math:`j`:
 
 .. math::
 
-    m' = \max\bigl(m, \operatorname{rowmax} \tilde S^{(j)}\bigr), \quad
-    \tilde P = 2^{\tilde S^{(j)} - m'}, \quad
-    \ell' = 2^{m - m'}\ell + \operatorname{rowsum}\tilde P, \quad
-    \tilde o' = 2^{m - m'}\tilde o + \tilde P V_j,
+    \begin{aligned}
+    &m' = \max\bigl(m, \operatorname{rowmax} \tilde S^{(j)}\bigr), \quad \tilde P = 2^{\tilde S^{(j)} - m'},
+      \quad \ell' = 2^{m - m'}\ell + \operatorname{rowsum}\tilde P, \\
+    &\tilde o' = 2^{m - m'}\tilde o + \tilde P V_j,
+    \end{aligned}
 
 and stores :math:`o = \tilde o / \ell` and :math:`\operatorname{lse} = (m + \log_2 \ell)\ln 2`
 (natural log). The backward pass has three kernels: ``D_i = rowsum(dO ⊙ O)``; one program per

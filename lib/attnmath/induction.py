@@ -15,10 +15,11 @@ The head scores are NumPy functions of attention patterns ``A`` of shape ``(...,
 
 .. math::
 
-    \text{prev}(A) = \frac{1}{L-1}\sum_{i=1}^{L-1} A_{i,i-1}, \qquad
-    \text{first}(A) = \frac{1}{L-1}\sum_{i=1}^{L-1} A_{i,0}, \qquad
-    \text{ind}(A) = \frac{1}{|\mathcal Q|}\sum_{i\in\mathcal Q}
-        \sum_{j \in \mathcal K_i} A_{i,j},
+    \begin{aligned}
+    &\text{prev}(A) = \frac{1}{L-1}\sum_{i=1}^{L-1} A_{i,i-1}, \qquad \text{first}(A) =
+      \frac{1}{L-1}\sum_{i=1}^{L-1} A_{i,0}, \\
+    &\text{ind}(A) = \frac{1}{|\mathcal Q|}\sum_{i\in\mathcal Q} \sum_{j \in \mathcal K_i} A_{i,j},
+    \end{aligned}
 
 where :math:`\mathcal K_i = \{j' + 1 : j' < i,\ x_{j'} = x_i\}` are the positions right after
 earlier occurrences of the query's token and :math:`\mathcal Q = \{i : \mathcal K_i \neq
@@ -283,9 +284,11 @@ def induction_score(probs: ArrayLike, tokens: ArrayLike) -> FloatArray:
 
     .. math::
 
-        \mathcal K_i = \{\,j' + 1 : j' < i,\ x_{j'} = x_i\,\}, \qquad
-        \mathcal Q = \{\,i : \mathcal K_i \ne \emptyset\,\}, \qquad
-        \text{ind}(A) = \frac{1}{|\mathcal Q|}\sum_{i \in \mathcal Q}\sum_{j \in \mathcal K_i} A_{i,j}
+        \begin{aligned}
+        &\mathcal K_i = \{\,j' + 1 : j' < i,\ x_{j'} = x_i\,\}, \qquad \mathcal Q = \{\,i : \mathcal K_i \ne
+          \emptyset\,\}, \\
+        &\text{ind}(A) = \frac{1}{|\mathcal Q|}\sum_{i \in \mathcal Q}\sum_{j \in \mathcal K_i} A_{i,j}
+        \end{aligned}
 
     On ``[BOS, s, s]`` with distinct tokens, :math:`\mathcal Q = \{T+1, \dots, 2T\}` and
     :math:`\mathcal K_i = \{i - T + 1\}`: the score is the mean of the diagonal of ``A`` at
@@ -459,9 +462,11 @@ class AttentionOnlyTransformer(nn.Module):
 
     .. math::
 
-        x^{(0)}_i = W_E[t_i] + P_i, \qquad
-        x^{(\ell)} = x^{(\ell-1)} + \operatorname{MHA}_\ell\bigl(x^{(\ell-1)}\bigr), \qquad
-        \text{logits} = x^{(n)} W_U
+        \begin{aligned}
+        &x^{(0)}_i = W_E[t_i] + P_i, \qquad x^{(\ell)} = x^{(\ell-1)} +
+          \operatorname{MHA}_\ell\bigl(x^{(\ell-1)}\bigr), \\
+        &\text{logits} = x^{(n)} W_U
+        \end{aligned}
 
     No MLP, no layer normalisation and no biases, so each head's OV circuit
     (:func:`ov_circuit`) is a product of its weight matrices. The attention layers are

@@ -5,8 +5,10 @@ At step :math:`t` a decoder needs the keys and values of every earlier token. Th
 
 .. math::
 
-    K_{1:t} = [K_{1:t-1};\, k_t], \qquad V_{1:t} = [V_{1:t-1};\, v_t], \qquad
-    o_t = \operatorname{softmax}\!\bigl(s\, q_t K_{1:t}^\top\bigr) V_{1:t}.
+    \begin{aligned}
+    &K_{1:t} = [K_{1:t-1};\, k_t], \qquad V_{1:t} = [V_{1:t-1};\, v_t], \\
+    &o_t = \operatorname{softmax}\!\bigl(s\, q_t K_{1:t}^\top\bigr) V_{1:t}.
+    \end{aligned}
 
 One step then costs :math:`O(t D)` per head instead of recomputing all :math:`t` rows, and the
 cache holds :math:`2\,t\,H_{kv} D` numbers per layer and sequence.

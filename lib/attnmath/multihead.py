@@ -177,8 +177,10 @@ def init_multihead_params(
 
     .. math::
 
-        W \sim \mathcal{U}\!\left(-\sqrt{6/(C_{in} + C_{out})},\; \sqrt{6/(C_{in} + C_{out})}\right),
-        \qquad b \sim \mathcal{U}(-1/\sqrt{C_{in}},\; 1/\sqrt{C_{in}}).
+        \begin{aligned}
+        &W \sim \mathcal{U}\!\left(-\sqrt{6/(C_{in} + C_{out})},\; \sqrt{6/(C_{in} + C_{out})}\right), \\
+        &b \sim \mathcal{U}(-1/\sqrt{C_{in}},\; 1/\sqrt{C_{in}}).
+        \end{aligned}
 
     Parameters
     ----------
@@ -509,10 +511,13 @@ def multihead_attention_backward(
 
     .. math::
 
-        dW_O = \textstyle\sum_{b,l} \text{concat}^\top dO, \quad d\,\text{concat} = dO\, W_O^\top, \quad
-        (dQ, dK, dV) = \text{attention\_backward}, \\
-        dX_q = dQ\, W_Q^\top, \quad dX_{kv} = dK\, W_K^\top + dV\, W_V^\top, \quad
-        dW_Q = \textstyle\sum_{b,l} X_q^\top dQ, \quad db_Q = \textstyle\sum_{b,l} dQ, \ \dots
+        \begin{aligned}
+        &dW_O = \textstyle\sum_{b,l} \text{concat}^\top dO, \quad d\,\text{concat} = dO\, W_O^\top, \\
+        &(dQ, dK, dV) = \text{attention\_backward}, \\
+        &dX_q = dQ\, W_Q^\top, \quad dX_{kv} = dK\, W_K^\top + dV\, W_V^\top, \quad dW_Q =
+          \textstyle\sum_{b,l} X_q^\top dQ, \\
+        &db_Q = \textstyle\sum_{b,l} dQ, \ \dots
+        \end{aligned}
 
     Parameters
     ----------

@@ -155,9 +155,11 @@ def relative_rotation_matrix(k: int, C: int, *, base: float = 10000.0) -> FloatA
 
     .. math::
 
-        PE_{p+k} = T_k\, PE_p \quad\text{(column vectors)}, \qquad
-        T_k = \operatorname{blockdiag}_i
-        \begin{pmatrix} \cos\omega_i k & \sin\omega_i k \\ -\sin\omega_i k & \cos\omega_i k \end{pmatrix}.
+        \begin{aligned}
+        &PE_{p+k} = T_k\, PE_p \quad \text{(column vectors)}, \\
+        &T_k = \operatorname{blockdiag}_i \begin{pmatrix} \cos\omega_i k & \sin\omega_i k \\ -\sin\omega_i k &
+          \cos\omega_i k \end{pmatrix}.
+        \end{aligned}
 
     Derivation, for one frequency with :math:`(s, c) = (\sin\omega p, \cos\omega p)`:
 
@@ -211,8 +213,11 @@ def sinusoidal_dot_product(
 
     .. math::
 
-        PE_p \cdot PE_{p+k} = \sum_{i=0}^{C/2-1} \left(\sin\omega_i p\,\sin\omega_i (p+k)
-        + \cos\omega_i p\,\cos\omega_i (p+k)\right) = \sum_{i=0}^{C/2-1} \cos(\omega_i k).
+        \begin{aligned}
+        PE_p \cdot PE_{p+k} &= \sum_{i=0}^{C/2-1} \bigl(\sin\omega_i p\,\sin\omega_i (p+k) \\
+        &\qquad + \cos\omega_i p\,\cos\omega_i (p+k)\bigr) \\
+        &= \sum_{i=0}^{C/2-1} \cos(\omega_i k).
+        \end{aligned}
 
     Parameters
     ----------
@@ -415,8 +420,10 @@ def apply_rope_half(
 
     .. math::
 
-        x' = x \odot \cos(\Theta_m) + \operatorname{rotate\_half}(x) \odot \sin(\Theta_m),
-        \qquad \operatorname{rotate\_half}(x_1, x_2) = (-x_2, x_1),
+        \begin{aligned}
+        &x' = x \odot \cos(\Theta_m) + \operatorname{rotate\_half}(x) \odot \sin(\Theta_m), \\
+        &\operatorname{rotate\_half}(x_1, x_2) = (-x_2, x_1),
+        \end{aligned}
 
     where :math:`x = (x_1, x_2)` splits the last axis in halves and
     :math:`\Theta_m = (m\theta_0, \dots, m\theta_{D/2-1}, m\theta_0, \dots, m\theta_{D/2-1})`.
@@ -597,8 +604,10 @@ def alibi_bias(
 
     .. math::
 
-        \text{bias}_{h,i,j} = \begin{cases} -m_h\,(i - j) & j \le i \\ 0 & j > i \end{cases},
-        \qquad \operatorname{softmax}_j\!\left(\frac{q_i\cdot k_j}{\sqrt{D}} + \text{bias}_{h,i,j}\right).
+        \begin{aligned}
+        &\text{bias}_{h,i,j} = \begin{cases} -m_h\,(i - j) & j \le i \\ 0 & j > i \end{cases}, \\
+        &\operatorname{softmax}_j\!\left(\frac{q_i\cdot k_j}{\sqrt{D}} + \text{bias}_{h,i,j}\right).
+        \end{aligned}
 
     Parameters
     ----------

@@ -111,10 +111,12 @@ def dot_product_variance(
 
     .. math::
 
-        q_i \sim \mathcal N(\mu_q, \sigma_q^2), \quad k_i \sim \mathcal N(\mu_k, \sigma_k^2),
-        \quad \text{all } 2D \text{ entries independent}; \qquad
-        \widehat{\operatorname{Var}}(q\cdot k) = \frac{1}{n-1}\sum_{s=1}^{n}
-        \bigl(q^{(s)}\cdot k^{(s)} - \overline{q\cdot k}\bigr)^2 .
+        \begin{aligned}
+        &q_i \sim \mathcal N(\mu_q, \sigma_q^2), \quad k_i \sim \mathcal N(\mu_k, \sigma_k^2), \quad \text{all
+          } 2D \text{ entries independent}; \\
+        &\widehat{\operatorname{Var}}(q\cdot k) = \frac{1}{n-1}\sum_{s=1}^{n} \bigl(q^{(s)}\cdot k^{(s)} -
+          \overline{q\cdot k}\bigr)^2 .
+        \end{aligned}
 
     Parameters
     ----------
@@ -194,9 +196,11 @@ def dot_product_variance_theory(
 
     .. math::
 
-        \operatorname{Var}(q_i k_i) = \mathbb E[q_i^2]\,\mathbb E[k_i^2] - \mu_q^2\mu_k^2
-            = (\sigma_q^2+\mu_q^2)(\sigma_k^2+\mu_k^2) - \mu_q^2\mu_k^2,
-        \qquad \operatorname{Var}(q\cdot k) = D\,\operatorname{Var}(q_i k_i).
+        \begin{aligned}
+        &\operatorname{Var}(q_i k_i) = \mathbb E[q_i^2]\,\mathbb E[k_i^2] - \mu_q^2\mu_k^2 =
+          (\sigma_q^2+\mu_q^2)(\sigma_k^2+\mu_k^2) - \mu_q^2\mu_k^2, \\
+        &\operatorname{Var}(q\cdot k) = D\,\operatorname{Var}(q_i k_i).
+        \end{aligned}
 
     With zero means this is :math:`D\,\sigma_q^2\sigma_k^2`, and :math:`D` for unit variances.
 
@@ -325,9 +329,11 @@ def saturation_curve(
 
     .. math::
 
-        \max_j \operatorname{softmax}(QK^\top/\sqrt d)_{ij}, \quad
-        H\bigl(\operatorname{softmax}(QK^\top/\sqrt d)_{i\cdot}\bigr)
-        \quad\text{and the same without } 1/\sqrt d .
+        \begin{aligned}
+        &\max_j \operatorname{softmax}(QK^\top/\sqrt d)_{ij}, \quad
+          H\bigl(\operatorname{softmax}(QK^\top/\sqrt d)_{i\cdot}\bigr) \\
+        &\text{and the same without } 1/\sqrt d .
+        \end{aligned}
 
     Parameters
     ----------
@@ -375,9 +381,11 @@ def softmax_jacobian_norm(scores: ArrayLike, axis: int = -1) -> FloatArray:
 
     .. math::
 
-        J = \operatorname{diag}(p) - pp^\top, \qquad
-        \lVert J\rVert_F^2 = \sum_i p_i^2 (1-p_i)^2 + \sum_{i\ne j} p_i^2 p_j^2
-        = \sum_i p_i^2\Bigl[(1-p_i)^2 + \sum_{j\ne i} p_j^2\Bigr].
+        \begin{aligned}
+        J &= \operatorname{diag}(p) - pp^\top, \\
+        \lVert J\rVert_F^2 &= \sum_i p_i^2 (1-p_i)^2 + \sum_{i\ne j} p_i^2 p_j^2 \\
+        &= \sum_i p_i^2\Bigl[(1-p_i)^2 + \sum_{j\ne i} p_j^2\Bigr].
+        \end{aligned}
 
     Parameters
     ----------

@@ -604,10 +604,12 @@ def mla_attention_absorbed(x_q: ArrayLike, c_kv: ArrayLike, k_rope: ArrayLike,
 
     .. math::
 
-        q_h k_{t,h}^\top = \underbrace{(x W^Q_h W^{UK\top}_h)}_{\tilde q_h \in
-        \mathbb R^{d_c}} c^{KV\top}_t + q^R_h k^{R\top}_t, \qquad
-        \sum_t p_{ht}\, v_{t,h} W^O_h = \Bigl(\sum_t p_{ht}\, c^{KV}_t\Bigr)
-        \underbrace{W^{UV}_h W^O_h}_{\tilde W^O_h} .
+        \begin{aligned}
+        &q_h k_{t,h}^\top = \underbrace{(x W^Q_h W^{UK\top}_h)}_{\tilde q_h \in \mathbb R^{d_c}} c^{KV\top}_t
+          + q^R_h k^{R\top}_t, \\
+        &\sum_t p_{ht}\, v_{t,h} W^O_h = \Bigl(\sum_t p_{ht}\, c^{KV}_t\Bigr) \underbrace{W^{UV}_h
+          W^O_h}_{\tilde W^O_h} .
+        \end{aligned}
 
     This is multi-query attention over the cache: one key :math:`[c^{KV}_t; k^R_t]` and one
     value :math:`c^{KV}_t` shared by all ``H`` heads, with queries of width
@@ -661,9 +663,10 @@ def quantize_symmetric(x: ArrayLike, *, bits: int, per: str) -> QuantizedTensor:
 
     .. math::
 
-        q_{\max} = 2^{\text{bits}-1} - 1, \qquad
-        \Delta = \frac{\max_{\text{group}} |x|}{q_{\max}}, \qquad
-        \text{codes} = \operatorname{round}(x / \Delta) \in [-q_{\max}, q_{\max}] .
+        \begin{aligned}
+        &q_{\max} = 2^{\text{bits}-1} - 1, \qquad \Delta = \frac{\max_{\text{group}} |x|}{q_{\max}}, \\
+        &\text{codes} = \operatorname{round}(x / \Delta) \in [-q_{\max}, q_{\max}] .
+        \end{aligned}
 
     Parameters
     ----------
@@ -865,8 +868,10 @@ def kv_bytes_per_token(shape: ModelShape, *, itemsize: int = 2) -> int:
 
     .. math::
 
-        \text{MHA/GQA/MQA: } 2\, n_{\text{layers}} H_{kv} D \cdot \text{itemsize},
-        \qquad \text{MLA: } n_{\text{layers}} (d_c + d_R) \cdot \text{itemsize} .
+        \begin{aligned}
+        &\text{MHA/GQA/MQA: } 2\, n_{\text{layers}} H_{kv} D \cdot \text{itemsize}, \\
+        &\text{MLA: } n_{\text{layers}} (d_c + d_R) \cdot \text{itemsize} .
+        \end{aligned}
 
     ``itemsize`` 2 for float16/bfloat16, 1 for an int8 cache. The first formula is
     :func:`attnmath.kv_cache.kv_cache_bytes` with ``B = S = 1``.
@@ -949,9 +954,11 @@ def step_cost(shape: ModelShape, *, B: int, L: int, S: int,
 
     .. math::
 
-        \text{FLOPs} = 2 P_{\text{mm}} B L + 4 B\, n_{\text{layers}} H D
-        \Bigl(L S + \tfrac{L(L+1)}{2}\Bigr), \qquad
-        \text{bytes} = P_{\text{mm}} \cdot \text{itemsize} + B (S + L)\, b_{\text{tok}},
+        \begin{aligned}
+        &\text{FLOPs} = 2 P_{\text{mm}} B L + 4 B\, n_{\text{layers}} H D \Bigl(L S + \tfrac{L(L+1)}{2}\Bigr),
+          \\
+        &\text{bytes} = P_{\text{mm}} \cdot \text{itemsize} + B (S + L)\, b_{\text{tok}},
+        \end{aligned}
 
     with :math:`P_{\text{mm}}` the matmul weights (:attr:`DecoderParams.matmul`) and
     :math:`b_{\text{tok}}` :func:`kv_bytes_per_token`. ``L = 1`` is a decode step, ``S = 0``

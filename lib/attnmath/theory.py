@@ -365,9 +365,11 @@ def gd_one_step_prediction(
 
     .. math::
 
-        \mathcal L(w) = \frac{1}{2N}\sum_{i=1}^{N} (w\cdot x_i - y_i)^2, \qquad
-        w_1 = -\eta\,\nabla\mathcal L(0) = \frac{\eta}{N} X^\top y, \qquad
-        \hat y(x_q) = w_1\cdot x_q = \frac{\eta}{N}\sum_i y_i\, x_i\cdot x_q .
+        \begin{aligned}
+        &\mathcal L(w) = \frac{1}{2N}\sum_{i=1}^{N} (w\cdot x_i - y_i)^2, \qquad w_1 = -\eta\,\nabla\mathcal
+          L(0) = \frac{\eta}{N} X^\top y, \\
+        &\hat y(x_q) = w_1\cdot x_q = \frac{\eta}{N}\sum_i y_i\, x_i\cdot x_q .
+        \end{aligned}
 
     Parameters
     ----------
@@ -443,8 +445,12 @@ def least_squares_prediction(
 ) -> FloatArray | float:
     r"""Prediction of the (minimum-norm) least-squares fit, :math:`x_q\cdot X^{+}y`.
 
-    .. math:: \hat w = \arg\min_w \lVert Xw - y\rVert^2 = (X^\top X)^{-1}X^\top y
-              \ \text{(full column rank)}, \qquad \hat y(x_q) = \hat w\cdot x_q .
+    .. math::
+
+        \begin{aligned}
+        &\hat w = \arg\min_w \lVert Xw - y\rVert^2 = (X^\top X)^{-1}X^\top y \ \text{(full column rank)}, \\
+        &\hat y(x_q) = \hat w\cdot x_q .
+        \end{aligned}
 
     Parameters
     ----------
@@ -549,8 +555,11 @@ def linear_self_attention(z: ArrayLike, weights: LinearAttentionWeights) -> Floa
 
     .. math::
 
-        z_j' = z_j + P \sum_{i} (W_V z_i)\,(W_K z_i)^\top (W_Q z_j), \qquad
-        Z' = Z + A\,(Z W_V^\top) P^\top,\quad A = (Z W_Q^\top)(Z W_K^\top)^\top\ (T, T) .
+        \begin{aligned}
+        &z_j' = z_j + P \sum_{i} (W_V z_i)\,(W_K z_i)^\top (W_Q z_j), \qquad Z' = Z + A\,(Z W_V^\top) P^\top,
+          \\
+        &A = (Z W_Q^\top)(Z W_K^\top)^\top\ (T, T) .
+        \end{aligned}
 
     Parameters
     ----------
@@ -893,8 +902,13 @@ def attention_output_rank(
 def attention_rank_bound(L: int, S: int, D_v: int) -> int:
     r"""Upper bound :math:`\min(L, S, D_v)` on the rank of one head's output.
 
-    .. math:: \operatorname{rank}(PV) \le \min(\operatorname{rank}P, \operatorname{rank}V),
-              \quad \operatorname{rank}P \le \min(L, S),\quad \operatorname{rank}V \le \min(S, D_v).
+    .. math::
+
+        \begin{aligned}
+        &\operatorname{rank}(PV) \le \min(\operatorname{rank}P, \operatorname{rank}V), \quad
+          \operatorname{rank}P \le \min(L, S), \\
+        &\operatorname{rank}V \le \min(S, D_v).
+        \end{aligned}
 
     Parameters
     ----------
