@@ -34,8 +34,24 @@ _PROOF_KINDS = {"algorithm", "assumption", "axiom", "conjecture", "corollary", "
 class Resolver:
     """Numbers and titles of the book's labels, read from the Sphinx environment if given."""
 
-    def __init__(self, env=None):
+    def __init__(self, env=None, bibliography: Path | None = None):
         self.env = env
+        self.bibliography = bibliography  # a BibTeX file: citations as "Bridle (1990)"
+        self._labels: dict[str, str] | None = None
+
+    def citation(self, key: str) -> tuple[str, str]:
+        """``(names, year)`` of a BibTeX key, as the book's bibliography labels it; the key itself
+        when there is no bibliography or the key is not in it."""
+        if self._labels is None:
+            self._labels = {}
+            if self.bibliography is not None and Path(self.bibliography).is_file():
+                from attnmath_bib import author_year
+                from pybtex.database import parse_file
+
+                for name, entry in parse_file(str(self.bibliography)).entries.items():
+                    self._labels[name] = author_year(entry)
+        names, _, year = self._labels.get(key, key).rpartition(", ")
+        return (names, year) if names else (key, "")
 
     def equation(self, label: str) -> str:
         env = self.env
@@ -63,8 +79,10 @@ def _role(match, resolver: Resolver) -> str:
     if role == "eq":
         return f"({resolver.equation(target)})"
     if role.startswith("cite"):
-        keys = ", ".join(k.strip() for k in body.split(","))
-        return keys if role == "cite:t" else f"({keys})"
+        cited = [resolver.citation(k.strip()) for k in body.split(",") if k.strip()]
+        if role == "cite:t":
+            return "; ".join(f"{names} ({year})" if year else names for names, year in cited)
+        return "(" + "; ".join(f"{names}, {year}" if year else names for names, year in cited) + ")"
     if role in ("ref", "numref", "prf:ref", "doc"):
         return text or resolver.title(target)
     if text is not None:
@@ -159,6 +177,44 @@ def macro_definitions(macros: dict) -> str:
     return "".join(defs)
 
 
+DATA_FOLDERS = ("book/data", "bench/results")  # the repository's folders of files chapters read
+DATA_ROOT = "ATTNMATH_DATA_ROOT"  # where the data cell of a downloaded notebook writes them
+
+
+def data_files(code: str, root: Path) -> dict[str, bytes]:
+    """The files of the repository ``root``'s data folders that ``code`` names (as a string
+    ``"memory.json"``), by their path in the repository."""
+    found = {}
+    for folder in DATA_FOLDERS:
+        for path in sorted((root / folder).glob("*")):
+            if path.is_file() and re.search(rf"[\"']{re.escape(path.name)}[\"']", code):
+                found[f"{folder}/{path.name}"] = path.read_bytes()
+    return found
+
+
+def data_cell(files: dict[str, bytes], chapter_folder: str) -> str:
+    """Code that writes ``files`` into a folder beside the notebook, laid out as the repository,
+    and works from its ``chapter_folder`` (``book``), as the chapter does when the book is built.
+    Run twice, it writes to the same folder (kept in the kernel's environment)."""
+    import base64
+    import zlib
+
+    packed = "".join(f"    {name!r}: {base64.b64encode(zlib.compress(data, 9)).decode()!r},\n"
+                     for name, data in sorted(files.items()))
+    return ("# The data files this chapter reads, carried in the notebook so that it runs on its own:\n"
+            "# written into a folder beside it laid out as the book's repository, whose chapter folder\n"
+            "# becomes the working folder, as when the book is built.\n"
+            "import base64, os, zlib\nfrom pathlib import Path\n\n"
+            f"_files = {{\n{packed}}}\n"
+            f"_root = Path(os.environ.setdefault({DATA_ROOT!r}, str(Path.cwd() / 'attnmath-data')))\n"
+            "for _name, _data in _files.items():\n"
+            "    (_root / _name).parent.mkdir(parents=True, exist_ok=True)\n"
+            "    (_root / _name).write_bytes(zlib.decompress(base64.b64decode(_data)))\n"
+            f"for _folder in {sorted({chapter_folder, *(f.split('/')[0] for f in DATA_FOLDERS)})!r}:\n"
+            "    (_root / _folder).mkdir(parents=True, exist_ok=True)\n"
+            f"os.chdir(_root / {chapter_folder!r})")
+
+
 def standalone_notebook(nb, folder: Path, macros: dict, resolver: Resolver | None = None):
     """Convert ``nb`` (a chapter read from MyST, ``folder``: its source folder) in place."""
     import nbformat
@@ -166,6 +222,8 @@ def standalone_notebook(nb, folder: Path, macros: dict, resolver: Resolver | Non
     if nb.metadata.get(MARK):
         return nb
     resolver = resolver or Resolver()
+    if resolver.bibliography is None:
+        resolver.bibliography = folder / "references.bib"
     style = folder / "figstyle.py"
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -177,5 +235,11 @@ def standalone_notebook(nb, folder: Path, macros: dict, resolver: Resolver | Non
         note = ("*This notebook is a chapter of the book* The Mathematics of Attention. *It needs "
                 "the `attnmath` library installed.* $" + macro_definitions(macros) + "$")
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(note))
+    root = folder.parent
+    files = data_files("\n".join(c.source for c in nb.cells if c.cell_type == "code"), root)
+    if files:
+        cell = nbformat.v4.new_code_cell(data_cell(files, folder.relative_to(root).as_posix()))
+        cell.metadata["tags"] = ["hide-input"]
+        nb.cells.insert(1 if macros else 0, cell)
     nb.metadata[MARK] = True
     return nb
