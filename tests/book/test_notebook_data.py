@@ -68,7 +68,8 @@ def test_standalone_notebook_puts_the_data_cell_before_the_chapters_code(tmp_pat
 def test_citations_read_as_author_and_year(tmp_path):
     bib = tmp_path / "references.bib"
     bib.write_text("@article{smith2020, author = {Smith, Ann and Jones, Bo}, title = {T}, year = {2020}}\n"
-                   "@article{lee2019, author = {Lee, C. and Wu, D. and Xu, E.}, title = {U}, year = {2019}}\n")
+                   "@article{lee2019, author = {Lee, C. and Wu, D. and Xu, E.}, title = {U},\n"
+                   "  year = {2019}}\n")
     resolver = Resolver(bibliography=bib)
     text = markdown_cell("As {cite:t}`smith2020` found {cite:p}`smith2020, lee2019`; {cite:p}`absent`.",
                          tmp_path, resolver)
