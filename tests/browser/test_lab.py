@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -51,30 +52,25 @@ def _wait_for(url: str, seconds: float) -> None:
 
 @pytest.fixture
 def lab(tmp_path):
-    """A running student lab on a copy of the release: (base URL, token, work folder)."""
+    """``make lab`` on a fresh copy of the release, in its own process group: (base URL, token, work)."""
     config, work = tmp_path / "config", tmp_path / "work"
-    subprocess.run([*MAKE, "-s", f"LAB_CONFIG={config}", f"{config}/labconfig/page_config.json"],
-                   cwd=ROOT, check=True)
-    subprocess.run([*MAKE, "-s", f"WORK={work}", "lab-work"], cwd=ROOT, check=True, capture_output=True)
     port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
-    command = [str(Path(sys.executable).parent / "jupyter"), "lab", str(work), "--no-browser",
-               f"--port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
-               f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True"]
-    if os.geteuid() == 0:
-        command.append("--allow-root")
+    server_args = (f"--no-browser --port={port} --ServerApp.ip=127.0.0.1 --ServerApp.port_retries=0 "
+                   f"--IdentityProvider.token={token} --LabApp.expose_app_in_browser=True")
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
     log = open(tmp_path / "lab.log", "w")  # noqa: SIM115 - closed below
-    server = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen([*MAKE, "lab", f"WORK={work}", f"LAB_CONFIG={config}", f"LAB_ARGS={server_args}"],
+                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_for(f"{base}/api/status?token={token}", 120)
         yield base, token, work
     finally:
-        server.terminate()
+        os.killpg(server.pid, signal.SIGTERM)  # make and the lab it started: the group of this Popen
         try:
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            server.kill()
+            os.killpg(server.pid, signal.SIGKILL)
             server.wait()
         log.close()
 
@@ -112,8 +108,9 @@ def _run_all_and_read_summary(page) -> str:
 
 def test_a_student_types_a_wrong_then_a_right_answer_and_reads_the_summary(lab, browser, artifacts):
     base, token, work = lab
-    with urllib.request.urlopen(f"{base}/api/contents/README.md?token={token}") as reply:
-        assert reply.status == 200
+    with urllib.request.urlopen(f"{base}/?token={token}") as reply:  # the start page opens first
+        assert reply.status == 200 and urlsplit(reply.url).path == "/lab/tree/README.md", reply.url
+    assert (work / "README.md").is_file() and (work / "01_softmax" / "softmax.ipynb").is_file()
     for tool in ("formgrader", "course_list", "assignment_list"):
         with pytest.raises(urllib.error.HTTPError) as missing:
             urllib.request.urlopen(f"{base}/{tool}?token={token}")
