@@ -281,12 +281,31 @@ def _continued_lines(code: str) -> set[int]:
     return {n for n, d in depth_at.items() if d > 0}
 
 
+def _syntax_tree(code: str) -> str | None:
+    """The code's syntax tree as text (positions left out), or None where it is not plain Python."""
+    try:
+        return ast.dump(ast.parse(textwrap.dedent(code)))
+    except (SyntaxError, ValueError):
+        return None
+
+
 def fit_code(code: str, width: int = WIDTH) -> str:
-    """``code`` with its long lines laid out again (see the module docstring)."""
-    out, continued = [], _continued_lines(code)
-    for n, line in enumerate(code.splitlines()):
-        out += fit_line(line, width, n in continued)
-    return "\n".join(out) + ("\n" if code.endswith("\n") else "")
+    """``code`` with its long lines laid out again (see the module docstring).
+
+    A line's new layout is kept only where the code still parses to the same syntax tree, so the
+    layout never changes what the code means nor makes it invalid; such a line stays as written.
+    """
+    lines, continued = code.splitlines(), _continued_lines(code)
+    tree = _syntax_tree(code)
+    blocks = [[line] for line in lines]
+    for n, line in enumerate(lines):
+        fitted = fit_line(line, width, n in continued)
+        if fitted == [line]:
+            continue
+        trial = blocks[:n] + [fitted] + blocks[n + 1:]
+        if tree is None or _syntax_tree("\n".join(x for b in trial for x in b)) == tree:
+            blocks[n] = fitted
+    return "\n".join(x for b in blocks for x in b) + ("\n" if code.endswith("\n") else "")
 
 
 def module_name(path: Path) -> str | None:

@@ -239,7 +239,9 @@ def standalone_notebook(nb, folder: Path, macros: dict, resolver: Resolver | Non
     files = data_files("\n".join(c.source for c in nb.cells if c.cell_type == "code"), root)
     if files:
         cell = nbformat.v4.new_code_cell(data_cell(files, folder.relative_to(root).as_posix()))
-        cell.metadata["tags"] = ["hide-input"]
+        # not on the chapter's page (remove-cell); folded in JupyterLab (source_hidden)
+        cell.metadata["tags"] = ["remove-cell"]
+        cell.metadata["jupyter"] = {"source_hidden": True}
         nb.cells.insert(1 if macros else 0, cell)
     nb.metadata[MARK] = True
     return nb

@@ -124,3 +124,39 @@ def test_notebook_listing_is_expanded():
 def test_macro_definitions():
     assert macro_definitions({"R": "\\mathbb{R}", "norm": ["\\lVert #1 \\rVert", 1]}) == \
         "\\newcommand{\\R}{\\mathbb{R}}\\newcommand{\\norm}[1]{\\lVert #1 \\rVert}"
+
+
+def _chapter_cells():
+    """Every code cell of every chapter (MyST ``{code-cell}`` blocks), the layout's other domain."""
+    cells = []
+    for path in sorted((ROOT / "book").glob("[0-9][0-9]_*.md")):
+        blocks = path.read_text().split("```{code-cell}")[1:]
+        for i, block in enumerate(blocks):
+            body = block.split("\n", 1)[1].split("\n```", 1)[0]
+            code = "\n".join(line for line in body.splitlines() if not line.startswith(":"))  # options
+            cells.append((f"{path.stem}[{i}]", code))
+    return cells
+
+
+CELLS = _chapter_cells()
+
+
+@pytest.mark.parametrize("name,code", CELLS, ids=[n for n, _ in CELLS])
+def test_a_chapter_cell_laid_out_again_means_the_same_code(name, code):
+    try:
+        original = ast.dump(ast.parse(textwrap.dedent(code)))
+    except SyntaxError:
+        pytest.skip("not plain Python (a magic)")
+    for width in (WIDTH, WIDTH - 2, 60):
+        shown = fit_code(code, width)
+        assert ast.dump(ast.parse(textwrap.dedent(shown))) == original, f"{name} at {width} columns"
+
+
+def test_a_layout_that_would_break_the_code_keeps_the_line_as_written():
+    # A string split inside brackets that already hold an implicit concatenation: splitting the
+    # first piece again would need brackets of its own, so the line stays as it is.
+    code = ('def f(path):\n'
+            '    return (f"No figures recorded yet: run python bench/bench_something.py on a GPU "\n'
+            '            f"to write {path.name}.")\n')
+    shown = fit_code(code, 60)
+    assert ast.dump(ast.parse(shown)) == ast.dump(ast.parse(code))
