@@ -20,9 +20,7 @@ on the search page; every SVG figure gets its width and height so that the text 
 when it loads (and it loads when the reader comes near it); Thebe's and sphinx-design's tab
 scripts are left out where nothing uses them; code blocks, the theme's stylesheets and its icon
 font keep only what the pages use (``attnmath_weight.py``); and the download menu loses its
-".pdf" entry (the browser's print of one page; the whole book is ``make pdf``). The single-page build that
-``make pdf`` prints gets the HTML translators that sphinx-proof and sphinx-exercise register for
-the ``html`` builder only. The formulas are typeset when the book is built
+".pdf" entry (the browser's print of one page; the whole book is ``make pdf``). The formulas are typeset when the book is built
 (``attnmath_mathjax.py``), so that no page hides or reflows its text while MathJax works.
 """
 
@@ -157,7 +155,7 @@ def image_sizes(app, pagename, templatename, context, doctree):
                 f'height="{size[1]}"{match["rest"]}>')
 
     body = _IMG.sub(add_size, body)
-    if app.builder.name == "html":  # not in the single page that make pdf prints
+    if app.builder.name == "html":  # make_pdf.py makes them eager again before printing
         body = _ANY_IMG.sub(r'<img loading="lazy" decoding="async" ', body)
     context["body"] = body
 
@@ -195,15 +193,6 @@ def drop_print_button(app, pagename, templatename, context, doctree):
             group["buttons"] = [b for b in buttons if "pdf" not in str(b.get("icon", ""))]
 
 
-def html_handlers_for_single_page(app):
-    """sphinx-proof and sphinx-exercise register their HTML translators for the ``html`` builder
-    only; the single-page build that ``make pdf`` prints (``singlehtml``) needs the same ones."""
-    if app.builder.name != "singlehtml":
-        return
-    handlers = app.registry.translation_handlers
-    handlers["singlehtml"] = {**handlers.get("html", {}), **handlers.get("singlehtml", {})}
-
-
 def repository_buttons(app, config):
     """With a repository URL the repository button; without one, no button that needs it."""
     options = config.html_theme_options
@@ -227,7 +216,6 @@ def setup(app):
     # after pydata-sphinx-theme writes pygments.css (build-finished, priority 500)
     app.connect("build-finished", lighten_pages, priority=900)
     app.connect("config-inited", repository_buttons, priority=900)
-    app.connect("builder-inited", html_handlers_for_single_page)
     # the formulas typeset at build time (Node.js and npm mathjax-full, when they are here)
     app.setup_extension("attnmath_mathjax")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
