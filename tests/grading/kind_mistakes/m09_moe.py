@@ -1,0 +1,35 @@
+"""Named mistakes for 09_moe: each fails one kind of hidden case, and the visible check that stops it
+names that kind (see tests/grading/test_visible_checks.py)."""
+
+KIND_MISTAKES = [
+    ("09_moe", "gating without the maximum", "test_top_k_gating",
+     {"top_k_gating": ("e = np.exp(logits - logits.max(axis=1, keepdims=True))", "e = np.exp(logits)")}),
+    ("09_moe", "ties sent to the highest expert index", "test_top_k_gating",
+     {"top_k_gating": ('order = np.argsort(-probs, axis=1, kind="stable")',
+                      'order = np.argsort(probs, axis=1, kind="stable")[:, ::-1]')}),
+    ("09_moe", "a capacity rounded down", "test_capacity_keep",
+     {"capacity_keep": ("math.ceil(", "math.floor(")}),
+    ("09_moe", "expert fractions over the tokens instead of the choices", "test_load_balancing_loss",
+     {"load_balancing_loss": ("/ expert_index.size", "/ N")}),
+    ("09_moe", "renormalised gates from unshifted logits", "test_renormalized_gates",
+     {"renormalized_gates": ("expert_index, gate = top_k_gating(x, w_g, k)\n    return expert_index, gate / gate.sum(axis=1, keepdims=True)",
+                             "expert_index, _ = top_k_gating(x, w_g, k)\n"
+                             "    z = np.take_along_axis(np.asarray(x) @ np.asarray(w_g), expert_index, axis=1)\n"
+                             "    return expert_index, np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)")}),
+    ("09_moe", "a capacity one slot too large", "test_capacity_keep",
+     {"capacity_keep": ("if used[e] < capacity:", "if used[e] <= capacity:")}),
+    ("09_moe", "a balancing loss without the factor E", "test_load_balancing_loss",
+     {"load_balancing_loss": ("float(E * np.dot(", "float(np.dot(")}),
+    ("09_moe", "gates multiplied by their sum", "test_renormalized_gates",
+     {"renormalized_gates": ("gate / gate.sum(axis=1, keepdims=True)", "gate * gate.sum(axis=1, keepdims=True)")}),
+]
+
+# Hidden kinds that no named mistake covers yet: test cell -> kinds.
+GAPS: dict[tuple[str, str], set[str]] = {
+    ("09_moe", "test_top_k_gating"): {"another router and k", "uniform rows"},
+    ("09_moe", "test_renormalized_gates"): {
+        "another router and k", "experts with exactly tied probabilities", "uniform rows",
+    },
+    ("09_moe", "test_capacity_keep"): {"a single expert", "every token sent to the same experts"},
+    ("09_moe", "test_load_balancing_loss"): {"unused experts"},
+}
