@@ -44,6 +44,10 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCNAME = "book/claims"
 BADGE = {"verified": "success", "verified on": "primary", "corrected": "danger",
          "clarified": "info", "not verifiable here": "secondary"}
+#: The five texts the claims are found in, by the number a marker's source starts with
+#: (``tests/claims.py``), under the names the landing page describes them by (book/intro.md).
+SOURCE_NAMES = {"000": "the reference sheet", "001": "the interview summary",
+                "002": "the deep-dive survey", "003": "the textbook chapter", "004": "the lecture notes"}
 OUTCOME = {"passed": "{bdg-success-line}`passed`", "failed": "{bdg-danger}`FAILED`",
            "error": "{bdg-danger}`ERROR`", "skipped": "{bdg-warning}`skipped`", "not run": "{bdg-warning}`not run`"}
 
@@ -63,6 +67,14 @@ def _name(test: str) -> str:
 
 def _label(test: str) -> str:
     return "claimtest-" + test.partition("::")[2].replace("_", "-")
+
+
+def found_in(source: str) -> str:
+    """A marker's source (``"003 §5.3"``) as a reader names it: "found in the textbook chapter, §5.3"."""
+    number, _, section = source.partition(" ")
+    if number not in SOURCE_NAMES:
+        raise ValueError(f"source {source!r} does not start with one of {sorted(SOURCE_NAMES)}")
+    return f"found in {SOURCE_NAMES[number]}" + (f", {_cell(section)}" if section.strip() else "")
 
 
 def _cell(text: str) -> str:
@@ -183,7 +195,7 @@ def wait_for_tests(app, env):
 def claim_row(c, outcomes: dict[str, str]) -> list[str]:
     """The ``list-table`` lines of one claim: the claim with its correction, caveat, narrower
     domain ("verified on") or reason, the verdict badge, and each test with its outcome."""
-    claim = f"**{_cell(c.source)}** {_cell(c.text)}"
+    claim = f"*A common claim, {found_in(c.source)}:* {_cell(c.text)}"
     if c.correction:
         head = "Correct statement" if c.verdict == "corrected" else "Caveat"
         claim += f" <br> *{head}:* {_cell(c.correction)}"
@@ -236,9 +248,9 @@ class ClaimsTable(_ClaimsDirective):
         chapter = self.arguments[0]
         rows = [c for c in claims.collect_claims(ROOT / "tests") if c.chapter == chapter]
         if not rows:
-            return self._parse([f"No claim of the source documents is repeated in this chapter."])
+            return self._parse(["No claim of the five texts ({ref}`sec-sources`) is repeated in this chapter."])
         lines = [":::{list-table}", ":header-rows: 1", ":class: claims-table", ":widths: 58 12 30",
-                 "", "* - Claim (source)", "  - Verdict", "  - Tests in this build"]
+                 "", "* - Claim (and the text it is found in)", "  - Verdict", "  - Tests in this build"]
         for c in rows:
             lines += claim_row(c, self.outcomes)
         lines.append(":::")
