@@ -144,7 +144,7 @@ def linear_attention(q, k, v, *, feature_map: Callable = elu_feature_map) -> np.
     The :math:`L \times S` matrix is never formed: the keys are summarised once into
     ``kv (B, H, D_phi, D_v)`` and ``z (B, H, D_phi)``. There is no :math:`\varepsilon` in the
     denominator: a positive feature map makes it positive, and a map that does not raises
-    ``ValueError`` rather than being silently regularised (the seed's ``+ 1e-6`` changes every
+    ``ValueError`` rather than being silently regularised (the textbook chapter's ``+ 1e-6`` changes every
     output slightly and hides a wrong feature map). The paper's formula has no :math:`1/\sqrt{D}`
     score scale, and neither does this function. Oracle: :func:`linear_attention_quadratic`
     (the same kernel in :math:`O(LS)` form), and ``torch`` with the same two products.

@@ -132,7 +132,7 @@ def combine_masks(*masks: ArrayLike | None) -> BoolArray | None:
 
     Notes
     -----
-    The combined mask is the *element-wise AND*: the seed's ``M_pad ⊙ M_causal`` is the same
+    The combined mask is the *element-wise AND*: the reference sheet's ``M_pad ⊙ M_causal`` is the same
     thing written as a product of 0/1 matrices.
     """
     result = None

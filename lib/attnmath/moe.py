@@ -155,7 +155,7 @@ def softmax_gating(x: ArrayLike, w_g: ArrayLike) -> FloatArray:
 
     Notes
     -----
-    Row-vector convention (:math:`x W_g`, as the seed's :math:`x^\top W_g`). Shazeer et al. (2017)
+    Row-vector convention (:math:`x W_g`, as the textbook chapter's :math:`x^\top W_g`). Shazeer et al. (2017)
     add tunable Gaussian noise to the logits during training; that is a separate regulariser
     and is not applied here. Oracle: ``torch.softmax(x @ w_g, -1)``.
     """
@@ -217,7 +217,7 @@ def top_k_route(probs: ArrayLike, k: int) -> Routing:
     Ties are broken toward the lowest expert index (a stable sort), so the result is
     deterministic; ``torch.topk`` does not promise an order among equal values. The gates sum to
     less than one for :math:`K < E`; with :math:`K = 1` this is the Switch Transformer's router,
-    and it is the seed's :math:`\sum_{i \in \mathrm{TopK}} G(x)_i E_i(x)`. Oracle: ``torch.topk``.
+    and it is the textbook chapter's :math:`\sum_{i \in \mathrm{TopK}} G(x)_i E_i(x)`. Oracle: ``torch.topk``.
     """
     probs, k = _check_probs_k(probs, k)
     expert_index, gate, dispatch = _select(probs, k)
