@@ -65,6 +65,7 @@ __all__ = [
     "DecoderParams",
     "decoder_param_count",
     "StepCost",
+    "attention_step_cost",
     "step_cost",
     "roofline",
     "H100_SXM_BF16_FLOPS",
@@ -909,27 +910,51 @@ class DecoderParams(NamedTuple):
         return self.matmul + self.norms + self.embedding
 
 
+def _attention_weights(shape: ModelShape) -> int:
+    """Weights of one layer's attention projections (for MLA the :class:`MLAParams`)."""
+    C, H, D = shape.C, shape.H, shape.D
+    if shape.attention == "MLA":
+        d_c, d_rope = shape.d_c, shape.d_rope
+        return (C * d_c + C * d_rope  # W^DKV, W^KR: the new token's latent and RoPE key
+                + H * C * D + H * C * d_rope  # W^Q, W^QR: the query
+                + 2 * H * d_c * D  # W^UK, W^UV: applied to the query and the output
+                + H * D * C)  # W^O
+    return 2 * C * H * D + 2 * C * shape.H_kv * D  # W^Q and W^O, W^K and W^V
+
+
+def _key_flops(shape: ModelShape) -> int:
+    """FLOPs of one head for one query against one cached token: score and weighted value."""
+    if shape.attention == "MLA":
+        return 2 * (shape.d_c + shape.d_rope) + 2 * shape.d_c  # against [c; k^R], then c
+    return 4 * shape.D  # q . k_j, then p_j v_j
+
+
 def decoder_param_count(shape: ModelShape) -> DecoderParams:
     r"""Parameters of a dense Llama-style decoder (no biases, SwiGLU MLP, RMSNorm, untied head).
 
     .. math::
 
-        n_{\text{layers}}\bigl(\underbrace{2 C H D + 2 C H_{kv} D}_{\text{attention}}
+        n_{\text{layers}}\bigl(\underbrace{P_{\text{attn}}}_{\text{attention}}
         + \underbrace{3 C F}_{\text{MLP}} + \underbrace{2C}_{\text{norms}}\bigr)
         + \underbrace{C}_{\text{final norm}} + \underbrace{2 V C}_{\text{embedding, head}}
+
+    with :math:`P_{\text{attn}} = 2 C H D + 2 C H_{kv} D` (MHA, GQA, MQA) or, for MLA, the
+    weights of :class:`MLAParams`:
+    :math:`C (d_c + d_R) + H C (D + d_R) + 2 H d_c D + H D C`.
 
     Notes
     -----
     Fits Llama 2, Llama 3 and Mistral; models without ``F`` and ``vocab`` in
     :data:`PUBLISHED_MODELS` (Falcon's other layout, DeepSeek's mixture of experts) raise.
+    An MLA shape with ``F`` and ``vocab`` is a dense decoder whose attention is MLA.
     Oracle: the parameter counts the models' releases report (Llama-2-7B 6,738,415,616).
     """
     shape = _check_shape(shape)
-    if shape.F < 1 or shape.vocab < 1 or shape.attention == "MLA":
+    if shape.F < 1 or shape.vocab < 1:
         raise ValueError(f"shape {shape.name!r} is not a dense Llama-style decoder with F and "
                          "vocab given")
-    C, H, H_kv, D, n = shape.C, shape.H, shape.H_kv, shape.D, shape.n_layers
-    return DecoderParams(attention=n * (2 * C * H * D + 2 * C * H_kv * D),
+    C, n = shape.C, shape.n_layers
+    return DecoderParams(attention=n * _attention_weights(shape),
                          mlp=n * 3 * C * shape.F, norms=n * 2 * C + C,
                          embedding=shape.vocab * C, lm_head=shape.vocab * C)
 
@@ -948,6 +973,76 @@ class StepCost(NamedTuple):
         return self.flops / self.bytes
 
 
+def _check_step(B: object, L: object, S: object, itemsize: object) -> tuple[int, int, int, int]:
+    return (check_positive_int(B, "B"), check_positive_int(L, "L"),
+            check_positive_int(S, "S", allow_zero=True), check_positive_int(itemsize, "itemsize"))
+
+
+def attention_step_cost(shape: ModelShape, *, B: int, L: int, S: int,
+                        itemsize: int = 2) -> StepCost:
+    r"""FLOPs and memory traffic of the attention layers alone in one step (any attention kind).
+
+    .. math::
+
+        \begin{aligned}
+        &\text{FLOPs} = 2 n_{\text{layers}} P_{\text{attn}} B L
+          + B\, n_{\text{layers}} H f_{\text{key}} \Bigl(L S + \tfrac{L(L+1)}{2}\Bigr), \\
+        &\text{bytes} = n_{\text{layers}} P_{\text{attn}} \cdot \text{itemsize}
+          + B (S + L)\, b_{\text{tok}},
+        \end{aligned}
+
+    with :math:`P_{\text{attn}}` a layer's projection weights (:func:`decoder_param_count`),
+    :math:`b_{\text{tok}}` :func:`kv_bytes_per_token`, and :math:`f_{\text{key}}` the FLOPs of
+    one head for one query and one key: :math:`4D` for MHA, GQA and MQA (the score
+    :math:`q \cdot k_j` and the product :math:`p_j v_j`), and for MLA
+    :math:`2(d_c + d_R) + 2 d_c`.
+
+    Parameters
+    ----------
+    shape : ModelShape
+        Any attention kind; DeepSeek-V2's published MLA shape (``d_c = 512``, ``d_R = 64``, 128
+        heads of dim 128, DeepSeek-AI 2024, Table 1 and Appendix) works as well as a dense one.
+    B, L, S : int
+        Sequences, new tokens per sequence (``L = 1``: a decode step), cached tokens.
+    itemsize : int
+        Bytes per stored number (2 for bfloat16, 1 for an int8 cache and weights).
+
+    Returns
+    -------
+    StepCost
+
+    Notes
+    -----
+    MLA is counted in its *absorbed* form, the one decoding uses (:func:`mla_attention_absorbed`,
+    with the products applied in sequence rather than pre-multiplied): each new token computes
+    its latent :math:`c^{KV} = x W^{DKV}` and RoPE key :math:`x W^{KR}`, its queries
+    :math:`x W^Q_h` and :math:`x W^{QR}_h`, folds the content query into the latent space
+    (:math:`(x W^Q_h) W^{UK\top}_h`, width :math:`d_c`), scores it against every cached latent and
+    RoPE key, sums the latents weighted by the probabilities (width :math:`d_c`, shared by the
+    heads as the value), and maps the result through :math:`W^{UV}_h` and :math:`W^O_h`. Every
+    weight is thus used once per new token, and no per-head key or value is ever formed: the
+    cache read is :math:`d_c + d_R` numbers per token and layer, shared by all ``H`` heads, so
+    one more cached token costs :math:`H f_{\text{key}}` FLOPs against :math:`(d_c + d_R)`
+    numbers, against :math:`H/H_{kv}` FLOPs per number for MHA, GQA and MQA. Assumed: the
+    weights are read once per step (shared by the batch), the cache is read once and the new
+    tokens' entries written once, 2 FLOPs per multiply-add, query ``i`` of the step sees
+    ``S + i + 1`` tokens. Not counted: activations, softmax, RoPE rotations, norms. For a long
+    prefill the naive form (up-projecting keys and values once) is cheaper than the absorbed
+    one counted here. DeepSeek-V2's query compression (a latent of width :math:`d_c'` for the
+    queries) is left out, as in :class:`MLAParams`. Oracle: ``torch.utils.flop_counter.
+    FlopCounterMode`` and the sizes of the tensors of a torch decode step that equals
+    :func:`mla_attention` (tests/attnmath/test_serving.py), for random shapes and for
+    DeepSeek-V2's.
+    """
+    shape = _check_shape(shape)
+    B, L, S, itemsize = _check_step(B, L, S, itemsize)
+    keys_seen = L * S + L * (L + 1) // 2  # sum over the L queries of the tokens each sees
+    weights = shape.n_layers * _attention_weights(shape)
+    flops = 2 * weights * B * L + B * shape.n_layers * shape.H * _key_flops(shape) * keys_seen
+    moved = weights * itemsize + B * (S + L) * kv_bytes_per_token(shape, itemsize=itemsize)
+    return StepCost(int(flops), int(moved))
+
+
 def step_cost(shape: ModelShape, *, B: int, L: int, S: int,
               itemsize: int = 2) -> StepCost:
     r"""FLOPs and memory traffic of one step: ``B`` sequences, ``L`` new tokens each, ``S`` cached.
@@ -955,18 +1050,21 @@ def step_cost(shape: ModelShape, *, B: int, L: int, S: int,
     .. math::
 
         \begin{aligned}
-        &\text{FLOPs} = 2 P_{\text{mm}} B L + 4 B\, n_{\text{layers}} H D \Bigl(L S + \tfrac{L(L+1)}{2}\Bigr),
-          \\
+        &\text{FLOPs} = 2 P_{\text{mm}} B L + B\, n_{\text{layers}} H f_{\text{key}}
+          \Bigl(L S + \tfrac{L(L+1)}{2}\Bigr), \\
         &\text{bytes} = P_{\text{mm}} \cdot \text{itemsize} + B (S + L)\, b_{\text{tok}},
         \end{aligned}
 
-    with :math:`P_{\text{mm}}` the matmul weights (:attr:`DecoderParams.matmul`) and
-    :math:`b_{\text{tok}}` :func:`kv_bytes_per_token`. ``L = 1`` is a decode step, ``S = 0``
-    a prefill of ``L`` tokens.
+    with :math:`P_{\text{mm}}` the matmul weights (:attr:`DecoderParams.matmul`),
+    :math:`b_{\text{tok}}` :func:`kv_bytes_per_token` and :math:`f_{\text{key}}` as in
+    :func:`attention_step_cost` (:math:`4D` for MHA, GQA and MQA). ``L = 1`` is a decode step,
+    ``S = 0`` a prefill of ``L`` tokens.
 
     Notes
     -----
-    Counted: every weight read once per step (shared by the batch), the cache read once
+    The attention layers as :func:`attention_step_cost` counts them (MLA in its absorbed form),
+    plus the MLP and the LM head, whose weights are read once per step and used once per new
+    token. Counted: every weight read once per step (shared by the batch), the cache read once
     (``B S`` tokens) and written once (``B L`` new tokens), the matrix products at 2 FLOPs
     per multiply-add (query ``i`` of the step sees ``S + i + 1`` keys). Not counted:
     activations (a few ``C``-vectors per token), softmax and norms, so the intensity is a
@@ -975,16 +1073,9 @@ def step_cost(shape: ModelShape, *, B: int, L: int, S: int,
     the ``nbytes`` of the tensors of a small decoder step in the tests.
     """
     params = decoder_param_count(shape)
-    B = check_positive_int(B, "B")
-    L = check_positive_int(L, "L")
-    S = check_positive_int(S, "S", allow_zero=True)
-    itemsize = check_positive_int(itemsize, "itemsize")
-    keys_seen = L * S + L * (L + 1) // 2  # sum over the L queries of the keys each sees
-    flops = (2 * params.matmul * B * L
-             + 4 * B * shape.n_layers * shape.H * shape.D * keys_seen)
-    moved = (params.matmul * itemsize
-             + B * (S + L) * kv_bytes_per_token(shape, itemsize=itemsize))
-    return StepCost(int(flops), int(moved))
+    attention = attention_step_cost(shape, B=B, L=L, S=S, itemsize=itemsize)
+    rest = params.matmul - params.attention  # MLP and LM head
+    return StepCost(attention.flops + 2 * rest * B * L, attention.bytes + rest * itemsize)
 
 
 #: Peak dense BF16 tensor-core throughput of an H100 SXM5, FLOP/s (NVIDIA datasheet).

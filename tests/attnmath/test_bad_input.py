@@ -260,6 +260,8 @@ VALID = {
     serving.kv_bytes_per_token: ((LLAMA,), {"itemsize": 2}),
     serving.decoder_param_count: ((LLAMA,), {}),
     serving.step_cost: ((LLAMA,), {"B": 2, "L": 1, "S": 10, "itemsize": 2}),
+    serving.attention_step_cost: ((serving.PUBLISHED_MODELS["DeepSeek-V2"],),
+                                  {"B": 2, "L": 1, "S": 10, "itemsize": 2}),
     serving.roofline: ((np.array([1.0, 500.0]),), {"peak_flops": 1e15, "bandwidth": 3e12}),
     long_context.interpolated_frequencies: ((8, 4.0), {"base": 100.0}),
     long_context.ntk_frequencies: ((8, 4.0), {"base": 100.0}),

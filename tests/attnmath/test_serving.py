@@ -480,3 +480,137 @@ def test_the_bound_shrinks_with_the_error_and_is_zero_without_it():
     small = sv.quantized_attention_error_bound(q, v, 1e-3, 1e-3)
     large = sv.quantized_attention_error_bound(q, v, 1e-1, 1e-1)
     assert (small < large).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# The decode step of MLA in its absorbed form: FLOPs and bytes from a torch run
+# ---------------------------------------------------------------------------------------------
+
+
+def _torch_rope(t, pos):
+    """RoPE on interleaved pairs (2i, 2i+1) of ``t (..., n, d)`` at positions ``pos (n,)``, as
+    attnmath.positional.apply_rope; elementwise, so it runs on the meta device too."""
+    d = t.shape[-1]
+    if d == 0:
+        return t
+    theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64, device=t.device) / d)
+    angle = pos.to(torch.float64)[:, None] * theta  # (n, d / 2)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    even, odd = t[..., 0::2], t[..., 1::2]
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).reshape(t.shape)
+
+
+def _torch_mla_decode(shape, B, L, S, device="cpu", seed=0):
+    """``L`` new tokens of ``B`` sequences through every MLA layer in the absorbed form, in torch:
+    (FlopCounterMode FLOPs, numbers read or written, the last layer's output, the inputs)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    C, H, D, d_c, d_r = shape.C, shape.H, shape.D, shape.d_c, shape.d_rope
+
+    def weights(n):  # layer n's MLAParams as float64 tensors on `device`
+        if device == "meta":
+            sizes = ((C, d_c), (H, d_c, D), (H, d_c, D), (H, C, D), (H, C, d_r), (C, d_r), (H, D, C))
+            return sv.MLAParams(*(torch.empty(size, device="meta", dtype=torch.float64)
+                                  for size in sizes))
+        return sv.MLAParams(*(torch.from_numpy(w) for w in
+                              sv.init_mla_params(C, H, D, d_c, d_r, seed=seed + n)))
+
+    params = [weights(n) for n in range(shape.n_layers)]
+    g = torch.Generator().manual_seed(seed)
+    cache = [(torch.randn(B, S, d_c, generator=g, dtype=torch.float64).to(device),
+              torch.randn(B, S, d_r, generator=g, dtype=torch.float64).to(device))
+             for _ in params]
+    x = torch.randn(B, L, C, generator=g, dtype=torch.float64).to(device)
+    pos = torch.arange(S, S + L, device=device)
+    allowed = torch.arange(S + L, device=device)[None, :] <= pos[:, None]  # (L, S + L)
+    with FlopCounterMode(display=False) as counter:
+        for p, (c_old, kr_old) in zip(params, cache):
+            c = torch.cat([c_old, x @ p.w_dkv], dim=1)  # (B, S + L, d_c)
+            kr = torch.cat([kr_old, _torch_rope(x @ p.w_kr, pos)], dim=1)  # (B, S + L, d_r)
+            # Products with @ only: torch's einsum turns a contraction of size 1 into a product
+            # of elements, which the counter does not see.
+            q_c = x[:, None] @ p.w_q  # (B, H, L, D)
+            q_lat = q_c @ p.w_uk.transpose(-1, -2)  # (B, H, L, d_c): W^UK absorbed
+            q_r = _torch_rope(x[:, None] @ p.w_qr, pos)  # (B, H, L, d_r)
+            scores = (q_lat @ c[:, None].transpose(-1, -2)
+                      + q_r @ kr[:, None].transpose(-1, -2)) / math.sqrt(D + d_r)
+            probs = torch.softmax(scores.masked_fill(~allowed, -math.inf), dim=-1)
+            latent = probs @ c[:, None]  # (B, H, L, d_c): the latents are the values
+            out = ((latent @ p.w_uv) @ p.w_o).sum(dim=1)  # (B, H, L, D) -> (B, L, C)
+    numbers = sum(w.numel() for p in params for w in p)  # every weight read once
+    numbers += sum(a.numel() for pair in cache for a in pair)  # the cache read once
+    numbers += shape.n_layers * B * L * (d_c + d_r)  # and the new tokens' entries written
+    return counter.get_total_flops(), numbers, out, (params, cache, x)
+
+
+MLA_SHAPES = st.builds(lambda n, H, D, d_c, d_r: sv.ModelShape("toy-MLA", "MLA", n, 8, H, 0, D,
+                                                                 d_c=d_c, d_rope=d_r),
+                       st.integers(1, 3), st.integers(1, 4), st.integers(1, 5), st.integers(1, 6),
+                       st.sampled_from([0, 2, 4]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(MLA_SHAPES, st.integers(1, 3), st.integers(1, 3), st.integers(0, 7), st.sampled_from([1, 2]))
+def test_mla_step_cost_equals_flop_counter_and_tensor_sizes_of_an_absorbed_torch_step(
+        shape, B, L, S, itemsize):
+    flops, numbers, _, _ = _torch_mla_decode(shape, B, L, S)
+    cost = sv.attention_step_cost(shape, B=B, L=L, S=S, itemsize=itemsize)
+    # The torch step scores and sums the masked-out upper triangle of the new tokens too.
+    masked = B * shape.n_layers * shape.H * (4 * shape.d_c + 2 * shape.d_rope) * (L * (L - 1) // 2)
+    assert cost.flops == flops - masked
+    assert cost.bytes == numbers * itemsize
+
+
+@settings(max_examples=10, deadline=None)
+@given(MLA_SHAPES, st.integers(0, 6), st.integers(0, 1000))
+def test_the_counted_torch_step_is_mla_attention(shape, S, seed):
+    # The step whose FLOPs and bytes are counted above computes what mla_attention computes.
+    shape = shape._replace(n_layers=1)
+    _, _, out, (params, cache, x) = _torch_mla_decode(shape, 1, 1, S, seed=seed)
+    p = sv.MLAParams(*(w.numpy() for w in params[0]))
+    x_new = x[0].numpy()  # (1, C)
+    c_new, kr_new = sv.mla_latent(x_new, p, np.array([S]))
+    c_kv = np.concatenate([cache[0][0][0].numpy(), c_new])  # (S + 1, d_c)
+    k_rope = np.concatenate([cache[0][1][0].numpy(), kr_new])  # (S + 1, d_rope)
+    want = sv.mla_attention(x_new, c_kv, k_rope, p, q_positions=np.array([S]))
+    assert_close(out[0].numpy(), want, rtol=1e-10, atol=1e-12, name="absorbed torch step")
+
+
+@pytest.mark.parametrize("B, S", [(1, 1), (4, 4096)])
+def test_mla_step_cost_of_deepseek_v2_equals_a_counted_torch_step(B, S):
+    # DeepSeek-V2's published MLA shape (d_c = 512, d_R = 64, 128 heads of dim 128, 60 layers;
+    # DeepSeek-AI 2024), counted on the meta device: shapes without numbers.
+    shape = sv.PUBLISHED_MODELS["DeepSeek-V2"]
+    assert (shape.d_c, shape.d_rope, shape.H, shape.D) == (512, 64, 128, 128)
+    flops, numbers, _, _ = _torch_mla_decode(shape, B, 1, S, device="meta")
+    cost = sv.attention_step_cost(shape, B=B, L=1, S=S, itemsize=2)
+    assert (cost.flops, cost.bytes) == (flops, 2 * numbers)
+
+
+def test_each_cached_token_costs_mla_far_more_flops_per_byte_than_gqa():
+    # One more cached token: H (4 d_c + 2 d_R) FLOPs per layer against (d_c + d_R) numbers read,
+    # shared by the heads. For DeepSeek-V2 in bf16 that is 128 * 2176 / 1152 = 241.8 FLOP per
+    # byte, near the H100's ridge; MHA's is 1 and GQA's H / H_kv.
+    shape = sv.PUBLISHED_MODELS["DeepSeek-V2"]
+    for B in (1, 64):
+        short, long = (sv.attention_step_cost(shape, B=B, L=1, S=S) for S in (1000, 5000))
+        ratio = Fraction(long.flops - short.flops, long.bytes - short.bytes)
+        assert ratio == Fraction(shape.H * (4 * shape.d_c + 2 * shape.d_rope),
+                                 2 * (shape.d_c + shape.d_rope))
+
+
+@pytest.mark.parametrize("name", ["Llama-2-7B", "Llama-3-8B", "Falcon-7B", "DeepSeek-V2"])
+def test_the_attention_layers_are_the_step_less_the_mlp_and_head(name):
+    # step_cost adds the MLP and LM head to attention_step_cost; with any attention kind put
+    # into Llama-2-7B's other dimensions the difference is the same.
+    base = sv.PUBLISHED_MODELS["Llama-2-7B"]
+    other = sv.PUBLISHED_MODELS[name]
+    shape = base._replace(attention=other.attention, H=other.H, H_kv=other.H_kv, D=other.D,
+                          d_c=other.d_c, d_rope=other.d_rope)
+    params = sv.decoder_param_count(shape)
+    rest = params.mlp + params.lm_head
+    for B, L, S in ((1, 1, 0), (8, 1, 4096), (2, 16, 100)):
+        step = sv.step_cost(shape, B=B, L=L, S=S)
+        attention = sv.attention_step_cost(shape, B=B, L=L, S=S)
+        assert step.flops - attention.flops == 2 * rest * B * L
+        assert step.bytes - attention.bytes == 2 * rest
