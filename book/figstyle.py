@@ -5,11 +5,18 @@ data moves to a free place in its axes or beside them (:func:`place_legends`).
 Besides the style, every figure a chapter shows carries a report of how it reads
 (:func:`figure_report`, in the metadata of the figure's SVG output when the book is built): whether each legend covers data, and the smallest type at the size the page shows the
 figure. ``tests/book/test_figures.py`` reads those reports from the executed chapters.
+
+Diagrams that show what the library does are drawn from a run of it: the tile schedule of
+flash attention's forward pass (:func:`flash_tile_schedule`, :func:`draw_tile_schedule`) is
+recorded from ``attnmath.flash.flash_attention_forward`` itself.
 """
+from typing import NamedTuple
+
 import matplotlib as mpl
 import numpy as np
 from cycler import cycler
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.patches import Rectangle
 from matplotlib.transforms import Bbox
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
@@ -184,3 +191,83 @@ def figure_report(fig) -> dict:
     scale = min(1.0, COLUMN_INCHES / shown_inches)
     return {"legends": legends,
             "smallest_type_pt": round(float(min(sizes) * scale), 2) if sizes else None}
+
+
+#: The kinds of (query tile, key tile) in flash attention's forward pass, and how the tile
+#: schedule diagram draws each: fill, hatch, and the colour of its order number.
+TILE_KINDS = {"full": (PALETTE[0], None, "white"), "masked": ("#A6CEE3", "//", "black"),
+              "skipped": ("white", None, None)}
+
+
+class TileSchedule(NamedTuple):
+    """The tiles one run of :func:`attnmath.flash.flash_attention_forward` computed.
+
+    ``order`` lists the computed tiles ``(query tile, key tile)`` in the order the run computed
+    them; ``kinds`` maps every tile of the ``shape`` grid to ``"full"`` (no score of the tile
+    masked), ``"masked"`` (the mask removed some of its scores) or ``"skipped"`` (never computed).
+    """
+
+    order: list
+    kinds: dict
+    shape: tuple
+
+
+def _check_size(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def flash_tile_schedule(L: int, S: int, block_q: int, block_k: int, *,
+                        causal_alignment: str = "top_left") -> TileSchedule:
+    """Record the tile schedule of a causal run of ``flash_attention_forward`` on ``L`` queries
+    and ``S`` keys in tiles of ``block_q`` by ``block_k``. Every score tile the forward pass
+    computes is made by :meth:`attnmath.core.Problem.scores`, which is wrapped for the run: the
+    record is what the library did, not a model of it."""
+    from attnmath import core
+    from attnmath.flash import flash_attention_forward
+
+    sizes = {name: _check_size(value, name)
+             for name, value in (("L", L), ("S", S), ("block_q", block_q), ("block_k", block_k))}
+    L, S, block_q, block_k = sizes.values()
+    order, kinds = [], {}
+    make_tile = core.Problem.scores
+
+    def recorded(problem, q_rows, rows, cols):
+        tile = make_tile(problem, q_rows, rows, cols)
+        order.append((rows.start // block_q, cols.start // block_k))
+        kinds[order[-1]] = "masked" if np.isneginf(tile).any() else "full"
+        return tile
+
+    core.Problem.scores = recorded
+    try:
+        flash_attention_forward(np.ones((L, 1)), np.ones((S, 1)), np.ones((S, 1)), block_q=block_q,
+                                block_k=block_k, causal=True, causal_alignment=causal_alignment)
+    finally:
+        core.Problem.scores = make_tile
+    shape = (-(-L // block_q), -(-S // block_k))
+    every = {(i, j): kinds.get((i, j), "skipped") for i in range(shape[0]) for j in range(shape[1])}
+    return TileSchedule(order, every, shape)
+
+
+def draw_tile_schedule(ax, schedule: TileSchedule):
+    """Draw ``schedule`` on ``ax``: one square per tile, query tiles down and key tiles across,
+    coloured by kind (:data:`TILE_KINDS`) and numbered in the order computed. Each square's SVG
+    id is ``tile-<i>-<j>-<kind>``, so that the drawn schedule can be read back from the page."""
+    number = {tile: n for n, tile in enumerate(schedule.order, start=1)}
+    for (i, j), kind in sorted(schedule.kinds.items()):
+        fill, hatch, ink = TILE_KINDS[kind]
+        ax.add_patch(Rectangle((j, i), 1, 1, facecolor=fill, hatch=hatch,
+                               edgecolor="white" if kind != "skipped" else "lightgray",
+                               gid=f"tile-{i}-{j}-{kind}"))
+        if (i, j) in number:
+            ax.text(j + 0.5, i + 0.5, str(number[i, j]), ha="center", va="center", color=ink)
+    rows, cols = schedule.shape
+    ax.set(xlim=(0, cols), ylim=(rows, 0), xlabel="key tile j", ylabel="query tile i", aspect="equal")
+    ax.set_xticks(np.arange(cols) + 0.5, labels=[str(j) for j in range(cols)])
+    ax.set_yticks(np.arange(rows) + 0.5, labels=[str(i) for i in range(rows)])
+    ax.tick_params(length=0)
+    ax.grid(False)
+    return ax

@@ -23,9 +23,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
 import attnmath_interactive as fig  # noqa: E402  (book/_ext: what the build put in the pages)
-from attnmath import core  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book"))
+import figstyle  # noqa: E402  (book/figstyle.py: the recorded tile schedule)
 from attnmath.chunked import online_logsumexp  # noqa: E402
-from attnmath.flash import flash_attention_forward  # noqa: E402
 from attnmath.long_context import rope_rotations  # noqa: E402
 from attnmath.scaling import attention_entropy, max_weight  # noqa: E402
 from attnmath.serving import H100_SXM_BF16_FLOPS, H100_SXM_HBM_BYTES_PER_S, roofline, step_cost  # noqa: E402
@@ -139,25 +139,11 @@ def test_online_softmax_steps_match_the_library(reader, artifacts):
 
 
 def _library_schedule(L: int, S: int, block_q: int, block_k: int, alignment: str) -> str:
-    """The kind of every tile as flash_attention_forward runs it: each score tile it computes
-    is recorded with whether the mask removed any of its entries."""
-    q = np.ones((L, 2))
-    k, v = np.ones((S, 2)), np.ones((S, 2))
-    seen = {}
-    score_tile = core.Problem.scores
-
-    def record(self, q_rows, rows, cols):
-        tile = score_tile(self, q_rows, rows, cols)
-        seen[rows.start // block_q, cols.start // block_k] = "M" if np.isneginf(tile).any() else "F"
-        return tile
-
-    core.Problem.scores = record
-    try:
-        flash_attention_forward(q, k, v, block_q=block_q, block_k=block_k, causal=True,
-                                causal_alignment=alignment)
-    finally:
-        core.Problem.scores = score_tile
-    return "/".join("".join(seen.get((i, j), "S") for j in range(math.ceil(S / block_k)))
+    """The kind of every tile as flash_attention_forward runs it, recorded from a run of it
+    (book/figstyle.py, which draws chapter 8's static figure from the same record)."""
+    kinds = figstyle.flash_tile_schedule(L, S, block_q, block_k, causal_alignment=alignment).kinds
+    letter = {"full": "F", "masked": "M", "skipped": "S"}
+    return "/".join("".join(letter[kinds[i, j]] for j in range(math.ceil(S / block_k)))
                     for i in range(math.ceil(L / block_q)))
 
 
