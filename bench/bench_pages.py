@@ -20,7 +20,7 @@ Prints a table and the breakdown of the heaviest chapter, and writes ``bench/res
 on a quiet machine, CLS at most 0.1. Figures load lazily (``loading="lazy"``), so the first load counts only
 those near the top of the page.
 
-    python bench/bench_pages.py [--html _build/html] [--repeat 3] [--out FILE]
+    python bench/bench_pages.py [--html _build/html] [--repeat 3] [--out FILE] [--pages DOC ...]
 """
 
 from __future__ import annotations
@@ -62,11 +62,19 @@ document.addEventListener('DOMContentLoaded', () => {
   document.fonts.ready.then(() => { window.__fontsReady = performance.now(); });
 });
 """
-# When the page's mathematics is readable (milliseconds after navigation start).
+# When the page's mathematics is readable (milliseconds after navigation start), and what that
+# waited for: the page's HTML parsed (DOMContentLoaded), its first contentful paint, its fonts.
 _READABLE = """() => {
   const paint = performance.getEntriesByName('first-contentful-paint')[0];
-  return Math.max(paint ? paint.startTime : 0, window.__fontsReady || 0, window.__mathjaxDone || 0);
+  const nav = performance.getEntriesByType('navigation')[0];
+  const fcp = paint ? paint.startTime : 0;
+  return {readable: Math.max(fcp, window.__fontsReady || 0, window.__mathjaxDone || 0), fcp,
+          fonts: window.__fontsReady || 0, parsed: nav ? nav.domContentLoadedEventStart : 0,
+          html: nav ? nav.responseEnd : 0};
 }"""
+#: The moments :data:`_READABLE` reports besides the readable time, as named in the results.
+PHASES = {"html": "html_seconds", "parsed": "parsed_seconds", "fcp": "fcp_seconds",
+          "fonts": "fonts_seconds"}
 
 
 def kind(path: str) -> str:
@@ -112,7 +120,7 @@ class CountingHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def measure(html: Path, repeat: int) -> dict:
+def measure(html: Path, repeat: int, docs: list[str]) -> dict:
     from playwright.sync_api import sync_playwright
 
     log: list = []
@@ -127,7 +135,7 @@ def measure(html: Path, repeat: int) -> dict:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
-            for doc in toc_files():
+            for doc in docs:
                 runs = []
                 for _ in range(repeat):
                     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -138,7 +146,7 @@ def measure(html: Path, repeat: int) -> dict:
                     page.wait_for_function("() => (window.__mathjaxDone !== undefined || !window.MathJax)"
                                            " && window.__fontsReady !== undefined", timeout=60_000)
                     done = page.evaluate("() => window.__mathjaxDone")
-                    readable = page.evaluate(_READABLE)
+                    moments = page.evaluate(_READABLE)
                     cls_at_mathjax = page.evaluate("() => window.__cls")
                     page.wait_for_timeout(1000)
                     resources = sorted(log, key=lambda r: -r[1])
@@ -149,7 +157,8 @@ def measure(html: Path, repeat: int) -> dict:
                                      {"path": p.split("?")[0], "bytes": n, "gzip_bytes": g}
                                      for p, n, g in resources[:LARGEST]],
                                  "mathjax_seconds": None if done is None else round(done / 1000, 3),
-                                 "readable_seconds": round(readable / 1000, 3),
+                                 "readable_seconds": round(moments["readable"] / 1000, 3),
+                                 **{name: round(moments[key] / 1000, 3) for key, name in PHASES.items()},
                                  "cls": round(max(cls_at_mathjax, page.evaluate("() => window.__cls")), 4)})
                     context.close()
                 median = sorted(runs, key=lambda r: r["readable_seconds"])[len(runs) // 2]
@@ -166,20 +175,37 @@ def main(argv=None) -> None:
     parser.add_argument("--html", type=Path,
                         default=Path(os.environ.get("ATTNMATH_BOOK_HTML") or ROOT / "_build" / "html"))
     parser.add_argument("--repeat", type=int, default=3, help="loads per page (the median is kept)")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "pages.json",
-                        help="where the figures are written")
+    parser.add_argument("--out", type=Path,
+                        help="where the figures are written (default: bench/results/pages.json, "
+                             "or nowhere with --pages)")
+    parser.add_argument("--pages", nargs="+", metavar="DOC",
+                        help="only these pages of the table of contents (book/08_flash, ...); the "
+                             "figures then go to --out only if it is given")
     args = parser.parse_args(argv)
+    docs = toc_files()
+    if args.pages:
+        unknown = sorted(set(args.pages) - set(docs))
+        if unknown:
+            parser.error(f"--pages: not in the table of contents: {', '.join(unknown)}")
+        docs = [d for d in docs if d in args.pages]
+    elif args.out is None:
+        args.out = ROOT / "bench" / "results" / "pages.json"
     if not (args.html / "index.html").exists():
         raise SystemExit(f"no built book at {args.html}: run `make book` or pass --html")
     started = time.time()
-    pages = measure(args.html, args.repeat)
+    pages = measure(args.html, args.repeat, docs)
+    print(f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) after the run")
     print(f"{'page':28} {'KB':>7} {'KB gzip':>7} {'requests':>8} {'readable s':>10} {'MathJax s':>9} "
-          f"{'CLS':>6}")
+          f"{'CLS':>6}  {'HTML in':>7} {'parsed':>6} {'FCP':>5} {'fonts':>5}")
     for doc, r in pages.items():
         mj = "-" if r["mathjax_seconds"] is None else f"{r['mathjax_seconds']:.2f}"
         print(f"{doc:28} {r['bytes'] / 1000:7.0f} {r['gzip_bytes'] / 1000:7.0f} {r['requests']:8d} "
-              f"{r['readable_seconds']:10.2f} {mj:>9} {r['cls']:6.3f}")
+              f"{r['readable_seconds']:10.2f} {mj:>9} {r['cls']:6.3f}  {r['html_seconds']:7.2f} "
+              f"{r['parsed_seconds']:6.2f} {r['fcp_seconds']:5.2f} {r['fonts_seconds']:5.2f}")
     chapters = {d: r for d, r in pages.items() if Path(d).name[:2].isdigit()}
+    if args.out is None or not chapters:
+        print("no summary written" + ("" if chapters else ": no chapter among the pages measured"))
+        return
     # the API reference: its index and a page per library module (book/api/<module>)
     api = {d: r for d, r in pages.items() if d == "book/api" or d.startswith("book/api/")}
     summary = {

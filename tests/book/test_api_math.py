@@ -6,7 +6,8 @@ spacing included), punctuation 0.5, a fraction the wider of its two parts, a sub
 0.7 of its content, a matrix or ``cases`` its widest row. A display broken into lines (``\\\\``,
 as in ``\\begin{aligned}``) is as wide as its widest line. At 1280 px the article column of an API
 page holds about 730 px of text, indented under the signature; ``LIMIT`` ems leave room for the
-math font being wider than the body's."""
+math font being wider than the body's. This is the quick check, without a browser: the fit itself
+is measured on the built pages by ``tests/browser/test_api_fit.py``."""
 
 from __future__ import annotations
 
