@@ -19,6 +19,7 @@ __all__ = [
     "as_array",
     "as_rng",
     "check_alignment",
+    "check_causal_alignment",
     "check_bool",
     "check_bool_mask",
     "check_finite",
@@ -174,6 +175,19 @@ def check_alignment(alignment: object, name: str = "alignment") -> str:
     if not isinstance(alignment, str) or alignment not in ALIGNMENTS:
         raise ValueError(f"{name} must be one of {ALIGNMENTS}, got {alignment!r}")
     return alignment
+
+
+def check_causal_alignment(alignment: object, name: str = "alignment") -> str | int:
+    """``"top_left"``, ``"bottom_right"`` or an integer offset, else an error naming ``name``."""
+    if isinstance(alignment, (int, np.integer)) and not isinstance(alignment, (bool, np.bool_)):
+        return int(alignment)
+    if isinstance(alignment, str):
+        if alignment not in ALIGNMENTS:
+            raise ValueError(f"{name} must be one of {ALIGNMENTS} or an integer offset, got "
+                             f"{alignment!r}")
+        return alignment
+    raise TypeError(f"{name} must be one of {ALIGNMENTS} or an integer offset, got "
+                    f"{type(alignment).__name__} {alignment!r}")
 
 
 def check_kv_heads(H: int, H_kv: object, name: str = "H_kv") -> int:

@@ -88,7 +88,7 @@ def _backward(dout, att: AttentionCache, keep=None, p: float = 0.0) -> Attention
 
 
 def scaled_dot_product_attention(q, k, v, *, mask=None, bias=None, scale=None,
-                                 causal: bool = False, causal_alignment: str = "top_left",
+                                 causal: bool = False, causal_alignment: str | int = "top_left",
                                  window: int | None = None):
     r"""Scaled dot-product attention, keeping the attention weights for the backward pass.
 
@@ -114,12 +114,14 @@ def scaled_dot_product_attention(q, k, v, *, mask=None, bias=None, scale=None,
         Score scale; ``1/sqrt(D)`` by default.
     causal : bool
         Add a causal mask (combined with ``mask`` by AND).
-    causal_alignment : {"top_left", "bottom_right"}
+    causal_alignment : {"top_left", "bottom_right"} or int
         With ``L != S``: ``"top_left"`` lets query ``i`` see keys ``j <= i`` (torch's
-        ``is_causal``); ``"bottom_right"`` lets it see ``j <= i + S - L`` (KV-cache decoding).
+        ``is_causal``); ``"bottom_right"`` lets it see ``j <= i + S - L`` (KV-cache decoding);
+        an integer ``offset`` lets it see ``j <= i + offset``
+        (:func:`attnmath.masking.causal_offset`).
     window : int, optional
         Sliding window: query ``i`` also may not see keys ``j <= i + offset - window`` (with
-        ``offset = S - L`` for ``"bottom_right"``, else 0), i.e. at most ``window`` keys up to
+        ``offset`` that of the causal alignment), i.e. at most ``window`` keys up to
         its diagonal, as Mistral's; combined with the other masks by AND. ``None``: no window.
 
     Returns

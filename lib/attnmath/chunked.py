@@ -41,7 +41,7 @@ __all__ = [
 
 
 def chunked_attention(q, k, v, *, chunk_size: int, mask=None, bias=None, scale=None,
-                      causal: bool = False, causal_alignment: str = "top_left",
+                      causal: bool = False, causal_alignment: str | int = "top_left",
                       window: int | None = None) -> np.ndarray:
     r"""Exact attention computed ``chunk_size`` query rows at a time.
 

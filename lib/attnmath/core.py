@@ -38,9 +38,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._validate import check_finite as _check_finite
-from ._validate import (ALIGNMENTS, as_array, check_alignment, check_bool, check_logits, check_positive_int,
-                        check_qkv, check_scale, work_dtype)
-from .masking import broadcast_mask
+from ._validate import (ALIGNMENTS, as_array, check_bool, check_causal_alignment, check_logits,
+                        check_positive_int, check_qkv, check_scale, work_dtype)
+from .masking import broadcast_mask, causal_offset
 
 __all__ = [
     "ALIGNMENTS",
@@ -77,9 +77,10 @@ def check_finite(x: np.ndarray, name: str) -> None:
     _check_finite(x, name, hint=" (mask entries with `mask` or a -inf `bias` instead)")
 
 
-def check_causal(causal, causal_alignment) -> tuple[bool, str]:
-    """Return ``(bool(causal), causal_alignment)`` or raise naming the argument."""
-    return check_bool(causal, "causal"), check_alignment(causal_alignment, "causal_alignment")
+def check_causal(causal: bool, causal_alignment: str | int) -> tuple[bool, str | int]:
+    """Return ``(bool(causal), causal_alignment)`` or raise naming the argument; the alignment
+    is ``"top_left"``, ``"bottom_right"`` or an integer offset (:func:`attnmath.masking.causal_offset`)."""
+    return check_bool(causal, "causal"), check_causal_alignment(causal_alignment, "causal_alignment")
 
 
 def grouped(x: np.ndarray, H_kv: int) -> np.ndarray:
@@ -158,7 +159,8 @@ class Problem(NamedTuple):
     ``q5 (..., H_kv, g, L, D)``, ``k5 (..., H_kv, 1, S, D)``, ``v5 (..., H_kv, 1, S, D_v)`` are
     the grouped views (:func:`grouped`) cast to ``dtype``; ``mask`` and ``bias`` are broadcast
     views of shape ``(..., H, L, S)`` (``None`` when absent); ``offset`` is ``S - L`` for the
-    bottom-right causal alignment and ``0`` for top-left; ``window`` bounds how far back a query
+    bottom-right causal alignment, ``0`` for top-left, or the integer alignment given
+    (:func:`attnmath.masking.causal_offset`); ``window`` bounds how far back a query
     sees (``None``: no bound); ``inputs`` are the checked ``(q, k, v)`` in their own dtypes.
     """
 
@@ -176,7 +178,7 @@ class Problem(NamedTuple):
     bias: np.ndarray | None
     #: Whether query ``i`` sees only keys up to its own position (shifted by ``offset``).
     causal: bool
-    #: ``S - L`` for the bottom-right causal alignment, ``0`` for top-left (a scalar).
+    #: Query ``i`` sits on key ``i + offset``: ``S - L`` bottom-right, ``0`` top-left, or an integer given.
     offset: int
     #: How many keys back a query sees, itself included (``None`` for no bound).
     window: int | None
@@ -274,7 +276,7 @@ def _check_window(window) -> int | None:
 
 
 def prepare(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = False,
-            causal_alignment: str = "top_left", window: int | None = None) -> Problem:
+            causal_alignment: str | int = "top_left", window: int | None = None) -> Problem:
     """Validate an attention call and return its :class:`Problem` in the working dtype.
 
     Raises ``TypeError`` or ``ValueError`` naming the argument: shapes (as
@@ -312,7 +314,7 @@ def prepare(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = False,
     q5 = grouped(q, H_kv).astype(dtype, copy=False)  # (..., H_kv, g, L, D)
     k5 = grouped(k, H_kv).astype(dtype, copy=False)  # (..., H_kv, 1, S, D)
     v5 = grouped(v, H_kv).astype(dtype, copy=False)  # (..., H_kv, 1, S, D_v)
-    offset = S - L if causal_alignment == "bottom_right" else 0
+    offset = causal_offset(L, S, causal_alignment)
     return Problem(q5, k5, v5, scale, full_mask, full_bias, causal, offset, window, dtype,
                    out_dtype, q.shape[:-1] + (D_v,), (q, k, v))
 

@@ -27,6 +27,22 @@ equals :math:`\sum_j P_{ij}\, dP_{ij}` because :math:`O = PV` and :math:`dP = dO
     &dQ_i \mathrel{+}= s\, dZ\, K_j, \quad dK_j \mathrel{+}= s\, dZ^\top Q_i .
     \end{aligned}
 
+**Memory.** The forward's working memory is one tile, :math:`O(B\,H\,(\text{block\_q}\cdot
+\text{block\_k} + \text{block\_q}\cdot D_v))`, independent of the sequence lengths; nothing
+of size :math:`L \times S` is allocated, the mask included (a broadcast view sliced per tile).
+With the :math:`O(nD)` inputs and output the total is :math:`O(nD)`; the extra state is
+:math:`O(n)`, and the backward too keeps one tile plus ``D (B, H, L)``. The arithmetic is the
+same :math:`O(LSD)` as plain attention, except that with a causal mask the key tiles that no
+query of a tile may see are skipped (about half the work for ``L = S``;
+:func:`causal_tile_schedule` says which).
+
+**Conventions.** A fully masked row gives ``out = 0`` and ``lse = -inf`` and zero gradient;
+``S = 0`` gives zeros. NaN or :math:`\pm\infty` in ``q``, ``k``, ``v`` raises ``ValueError``
+naming the argument (the rules of :mod:`attnmath.core`, shared by every exact variant).
+Float16 inputs are computed in float32 (score tiles, exponentials, accumulators) and results
+have the inputs' dtypes. This NumPy version shows the algorithm and its memory; the speed of
+the paper comes from keeping tiles in GPU on-chip memory, which NumPy cannot express.
+
 References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2023).
 """
 
@@ -38,13 +54,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_array, check_positive_int
+from ._validate import as_array, check_causal_alignment, check_positive_int
 from .core import AttentionGrads, check_cache, check_dout, prepare
+from .masking import causal_offset
 
 __all__ = [
     "FlashCache",
     "flash_attention_forward",
     "flash_attention_backward",
+    "causal_tile_schedule",
     "attention_matrix_bytes",
     "AttentionState",
     "attention_state",
@@ -81,8 +99,8 @@ class FlashCache(NamedTuple):
     scale: float
     #: Whether the forward was causal.
     causal: bool
-    #: ``"top-left"`` or ``"bottom-right"``; where the causal diagonal sits when ``L != S``.
-    causal_alignment: str
+    #: ``"top_left"``, ``"bottom_right"`` or an integer offset: where the causal diagonal sits.
+    causal_alignment: str | int
     #: Sliding-window length (keys a query sees, itself included), ``None`` for no window.
     window: int | None
     #: The caller's boolean mask, broadcastable to ``(B, H, L, S)``; ``None`` without one.
@@ -95,8 +113,99 @@ class FlashCache(NamedTuple):
     block_k: int
 
 
+def _key_stop(S: int, i1: int, offset: int) -> int:
+    """Causal: query rows ``< i1`` see only keys ``< i1 + offset``; key tiles from there on are
+    skipped."""
+    return min(S, max(0, i1 + offset))
+
+
+def _first_query_tile(L: int, j0: int, offset: int, block_q: int) -> int:
+    """Causal: the first row of the first query tile that sees key ``j0`` (``L`` when no query
+    does: the earlier tiles are skipped by the forward, and so by the backward)."""
+    first = max(0, j0 - offset)  # the first query row that sees key j0
+    return L if first >= L else first - first % block_q
+
+
+def causal_tile_schedule(L: int, S: int, *, block_q: int, block_k: int,
+                         causal_alignment: str | int = "top_left") -> np.ndarray:
+    r"""What the causal flash forward does with each (query tile, key tile).
+
+    .. math::
+
+        \text{tile } (i, j) \text{ is } \begin{cases}
+        \text{skipped} & j_0 \ge i_1 + \delta \\
+        \text{full} & j_1 - 1 \le i_0 + \delta \\
+        \text{masked} & \text{otherwise}
+        \end{cases}
+
+    for the tile's query rows :math:`[i_0, i_1)`, keys :math:`[j_0, j_1)` and the causal offset
+    :math:`\delta` (:func:`attnmath.masking.causal_offset`): a skipped tile is never computed
+    (no query of the tile may see any of its keys), a full one is computed with no entry
+    masked, a masked one with the causal mask applied inside.
+
+    Parameters
+    ----------
+    L, S : int
+        Query and key lengths, ``>= 0``.
+    block_q, block_k : int
+        Tile sizes, ``>= 1``.
+    causal_alignment : {"top_left", "bottom_right"} or int
+        As in :func:`flash_attention_forward`.
+
+    Returns
+    -------
+    ndarray of str, shape (ceil(L / block_q), ceil(S / block_k))
+        ``"full"``, ``"masked"`` or ``"skipped"``.
+
+    Notes
+    -----
+    :func:`flash_attention_forward` skips tiles by the same rule (the causal mask alone; a
+    ``mask``, ``bias`` or ``window`` may mask more inside the computed tiles). Oracle: the
+    tiles the forward pass computes, recorded, and the dense causal mask in the tests.
+    """
+    L = check_positive_int(L, "L", allow_zero=True)
+    S = check_positive_int(S, "S", allow_zero=True)
+    block_q = check_positive_int(block_q, "block_q")
+    block_k = check_positive_int(block_k, "block_k")
+    offset = causal_offset(L, S, check_causal_alignment(causal_alignment, "causal_alignment"))
+    i0 = np.arange(0, L, block_q)[:, None]  # (T_q, 1): first row of each query tile
+    i1 = np.minimum(L, i0 + block_q)
+    j0 = np.arange(0, S, block_k)[None, :]  # (1, T_k): first key of each key tile
+    j1 = np.minimum(S, j0 + block_k)
+    skipped = j0 >= np.minimum(S, np.maximum(0, i1 + offset))  # as _key_stop
+    full = j1 - 1 <= i0 + offset
+    return np.where(skipped, "skipped", np.where(full, "full", "masked"))  # (T_q, T_k)
+
+
+def _online_update(m: np.ndarray, ell: np.ndarray, acc: np.ndarray, tile: np.ndarray,
+                   v_j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fold one masked score tile into the running max ``m``, sum ``ell`` and unnormalised
+    output ``acc`` (updated in place, as is ``tile``, which becomes ``P~``); return the new
+    ``(m, ell)``."""
+    m_new = np.maximum(m, np.max(tile, axis=-1))  # (B, H_kv, g, l)
+    shift = np.where(np.isneginf(m_new), 0.0, m_new)  # finite: e^{-inf - (-inf)} is NaN
+    alpha = np.exp(m - shift)  # (B, H_kv, g, l), <= 1: rescales the old sums
+    tile -= shift[..., None]
+    np.exp(tile, out=tile)  # P~ = e^{S - m_new}, (B, H_kv, g, l, s)
+    ell = ell * alpha + np.sum(tile, axis=-1)  # (B, H_kv, g, l)
+    acc *= alpha[..., None]
+    acc += tile @ v_j  # (B, H_kv, g, l, D_v)
+    return m_new, ell
+
+
+def _online_finish(m: np.ndarray, ell: np.ndarray, acc: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``out = acc / ell`` and ``lse = m + log ell``; a fully masked row (``ell = 0``) gets
+    ``out = 0`` and ``lse = -inf``."""
+    seen = ell > 0.0  # False only for a fully masked row
+    out = acc / np.where(seen, ell, 1.0)[..., None]  # (B, H_kv, g, l, D_v)
+    shift = np.where(np.isneginf(m), 0.0, m)
+    with np.errstate(divide="ignore"):
+        return out, shift + np.log(ell)  # (B, H_kv, g, l); -inf where nothing is seen
+
+
 def flash_attention_forward(q, k, v, *, block_q: int = 64, block_k: int = 64, mask=None,
-                            bias=None, causal: bool = False, causal_alignment: str = "top_left",
+                            bias=None, causal: bool = False, causal_alignment: str | int = "top_left",
                             window: int | None = None, scale=None):
     r"""Exact attention by tiles with an online softmax; keeps only ``lse`` for the backward.
 
@@ -105,99 +214,80 @@ def flash_attention_forward(q, k, v, *, block_q: int = 64, block_k: int = 64, ma
         O = \operatorname{softmax}\!\left(s\, Q K^\top\right)_{\text{masked}} V, \qquad
         \operatorname{lse}_i = \log \sum_{j \text{ allowed}} e^{s\, q_i \cdot k_j},
 
-    computed tile by tile: see the module docstring for the recurrence.
+    computed tile by tile (the recurrence, memory and conventions: the module docstring).
 
     Parameters
     ----------
-    q : ndarray, shape (B, H, L, D)
-        Queries (any leading axes; plain ``(L, D)`` works).
-    k : ndarray, shape (B, H_kv, S, D)
-        Keys; ``H % H_kv == 0`` (grouped-query attention, torch's ``enable_gqa``).
-    v : ndarray, shape (B, H_kv, S, D_v)
-        Values.
+    q, k, v : ndarray, shapes (B, H, L, D), (B, H_kv, S, D), (B, H_kv, S, D_v)
+        Any leading axes (plain ``(L, D)`` works); ``H % H_kv == 0`` (torch's ``enable_gqa``).
     block_q, block_k : int
-        Tile sizes along the queries and the keys, ``>= 1``; they need not divide ``L``, ``S``
-        and may exceed them.
-    mask : ndarray of bool, optional
-        ``True`` = may attend; broadcasts to ``(B, H, L, S)``; sliced per tile.
-    bias : ndarray, optional
-        Additive score bias broadcasting to ``(B, H, L, S)`` (ALiBi, relative positions);
-        ``-inf`` acts as masked; sliced per tile (a broadcast view, never materialised).
+        Tile sizes along the queries and the keys, ``>= 1``; need not divide ``L``, ``S``.
+    mask, bias : ndarray, optional
+        Boolean mask (``True`` = may attend) and additive bias (``-inf`` = masked), each
+        broadcasting to ``(B, H, L, S)``; sliced per tile, never materialised.
     causal, causal_alignment, window
-        Causal mask (``"top_left"``: torch's ``is_causal``; ``"bottom_right"``: KV-cache
-        decoding) and sliding window, as in
-        :func:`attnmath.attention.scaled_dot_product_attention`; combined with ``mask`` by AND.
+        As in :func:`attnmath.attention.scaled_dot_product_attention` (``causal_alignment``
+        ``"top_left"``, ``"bottom_right"`` or an integer offset); key tiles no query of a tile
+        may see are skipped (:func:`causal_tile_schedule`).
     scale : float, optional
         Score scale :math:`s`, ``1/sqrt(D)`` by default.
 
     Returns
     -------
     out : ndarray, shape (B, H, L, D_v)
-        In the inputs' dtype (float16 inputs are computed in float32: score tiles,
-        exponentials and accumulators; :mod:`attnmath.core`).
+        In the inputs' dtype (float16 inputs are computed in float32).
     cache : FlashCache
         Inputs, ``out`` and ``lse (B, H, L)``: :math:`O(BHL)` numbers besides inputs and output.
 
     Notes
     -----
-    Working memory is one tile, :math:`O(B\,H\,(\text{block\_q}\cdot\text{block\_k} +
-    \text{block\_q}\cdot D_v))`, independent of the sequence lengths; nothing of size
-    :math:`L \times S` is allocated, the mask included (it is a broadcast view sliced per tile).
-    Together with the :math:`O(nD)` inputs and output the total is :math:`O(nD)`; the extra
-    state is :math:`O(n)`. The arithmetic is the same :math:`O(LSD)` as plain attention; in the
-    causal case, key tiles entirely above the diagonal are skipped (about half the work for
-    ``L = S``). A fully masked row gives ``out = 0`` and ``lse = -inf``; ``S = 0`` gives zeros.
-    NaN or :math:`\pm\infty` in ``q``, ``k``, ``v`` raises ``ValueError`` naming the argument
-    (the rules of :mod:`attnmath.core`, shared by every exact variant). This NumPy version
-    shows the algorithm and its memory; the speed of the paper comes from keeping tiles in GPU
-    on-chip memory, which NumPy cannot express. Oracle:
-    :func:`attnmath.attention.scaled_dot_product_attention`,
-    ``torch.nn.functional.scaled_dot_product_attention`` (``attn_mask``, ``is_causal``,
-    ``enable_gqa``) and ``torch.logsumexp`` for ``lse``, in float64.
+    A fully masked row gives ``out = 0`` and ``lse = -inf``. Oracle: torch's
+    ``scaled_dot_product_attention`` and ``logsumexp`` in float64.
     """
-    block_q = check_positive_int(block_q, "block_q")
-    block_k = check_positive_int(block_k, "block_k")
+    block_q, block_k = (check_positive_int(b, n) for b, n in ((block_q, "block_q"), (block_k, "block_k")))
     prob = prepare(q, k, v, mask=mask, bias=bias, scale=scale, causal=causal,
                    causal_alignment=causal_alignment, window=window)
-    L, S, D_v = prob.L, prob.S, prob.v5.shape[-1]
-    offset, dtype = prob.offset, prob.dtype  # query i sits on key i + offset
-    q5, v5 = prob.q5, prob.v5  # (B, H_kv, g, L, D), (B, H_kv, 1, S, D_v)
-    lead = q5.shape[:-2]  # (B, H_kv, g)
-    out5 = np.empty(lead + (L, D_v), dtype=dtype)  # (B, H_kv, g, L, D_v)
-    lse5 = np.empty(lead + (L,), dtype=dtype)  # (B, H_kv, g, L)
+    L, S, D_v, dtype = prob.L, prob.S, prob.v5.shape[-1], prob.dtype
+    lead = prob.q5.shape[:-2]  # (B, H_kv, g)
+    out5, lse5 = np.empty(lead + (L, D_v), dtype), np.empty(lead + (L,), dtype)  # (.., L, D_v), (.., L)
     for i0 in range(0, L, block_q):
         i1 = min(L, i0 + block_q)
-        q_i = q5[..., i0:i1, :]  # (B, H_kv, g, l, D)
+        q_i = prob.q5[..., i0:i1, :]  # (B, H_kv, g, l, D)
         m = np.full(lead + (i1 - i0,), -np.inf, dtype=dtype)  # (B, H_kv, g, l) running max
         ell = np.zeros(lead + (i1 - i0,), dtype=dtype)  # (B, H_kv, g, l) running sum
         acc = np.zeros(lead + (i1 - i0, D_v), dtype=dtype)  # (B, H_kv, g, l, D_v) unnormalised out
-        # Causal: the last key row i1 - 1 can see is i1 - 1 + offset; later tiles are all masked.
-        j_stop = min(S, max(0, i1 + offset)) if prob.causal else S
-        for j0 in range(0, j_stop, block_k):
-            j1 = min(S, j0 + block_k)
-            # One (l, s) tile is alive at a time: the score tile is turned into P~ in place.
-            tile = prob.scores(q_i, slice(i0, i1), slice(j0, j1))  # (B, H_kv, g, l, s), masked
-            m_new = np.maximum(m, np.max(tile, axis=-1))  # (B, H_kv, g, l)
-            shift = np.where(np.isneginf(m_new), 0.0, m_new)  # finite: e^{-inf - (-inf)} is NaN
-            alpha = np.exp(m - shift)  # (B, H_kv, g, l), <= 1: rescales the old sums
-            tile -= shift[..., None]
-            np.exp(tile, out=tile)  # P~ = e^{S - m_new}, (B, H_kv, g, l, s)
-            ell = ell * alpha + np.sum(tile, axis=-1)  # (B, H_kv, g, l)
-            acc *= alpha[..., None]
-            acc += tile @ v5[..., j0:j1, :]  # (B, H_kv, g, l, D_v)
-            m = m_new
-            del tile
-        seen = ell > 0.0  # False only for a fully masked row
-        out5[..., i0:i1, :] = acc / np.where(seen, ell, 1.0)[..., None]  # (B, H_kv, g, l, D_v)
-        shift = np.where(np.isneginf(m), 0.0, m)
-        with np.errstate(divide="ignore"):
-            lse5[..., i0:i1] = shift + np.log(ell)  # (B, H_kv, g, l); -inf where nothing is seen
-    lse = lse5.reshape(prob.out_shape[:-1])  # (B, H, L)
-    q, k, v = prob.inputs
+        for j0 in range(0, _key_stop(S, i1, prob.offset) if prob.causal else S, block_k):
+            tile = prob.scores(q_i, slice(i0, i1), slice(j0, min(S, j0 + block_k)))  # (B, H_kv, g, l, s)
+            m, ell = _online_update(m, ell, acc, tile, prob.v5[..., j0:j0 + block_k, :])
+        out5[..., i0:i1, :], lse5[..., i0:i1] = _online_finish(m, ell, acc)
     out_work = out5.reshape(prob.out_shape)  # (B, H, L, D_v)
-    cache = FlashCache(q, k, v, out_work, lse, prob.scale, prob.causal, causal_alignment,
-                       prob.window, mask, bias, block_q, block_k)
+    cache = FlashCache(*prob.inputs, out_work, lse5.reshape(prob.out_shape[:-1]), prob.scale,
+                       prob.causal, causal_alignment, prob.window, mask, bias, block_q, block_k)
     return out_work.astype(prob.out_dtype, copy=False), cache  # in the inputs' dtype
+
+
+def _backward_problem(dout, cache: FlashCache):
+    """The checked problem of a flash cache and ``(dout5, out5, lse5)`` in its working dtype."""
+    check_cache(cache, FlashCache, "flash_attention_forward", "flash_attention_backward")
+    q, k, v, out, lse, scale, causal, causal_alignment, window, mask, bias, block_q, block_k = cache
+    try:
+        prob = prepare(q, k, v, mask=mask, bias=bias, scale=scale, causal=causal,
+                       causal_alignment=causal_alignment, window=window)
+        check_positive_int(block_q, "block_q")
+        check_positive_int(block_k, "block_k")
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"cache is invalid (pass the cache its forward returned, unchanged): {exc}") from None
+    if np.shape(out) != prob.out_shape or np.shape(lse) != prob.out_shape[:-1]:
+        raise ValueError(
+            f"cache is inconsistent: out {np.shape(out)} and lse {np.shape(lse)} do not match "
+            f"q {q.shape}, v {v.shape}; pass the cache its forward returned, unchanged"
+        )
+    dout = check_dout(dout, prob.out_shape)
+    lead, L, D_v, dtype = prob.q5.shape[:-2], prob.L, prob.v5.shape[-1], prob.dtype  # (B, H_kv, g)
+    dout5 = dout.reshape(lead + (L, D_v)).astype(dtype, copy=False)  # (B, H_kv, g, L, D_v)
+    out5 = np.asarray(out).reshape(lead + (L, D_v)).astype(dtype, copy=False)  # (B, H_kv, g, L, D_v)
+    lse5 = np.asarray(lse).reshape(lead + (L,)).astype(dtype, copy=False)  # (B, H_kv, g, L)
+    return prob, dout5, out5, lse5
 
 
 def flash_attention_backward(dout, cache: FlashCache) -> AttentionGrads:
@@ -207,13 +297,9 @@ def flash_attention_backward(dout, cache: FlashCache) -> AttentionGrads:
 
         \begin{aligned}
         &P_{ij} = e^{s\, q_i \cdot k_j - \operatorname{lse}_i}, \quad D_i = \sum_d dO_{id}\, O_{id}, \quad
-          dZ_{ij} = P_{ij}\bigl(dP_{ij} - D_i\bigr), \\
-        &dP = dO\,V^\top,
+          dZ_{ij} = P_{ij}\bigl(dP_{ij} - D_i\bigr), \quad dP = dO\,V^\top, \\
+        &dQ = s\, dZ\, K, \qquad dK = s\, dZ^\top Q, \qquad dV = P^\top dO .
         \end{aligned}
-
-    .. math::
-
-        dQ = s\, dZ\, K, \qquad dK = s\, dZ^\top Q, \qquad dV = P^\top dO .
 
     Parameters
     ----------
@@ -230,79 +316,39 @@ def flash_attention_backward(dout, cache: FlashCache) -> AttentionGrads:
 
     Notes
     -----
-    :math:`D_i = \operatorname{rowsum}(dO \odot O)` replaces
-    :math:`\operatorname{rowsum}(P \odot dP)` of the softmax backward (they are equal since
-    :math:`\sum_j P_{ij}\, dP_{ij} = \sum_j P_{ij}\, dO_i \cdot v_j = dO_i \cdot o_i`); it costs
-    :math:`O(L D_v)` and needs no row of :math:`P` in full. The loop runs over key tiles
-    outside and query tiles inside (FlashAttention-2's order: ``dK_j``, ``dV_j`` finish in
-    one sweep), skipping tiles entirely above the causal diagonal. Memory: one tile plus
-    ``D (B, H, L)``; no ``(L, S)`` array, so the gradients too cost :math:`O(n)` beyond the
-    :math:`O(nD)` inputs and outputs. Masked entries have :math:`P = 0` and a fully masked
-    row (``lse = -inf``) gets zero gradient. Float16 inputs are computed in float32 (score
-    tiles, ``P``, ``dP``, ``dZ``, accumulators) and each gradient has its input's dtype. A cache
-    of another method raises ``TypeError``; a cache whose fields disagree raises ``ValueError``.
-    Oracle: ``torch.autograd`` through
-    ``torch.nn.functional.scaled_dot_product_attention``,
-    :func:`attnmath.attention.attention_backward`, and central differences.
+    :math:`D_i` replaces :math:`\operatorname{rowsum}(P \odot dP)` of the softmax backward
+    (equal, since :math:`O = PV`) and needs no row of :math:`P` in full. Key tiles outside,
+    query tiles inside (FlashAttention-2's order), skipping the causal forward's skipped
+    tiles; memory, dtypes and fully masked rows as in the module docstring. A cache of
+    another method raises ``TypeError``; one whose fields disagree ``ValueError``. Oracle:
+    ``torch.autograd`` through ``torch.nn.functional.scaled_dot_product_attention`` and
+    central differences.
     """
-    check_cache(cache, FlashCache, "flash_attention_forward", "flash_attention_backward")
-    q, k, v, out, lse, scale, causal, causal_alignment, window, mask, bias, block_q, block_k = cache
-    try:
-        prob = prepare(q, k, v, mask=mask, bias=bias, scale=scale, causal=causal,
-                       causal_alignment=causal_alignment, window=window)
-        block_q = check_positive_int(block_q, "block_q")
-        block_k = check_positive_int(block_k, "block_k")
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"cache is invalid (pass the cache its forward returned, unchanged): {exc}") from None
-    if np.shape(out) != prob.out_shape or np.shape(lse) != prob.out_shape[:-1]:
-        raise ValueError(
-            f"cache is inconsistent: out {np.shape(out)} and lse {np.shape(lse)} do not match "
-            f"q {q.shape}, v {v.shape}; pass the cache its forward returned, unchanged"
-        )
-    dout = check_dout(dout, prob.out_shape)
-    L, S, D_v = prob.L, prob.S, prob.v5.shape[-1]
-    offset, dtype = prob.offset, prob.dtype
+    prob, dout5, out5, lse5 = _backward_problem(dout, cache)
+    (L, S, s), (block_q, block_k) = (prob.L, prob.S, prob.scale), (cache.block_q, cache.block_k)
     q5, k5, v5 = prob.q5, prob.k5, prob.v5  # (B, H_kv, g, L, D), (B, H_kv, 1, S, D), (B, H_kv, 1, S, D_v)
-    lead = q5.shape[:-2]  # (B, H_kv, g)
-    dout5 = dout.reshape(lead + (L, D_v)).astype(dtype, copy=False)  # (B, H_kv, g, L, D_v)
-    out5 = np.asarray(out).reshape(lead + (L, D_v)).astype(dtype, copy=False)  # (B, H_kv, g, L, D_v)
-    lse5 = np.asarray(lse).reshape(lead + (L,)).astype(dtype, copy=False)  # (B, H_kv, g, L)
     lse_shift = np.where(np.isneginf(lse5), 0.0, lse5)  # such rows have every score -inf: P = 0
     delta = np.sum(dout5 * out5, axis=-1)  # (B, H_kv, g, L): D_i = rowsum(dO * O)
-
-    dq5 = np.zeros(q5.shape, dtype=dtype)  # (B, H_kv, g, L, D)
-    dk5 = np.zeros(k5.shape, dtype=dtype)  # (B, H_kv, 1, S, D)
-    dv5 = np.zeros(v5.shape, dtype=dtype)  # (B, H_kv, 1, S, D_v)
+    dq5, dk5, dv5 = (np.zeros(x.shape, dtype=prob.dtype) for x in (q5, k5, v5))
     for j0 in range(0, S, block_k):
-        j1 = min(S, j0 + block_k)
-        k_j = k5[..., j0:j1, :]  # (B, H_kv, 1, s, D)
-        v_j = v5[..., j0:j1, :]  # (B, H_kv, 1, s, D_v)
-        i_start = 0
-        if prob.causal:
-            first = max(0, j0 - offset)  # the first query row that sees key j0
-            if first >= L:
-                continue  # no query sees these keys: their gradients stay zero
-            i_start = (first // block_q) * block_q
-        for i0 in range(i_start, L, block_q):
-            i1 = min(L, i0 + block_q)
-            q_i = q5[..., i0:i1, :]  # (B, H_kv, g, l, D)
-            do_i = dout5[..., i0:i1, :]  # (B, H_kv, g, l, D_v)
-            # (B, H_kv, g, l, s): masked scores, then P in place
-            probs = prob.scores(q_i, slice(i0, i1), slice(j0, j1))
-            probs -= lse_shift[..., i0:i1, None]
-            np.exp(probs, out=probs)  # P = e^{S - lse}, (B, H_kv, g, l, s)
-            dv5[..., j0:j1, :] += np.sum(np.swapaxes(probs, -1, -2) @ do_i, axis=-3, keepdims=True)
-            dscores = do_i @ np.swapaxes(v_j, -1, -2)  # dP, (B, H_kv, g, l, s)
-            dscores -= delta[..., i0:i1, None]
+        keys = slice(j0, min(S, j0 + block_k))
+        first = _first_query_tile(L, j0, prob.offset, block_q) if prob.causal else 0
+        for i0 in range(first, L, block_q):
+            rows = slice(i0, min(L, i0 + block_q))
+            q_i, do_i = q5[..., rows, :], dout5[..., rows, :]  # (B, H_kv, g, l, D), (.., D_v)
+            probs = prob.scores(q_i, rows, keys)  # (B, H_kv, g, l, s): masked scores, then P
+            probs -= lse_shift[..., rows, None]
+            np.exp(probs, out=probs)  # P = e^{S - lse}
+            dv5[..., keys, :] += np.sum(np.swapaxes(probs, -1, -2) @ do_i, axis=-3, keepdims=True)
+            dscores = do_i @ np.swapaxes(v5[..., keys, :], -1, -2)  # dP, (B, H_kv, g, l, s)
+            dscores -= delta[..., rows, None]
             dscores *= probs  # dZ = P * (dP - D_i), (B, H_kv, g, l, s)
             del probs
-            dq5[..., i0:i1, :] += (dscores @ k_j) * prob.scale  # (B, H_kv, g, l, D)
-            dk5[..., j0:j1, :] += np.sum(np.swapaxes(dscores, -1, -2) @ q_i, axis=-3,
-                                         keepdims=True) * prob.scale  # (B, H_kv, 1, s, D)
-            del dscores
-    return AttentionGrads(dq5.reshape(q.shape).astype(q.dtype, copy=False),
-                          dk5.reshape(k.shape).astype(k.dtype, copy=False),
-                          dv5.reshape(v.shape).astype(v.dtype, copy=False))
+            dq5[..., rows, :] += (dscores @ k5[..., keys, :]) * s  # (B, H_kv, g, l, D)
+            dk5[..., keys, :] += np.sum(np.swapaxes(dscores, -1, -2) @ q_i, axis=-3,
+                                        keepdims=True) * s  # (B, H_kv, 1, s, D)
+    return AttentionGrads(*(g.reshape(x.shape).astype(x.dtype, copy=False)
+                            for g, x in zip((dq5, dk5, dv5), prob.inputs)))
 
 
 def attention_matrix_bytes(L: int, S: int, H: int = 1, B: int = 1, bytes_per_elem: int = 4) -> int:
@@ -356,7 +402,7 @@ class AttentionState(NamedTuple):
 
 
 def attention_state(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = False,
-                    causal_alignment: str = "top_left", window: int | None = None,
+                    causal_alignment: str | int = "top_left", window: int | None = None,
                     block_q: int = 64, block_k: int = 64) -> AttentionState:
     r"""The :class:`AttentionState` of queries ``q`` over the keys ``k`` and values ``v``.
 

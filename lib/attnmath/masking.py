@@ -17,14 +17,15 @@ from numpy.typing import ArrayLike, DTypeLike
 from ._validate import (
     BoolArray,
     FloatArray,
-    check_alignment,
     check_bool_mask,
+    check_causal_alignment,
     check_float_dtype,
     check_int_array,
     check_positive_int,
 )
 
 __all__ = [
+    "causal_offset",
     "causal_mask",
     "padding_mask",
     "left_padding_mask",
@@ -34,30 +35,68 @@ __all__ = [
     "mask_to_bias",
 ]
 
-def _query_positions(L: int, S: int, alignment: str) -> np.ndarray:
-    """Key index each query sits on: ``i`` (top-left) or ``i + S - L`` (bottom-right)."""
-    check_alignment(alignment)
-    offset = 0 if alignment == "top_left" else S - L
-    return np.arange(L)[:, None] + offset  # (L, 1)
+def causal_offset(L: int, S: int, alignment: str | int = "top_left") -> int:
+    r"""The offset :math:`\delta` of a causal mask: query ``i`` may attend key ``j`` iff
+    ``j <= i + offset``.
+
+    .. math:: \delta = \begin{cases} 0 & \text{top-left} \\ S - L & \text{bottom-right} \\
+              \delta & \text{an integer given} \end{cases}
+
+    Parameters
+    ----------
+    L, S : int
+        Query and key lengths, ``>= 0``.
+    alignment : {"top_left", "bottom_right"} or int
+        ``"top_left"`` is torch's ``is_causal`` (query ``i`` sits on key ``i``);
+        ``"bottom_right"`` aligns the last query with the last key (KV-cache decoding); an
+        integer is the offset itself, any value: negative offsets hide the first keys from
+        every query and leave the first ``-offset`` rows fully masked, offsets ``>= S`` mask
+        nothing.
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    Every causal mask of the library (:func:`causal_mask`, :func:`sliding_window_mask`, the
+    ``causal_alignment`` of :func:`attnmath.attention.scaled_dot_product_attention` and of
+    :func:`attnmath.flash.flash_attention_forward`, whose tile skipping follows it) reads its
+    diagonal from here. A fully masked row returns zeros (and ``lse = -inf`` in the flash
+    forward), as ``torch.nn.functional.scaled_dot_product_attention`` does.
+    """
+    L = check_positive_int(L, "L", allow_zero=True)
+    S = check_positive_int(S, "S", allow_zero=True)
+    alignment = check_causal_alignment(alignment)
+    if isinstance(alignment, int):
+        return alignment
+    return 0 if alignment == "top_left" else S - L
+
+
+def _query_positions(L: int, S: int, alignment: str | int) -> np.ndarray:
+    """Key index each query sits on: ``i + causal_offset(L, S, alignment)``."""
+    return np.arange(L)[:, None] + causal_offset(L, S, alignment)  # (L, 1)
 
 
 def causal_mask(
-    L: int, S: int | None = None, *, alignment: str = "top_left"
+    L: int, S: int | None = None, *, alignment: str | int = "top_left"
 ) -> BoolArray:
     r"""Lower-triangular mask: query ``i`` may attend to key ``j`` iff ``j <= i + offset``.
 
     .. math:: M_{ij} = [\, j \le i + \delta \,], \qquad
-              \delta = 0 \text{ (top-left)}, \quad \delta = S - L \text{ (bottom-right)}.
+              \delta = 0 \text{ (top-left)}, \quad \delta = S - L \text{ (bottom-right)},
+              \quad \text{or any integer } \delta .
 
     Parameters
     ----------
     L, S : int
         Query and key lengths (``S`` defaults to ``L``).
-    alignment : {"top_left", "bottom_right"}
+    alignment : {"top_left", "bottom_right"} or int
         Where the diagonal sits when ``L != S``. ``"top_left"`` is torch's ``is_causal=True``
         (``torch.ones(L, S).tril()``). ``"bottom_right"`` aligns the *last* query with the last
         key: the layout of KV-cache decoding, where ``L`` new queries follow ``S - L`` cached
-        keys. With ``L == S`` both are the same.
+        keys. With ``L == S`` both are the same. An integer is the offset
+        :math:`\delta` itself (:func:`causal_offset`).
 
     Returns
     -------
@@ -66,7 +105,8 @@ def causal_mask(
     Notes
     -----
     Top-left never leaves a row empty (query 0 always sees key 0). Bottom-right with ``L > S``
-    leaves the first ``L - S`` rows fully masked, and their attention output is zero.
+    leaves the first ``L - S`` rows fully masked, and so does any offset :math:`\delta < 0`
+    for its first :math:`\min(L, -\delta)` rows; their attention output is zero.
     Oracle: ``torch.ones(L, S, dtype=bool).tril(diagonal=delta)``.
     """
     L = check_positive_int(L, "L")
@@ -153,7 +193,7 @@ def combine_masks(*masks: ArrayLike | None) -> BoolArray | None:
 
 
 def sliding_window_mask(
-    L: int, window: int, S: int | None = None, *, alignment: str = "top_left"
+    L: int, window: int, S: int | None = None, *, alignment: str | int = "top_left"
 ) -> BoolArray:
     r"""Causal sliding window: query ``i`` sees itself and the ``window - 1`` keys before it.
 
@@ -169,7 +209,7 @@ def sliding_window_mask(
         causal mask.
     S : int, optional
         Key length, default ``L``.
-    alignment : {"top_left", "bottom_right"}
+    alignment : {"top_left", "bottom_right"} or int
         As in :func:`causal_mask`.
 
     Returns

@@ -17,6 +17,7 @@ import numpy as np
 
 from ._validate import as_array, check_bool, check_float_dtype, check_positive_int, check_real, check_seed
 from .core import check_dout, prepare
+from .masking import causal_offset
 
 __all__ = [
     "assert_close",
@@ -183,7 +184,7 @@ def to_torch(*arrays, requires_grad: bool = False):
 
 
 def sdpa_oracle(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = False,
-                causal_alignment: str = "top_left", window: int | None = None, dout=None,
+                causal_alignment: str | int = "top_left", window: int | None = None, dout=None,
                 dtype=np.float64):
     r"""The one torch oracle of attention: ``torch.nn.functional.scaled_dot_product_attention``.
 
@@ -200,9 +201,10 @@ def sdpa_oracle(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = Fal
         Additive bias (``-inf`` = masked).
     scale : float, optional
         ``1/sqrt(D)`` by default.
-    causal, causal_alignment : bool, str
-        The causal mask: ``"top_left"`` (torch's ``is_causal``, key ``j <= i``) or
-        ``"bottom_right"`` (``j <= i + S - L``). Both are passed to torch as a boolean mask.
+    causal, causal_alignment : bool, str or int
+        The causal mask: ``"top_left"`` (torch's ``is_causal``, key ``j <= i``),
+        ``"bottom_right"`` (``j <= i + S - L``) or an integer offset ``j <= i + offset``
+        (:func:`attnmath.masking.causal_offset`). All are passed to torch as a boolean mask.
     window : int, optional
         Also hide keys ``j <= i + offset - window`` (a sliding window of ``window`` keys ending
         at the query's diagonal; needs ``causal``).
@@ -244,8 +246,7 @@ def sdpa_oracle(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = Fal
     if mask is not None:
         m = np.asarray(mask)
         allowed = allowed & torch.from_numpy(np.ascontiguousarray(m[None] if plain and m.ndim > 2 else m))
-    offset = S - L if causal_alignment == "bottom_right" else 0
-    i = torch.arange(L)[:, None] + offset
+    i = torch.arange(L)[:, None] + causal_offset(L, S, causal_alignment)
     j = torch.arange(S)[None, :]
     if causal:
         allowed = allowed & (j <= i)
@@ -264,7 +265,7 @@ def sdpa_oracle(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = Fal
         # A causal mask alone: torch's own causal masks, not the one built here.
         if causal_alignment == "top_left":
             attn_mask, is_causal = None, True
-        elif tq.dim() == 4 and tk.dim() == 4:
+        elif causal_alignment == "bottom_right" and tq.dim() == 4 and tk.dim() == 4:
             from torch.nn.attention.bias import causal_lower_right
 
             attn_mask = causal_lower_right(L, S)

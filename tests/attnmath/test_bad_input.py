@@ -156,6 +156,7 @@ VALID = {
     softmax.masked_softmax: ((X3, np.ones((3, 4), bool)), {"axis": -1}),
     softmax.softmax_jacobian: ((X3,), {"temperature": 1.0}),
     softmax.softmax_vjp: ((_probs(2, 3), _a(2, 3)), {"axis": -1, "temperature": 1.0}),
+    masking.causal_offset: ((3, 4), {"alignment": "top_left"}),
     masking.causal_mask: ((3, 4), {"alignment": "top_left"}),
     masking.padding_mask: ((np.array([2, 3]), 4), {}),
     masking.left_padding_mask: ((np.array([2, 3]), 4), {}),
@@ -308,6 +309,7 @@ VALID = {
     chunked.online_logsumexp: ((X34,), {"block_size": 2, "axis": -1, "keepdims": False}),
     flash.flash_attention_forward: (QKV, {"block_q": 2, "block_k": 2, **MASKS, **CAUSAL_ARGS}),
     flash.flash_attention_backward: ((DOUT, FLASH_CACHE), {}),
+    flash.causal_tile_schedule: ((5, 7), {"block_q": 2, "block_k": 3, "causal_alignment": "top_left"}),
     flash.attention_matrix_bytes: ((4, 4), {"H": 2, "B": 1, "bytes_per_elem": 4}),
     flash.attention_state: (QKV, {"block_q": 2, "block_k": 2, **MASKS, **CAUSAL_ARGS}),
     flash.merge_attention_states: (([STATE, STATE],), {}),
@@ -721,10 +723,20 @@ def _arguments(fn):
     return dict(zip(params, args), **kwargs)
 
 
+def _takes_an_integer_too(fn, name: str) -> bool:
+    """A string argument annotated ``str | int``: a causal alignment or its integer offset
+    (attnmath.masking.causal_offset), where an integer is valid."""
+    annotation = inspect.signature(fn).parameters[name].annotation
+    return isinstance(annotation, str) and "int" in (a.strip() for a in annotation.split("|"))
+
+
 def _generic_cases():
     for fn in VALID:
         for name, value in _arguments(fn).items():
-            for bad in [3] if name in FREE_TEXT else _bad_values(value):
+            bads = [3] if name in FREE_TEXT else _bad_values(value)
+            if isinstance(value, str) and _takes_an_integer_too(fn, name):
+                bads = ["bogus", 2.5, True]
+            for bad in bads:
                 if (fn, name) in NONFINITE_DOCUMENTED and _has_nonfinite(bad):
                     continue
                 if isinstance(bad, np.ndarray) and bad.flat[0] in INFINITY_DOCUMENTED.get((fn, name), ()):

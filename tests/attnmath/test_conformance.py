@@ -397,7 +397,7 @@ _INT0 = [-1, 2.5, False, "0", None]  # an integer >= 0
 _SEED = [-1, 1.5, "seed", None]
 _REAL = ["x", _NAN, float("inf"), True]
 _FLAG = [1, "yes", None]
-_ALIGN = ["diagonal", 3, None]
+_ALIGN = ["diagonal", 2.5, None, True]  # an integer is an offset (masking.causal_offset)
 
 
 def _probes():

@@ -21,6 +21,7 @@ from attnmath.flash import (
     FastMemory,
     IOCount,
     attention_matrix_bytes,
+    causal_tile_schedule,
     flash_attention_2_io,
     flash_attention_backward,
     flash_attention_forward,
@@ -127,7 +128,8 @@ def flash_problems(draw):
     block_q = draw(st.integers(1, dims["L"] + 3))  # includes 1, non-divisors and > L
     block_k = draw(st.integers(1, dims["S"] + 3))
     causal = draw(st.booleans())
-    alignment = draw(st.sampled_from(["top_left", "bottom_right"]))
+    alignment = draw(st.one_of(st.sampled_from(["top_left", "bottom_right"]),
+                               st.integers(-dims["L"] - 2, dims["S"] + 2)))  # any offset
     mask_kind = draw(st.sampled_from(["none", "full", "row"]))
     seed = draw(st.integers(0, 2**31 - 1))
     return dims, block_q, block_k, causal, alignment, mask_kind, seed
@@ -139,7 +141,8 @@ def flash_problems(draw):
     "verified",
     domain=r"$1 \le B, H_{kv} \le 2$, grouped heads, $1 \le L, S \le 9$ ($L \ne S$ included), "
            r"$1 \le D \le 4$, $1 \le D_v \le 3$, every tile size including 1, non-divisors and "
-           "tiles larger than the sequence, causal with both alignments, random and padding masks "
+           "tiles larger than the sequence, causal with both alignments and any integer offset, "
+           "random and padding masks "
            "with fully masked rows, hypothesis")
 @SETTINGS
 @given(problem=flash_problems())
@@ -224,6 +227,79 @@ def test_causal_forward_skips_key_tiles_above_the_diagonal(monkeypatch):
                                                mask=causal_mask(4))
     assert_close(out, expected, name="out")
     assert_close(grads.dk[..., 4:, :], np.zeros((1, 1, 8, 3)), name="dk of unseen keys")
+
+
+def _recorded_tiles(monkeypatch, L, S, block_q, block_k, alignment):
+    """The (query tile, key tile) pairs whose scores the causal forward and the backward compute,
+    each with whether the causal mask removed any entry of it (every score tile is made by
+    Problem.scores)."""
+    from attnmath import core
+
+    q, k, v = random_qkv(B=1, H=1, L=L, S=S, D=2, seed=L * 100 + S)
+    seen = {"forward": {}, "backward": {}}
+    scores, phase = core.Problem.scores, ["forward"]
+
+    def recording(self, q_rows, rows, cols):
+        tile = scores(self, q_rows, rows, cols)
+        seen[phase[0]][rows.start // block_q, cols.start // block_k] = bool(np.isneginf(tile).any())
+        return tile
+
+    monkeypatch.setattr(core.Problem, "scores", recording)
+    out, cache = flash_attention_forward(q, k, v, block_q=block_q, block_k=block_k, causal=True,
+                                         causal_alignment=alignment)
+    phase[0] = "backward"
+    flash_attention_backward(np.ones_like(out), cache)
+    monkeypatch.undo()
+    return seen
+
+
+@settings(max_examples=60, deadline=None)
+@given(L=st.integers(0, 14), S=st.integers(0, 14), block_q=st.integers(1, 6),
+       block_k=st.integers(1, 6), data=st.data())
+def test_the_tile_schedule_is_what_the_causal_forward_and_backward_compute(L, S, block_q, block_k,
+                                                                           data):
+    alignment = data.draw(st.one_of(st.sampled_from(["top_left", "bottom_right"]),
+                                    st.integers(-L - 3, S + 3)))
+    schedule = causal_tile_schedule(L, S, block_q=block_q, block_k=block_k,
+                                    causal_alignment=alignment)
+    assert schedule.shape == (-(-L // block_q), -(-S // block_k))
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        seen = _recorded_tiles(monkeypatch, L, S, block_q, block_k, alignment)
+    computed = {tile: "masked" if masked else "full" for tile, masked in seen["forward"].items()}
+    want = {(i, j): computed.get((i, j), "skipped") for i in range(schedule.shape[0])
+            for j in range(schedule.shape[1])}
+    assert {(i, j): str(kind) for (i, j), kind in np.ndenumerate(schedule)} == want
+    assert set(seen["backward"]) == set(seen["forward"])  # the backward skips the same tiles
+    # A tile is skipped exactly when the dense causal mask hides all of it from its rows.
+    if L and S:
+        dense = causal_mask(L, S, alignment=alignment)
+        for (i, j), kind in np.ndenumerate(schedule):
+            block = dense[i * block_q:(i + 1) * block_q, j * block_k:(j + 1) * block_k]
+            assert (kind == "skipped") == (not block.any()), (i, j, kind)
+            assert (kind == "full") == bool(block.all()), (i, j, kind)
+
+
+@settings(max_examples=40, deadline=None)
+@given(L=st.integers(1, 9), S=st.integers(1, 9), block_q=st.integers(1, 4),
+       block_k=st.integers(1, 4), data=st.data(), seed=st.integers(0, 2**31 - 1))
+def test_an_integer_offset_matches_torch_and_fully_masked_rows_give_zeros(L, S, block_q, block_k,
+                                                                         data, seed):
+    # Query i sees key j iff j <= i + offset; rows with i + offset < 0 see nothing and return
+    # zeros with lse = -inf and zero gradients, as torch's SDPA convention the library follows.
+    offset = data.draw(st.integers(-L - 2, S + 2))
+    q, k, v = random_qkv(B=1, H=2, L=L, S=S, D=3, D_v=2, H_kv=1, seed=seed)
+    dout = np.random.default_rng(seed).standard_normal((1, 2, L, 2))
+    out, cache = flash_attention_forward(q, k, v, block_q=block_q, block_k=block_k, causal=True,
+                                         causal_alignment=offset)
+    grads = flash_attention_backward(dout, cache)
+    expected, (dq, dk, dv) = sdpa_oracle(q, k, v, mask=causal_mask(L, S, alignment=offset),
+                                          dout=dout)
+    assert_close(out, expected, name="out")
+    for name, a, e in zip(("dq", "dk", "dv"), grads, (dq, dk, dv)):
+        assert_close(a, e, name=name)
+    empty = min(L, max(0, -offset))
+    assert not out[..., :empty, :].any() and not grads.dq[..., :empty, :].any()
+    assert np.isneginf(cache.lse[..., :empty]).all() and np.isfinite(cache.lse[..., empty:]).all()
 
 
 def test_result_does_not_depend_on_the_tiling():

@@ -20,6 +20,7 @@ from attnmath.attention import scaled_dot_product_attention
 from attnmath.masking import (
     broadcast_mask,
     causal_mask,
+    causal_offset,
     combine_masks,
     left_padding_mask,
     mask_to_bias,
@@ -104,6 +105,44 @@ def test_top_left_causal_mask_never_leaves_a_row_empty(L, S):
     assert mask.any(axis=1).all()
     assert mask[:, 0].all()
     np.testing.assert_array_equal(mask.sum(axis=1), np.minimum(np.arange(L) + 1, S))
+
+
+@SETTINGS
+@given(L=lengths, S=lengths, data=st.data())
+def test_an_integer_offset_is_torch_tril_with_that_diagonal(L, S, data):
+    # Any offset, including those that mask whole rows (offset < 0) or nothing (offset >= S).
+    offset = data.draw(st.integers(-L - 3, S + 3))
+    mask = causal_mask(L, S, alignment=offset)
+    np.testing.assert_array_equal(mask, _torch_tril(L, S, offset))
+    assert causal_offset(L, S, offset) == offset
+    empty = min(L, max(0, -offset))  # rows i with i + offset < 0 see no key
+    assert not mask[:empty].any() and mask[empty:, 0].all()
+
+
+@SETTINGS
+@given(L=lengths, S=lengths)
+def test_the_named_alignments_are_offsets_zero_and_s_minus_l(L, S):
+    assert causal_offset(L, S, "top_left") == 0 and causal_offset(L, S, "bottom_right") == S - L
+    for name in ("top_left", "bottom_right"):
+        np.testing.assert_array_equal(causal_mask(L, S, alignment=name),
+                                      causal_mask(L, S, alignment=causal_offset(L, S, name)))
+
+
+@SETTINGS
+@given(L=lengths, S=lengths, window=st.integers(1, 8), data=st.data())
+def test_a_sliding_window_with_an_integer_offset_ends_on_that_diagonal(L, S, window, data):
+    offset = data.draw(st.integers(-L - 2, S + 2))
+    mask = sliding_window_mask(L, window, S, alignment=offset)
+    expected = _torch_tril(L, S, offset) & ~_torch_tril(L, S, offset - window)
+    np.testing.assert_array_equal(mask, expected)
+
+
+def test_an_offset_must_be_an_integer_or_a_named_alignment():
+    for bad in (1.5, True, None):
+        with pytest.raises(TypeError, match="alignment"):
+            causal_offset(3, 4, bad)
+    with pytest.raises(ValueError, match="alignment"):
+        causal_mask(3, 4, alignment="diagonal")
 
 
 def test_causal_mask_rejects_bad_input():

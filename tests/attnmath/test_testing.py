@@ -116,7 +116,8 @@ def _softmax_attention_by_hand(q, k, v, allowed, bias, scale):
 
 @settings(max_examples=40, deadline=None)
 @given(L=st.integers(0, 5), S=st.integers(0, 5), H_kv=st.integers(1, 2), group=st.integers(1, 2),
-       causal=st.booleans(), alignment=st.sampled_from(["top_left", "bottom_right"]),
+       causal=st.booleans(),
+       alignment=st.one_of(st.sampled_from(["top_left", "bottom_right"]), st.integers(-6, 6)),
        window=st.one_of(st.none(), st.integers(1, 4)), use_mask=st.booleans(), use_bias=st.booleans(),
        seed=st.integers(0, 2**16))
 def test_sdpa_oracle_equals_the_definition_with_masks_windows_and_biases(
@@ -127,7 +128,7 @@ def test_sdpa_oracle_equals_the_definition_with_masks_windows_and_biases(
     bias = np.where(rng.random((L, S)) > 0.2, rng.standard_normal((L, S)), -np.inf) if use_bias else None
     out = sdpa_oracle(q, k, v, mask=mask, bias=bias, scale=0.7, causal=causal,
                       causal_alignment=alignment, window=window)
-    offset = S - L if alignment == "bottom_right" else 0
+    offset = alignment if isinstance(alignment, int) else (S - L if alignment == "bottom_right" else 0)
     i, j = np.arange(L)[:, None] + offset, np.arange(S)[None, :]
     allowed = np.ones((L, S), bool) if mask is None else mask.copy()
     if causal:
