@@ -11,6 +11,12 @@ npm ``mathjax-full`` at the version of ``package.json``, installed into ``node_m
 loads MathJax; a page with TeX left elsewhere (in a cell's output, say) keeps it, and MathJax
 typesets only what is left.
 
+A rebuild after an edit typesets only the pages Sphinx wrote again. A record beside the pages
+(``.mathjax-typeset.json``) keeps each page's formulas and each formula's markup, so that Node.js
+runs only when the book has a formula it has not typeset yet (then over every formula of the
+book, so that the stylesheet, which has a rule for each character used, stays the one a clean
+build writes).
+
 Without Node.js or without ``node_modules/mathjax-full`` nothing changes: MathJax typesets the
 pages in the browser as before (``book/_static/attnmath.js`` never hides the text meanwhile).
 A formula that MathJax cannot typeset (an undefined macro) is a build warning, which the book's
@@ -19,6 +25,7 @@ A formula that MathJax cannot typeset (an undefined macro) is a build warning, w
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import os
@@ -100,30 +107,95 @@ def serve_typeset(page: str, prefix: str) -> str:
     return page
 
 
-def typeset_book(outdir: Path, macros: dict, warn) -> int:
-    """Typeset every formula of the HTML build in ``outdir``; return how many pages changed.
-    ``warn(message)`` reports a formula that MathJax cannot typeset."""
-    pages = {path: path.read_text() for path in sorted(outdir.rglob("*.html"))}
-    found = {path: formulas_of(text) for path, text in pages.items()}
-    unique = sorted({f for formulas in found.values() for f in formulas})
-    if not unique:
-        return 0
+#: What the last typesetting of an HTML build knew, kept beside its pages (as Sphinx's
+#: ``.buildinfo``): the formulas of each page and the markup of each formula.
+RECORD = ".mathjax-typeset.json"
+
+
+def renderer_key(macros: dict) -> str:
+    """A digest of everything the markup depends on besides the formula: the script, MathJax's
+    version, the macros and the fonts' address."""
+    package = node_modules() / "mathjax-full" / "package.json"
+    h = hashlib.sha256(SCRIPT.read_bytes())
+    h.update(package.read_bytes() if package.is_file() else b"")
+    h.update(json.dumps([macros, FONTS], sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def _formula_key(formula: tuple[str, bool]) -> str:
+    return json.dumps(list(formula))
+
+
+def _digest(formulas) -> str:
+    return hashlib.sha256(json.dumps([list(f) for f in formulas]).encode()).hexdigest()
+
+
+def load_record(outdir: Path, key: str) -> dict:
+    """The record of the last typesetting of ``outdir`` by the same renderer, or an empty one."""
+    try:
+        record = json.loads((outdir / RECORD).read_text())
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict) or record.get("renderer") != key:
+        return {"renderer": key, "pages": {}, "markup": {}, "stylesheet_for": None}
+    return record
+
+
+def _typeset_markup(unique, macros, record, stylesheet: Path, warn, found) -> dict:
+    """The markup of each formula of ``unique`` that MathJax can typeset. MathJax runs (on every
+    formula, so that the stylesheet has every character of the book) only when a formula has no
+    markup in the record or the stylesheet is not the one for these formulas."""
+    cached = record["markup"]
+    digest = _digest(unique)
+    if (all(_formula_key(f) in cached for f in unique) and record["stylesheet_for"] == digest
+            and stylesheet.is_file()):
+        return {f: cached[_formula_key(f)] for f in unique}
     result = run_mathjax(unique, macros)
     markup = {}
     for formula, code, error in zip(unique, result["html"], result["errors"]):
         if error:
-            pages_with = [p.relative_to(outdir).as_posix() for p, fs in found.items() if formula in fs]
-            warn(f"MathJax cannot typeset {formula[0]!r} ({error}) on {', '.join(pages_with)}")
+            warn(f"MathJax cannot typeset {formula[0]!r} ({error}) on {', '.join(found(formula))}")
         else:
             markup[formula] = code
-    (outdir / "_static" / STYLESHEET).write_text(result["css"])
+    stylesheet.write_text(result["css"])
+    record["stylesheet_for"] = digest
+    return markup
+
+
+def typeset_book(outdir: Path, macros: dict, warn) -> int:
+    """Typeset every formula of the HTML build in ``outdir``; return how many pages changed.
+    ``warn(message)`` reports a formula that MathJax cannot typeset.
+
+    A page typeset by an earlier build (it links the stylesheet) is left as it is; its formulas
+    are those the record kept for it. Only pages that Sphinx has just written are typeset, from
+    the record's markup where it has the formula, and MathJax runs only when a formula is new
+    (:func:`_typeset_markup`), so an edit that adds no formula costs no run of Node.js.
+    """
+    record = load_record(outdir, renderer_key(macros))
+    pages, found = {}, {}
+    for path in sorted(outdir.rglob("*.html")):
+        rel = path.relative_to(outdir).as_posix()
+        text = path.read_text()
+        if STYLESHEET in text and rel in record["pages"]:
+            found[rel] = [tuple(f) for f in record["pages"][rel]]
+        else:
+            pages[path] = text
+            found[rel] = formulas_of(text)
+    unique = sorted({f for formulas in found.values() for f in formulas})
+    stylesheet = outdir / "_static" / STYLESHEET
+    markup = _typeset_markup(unique, macros, record, stylesheet, warn,
+                             lambda formula: [p for p, fs in found.items() if formula in fs]) if unique else {}
     changed = 0
     for path, text in pages.items():
-        if not found[path]:
+        rel = path.relative_to(outdir).as_posix()
+        if not found[rel]:
             continue
         prefix = "../" * (len(path.relative_to(outdir).parts) - 1)
         path.write_text(serve_typeset(replace_formulas(text, markup), prefix))
         changed += 1
+    record["pages"] = {rel: [list(f) for f in formulas] for rel, formulas in found.items() if formulas}
+    record["markup"] = {_formula_key(f): code for f, code in markup.items()}
+    (outdir / RECORD).write_text(json.dumps(record))
     return changed
 
 

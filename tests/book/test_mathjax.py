@@ -5,6 +5,7 @@ package (Node.js, npm mathjax-full) typesets the book's macros and refuses an un
 from __future__ import annotations
 
 import html
+import json
 import sys
 from pathlib import Path
 
@@ -100,3 +101,63 @@ def test_typeset_book_rewrites_each_page_and_writes_one_stylesheet(tmp_path):
     (tmp_path / "book" / "b.html").write_text(page_with([("\\undefinedmacro", False)]))
     mj.typeset_book(tmp_path, {}, warnings.append)
     assert len(warnings) == 1 and "book/b.html" in warnings[0]
+
+
+def _build(root: Path, pages: dict[str, list]) -> None:
+    """Sphinx writing ``pages`` (path: formulas) into the HTML build ``root``."""
+    (root / "_static").mkdir(parents=True, exist_ok=True)
+    for rel, formulas in pages.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(page_with(formulas))
+
+
+A_PAGE = [("x \\in \\R^{n}", False), ("\\sum_i \\alpha_i", True)]
+B_PAGE = [("\\beta + \\gamma", False)]
+
+
+@needs_node
+def test_a_rebuild_typesets_only_the_rewritten_pages_and_keeps_the_whole_books_stylesheet(tmp_path):
+    clean, incremental = tmp_path / "clean", tmp_path / "incremental"
+    _build(clean, {"book/a.html": A_PAGE, "book/b.html": B_PAGE})
+    mj.typeset_book(clean, {"R": "\\mathbb{R}"}, pytest.fail)
+    _build(incremental, {"book/a.html": A_PAGE, "book/b.html": [("\\delta", False)]})
+    mj.typeset_book(incremental, {"R": "\\mathbb{R}"}, pytest.fail)
+    a_before = (incremental / "book" / "a.html").read_text()
+    _build(incremental, {"book/b.html": B_PAGE})  # an edit: Sphinx writes b again, not a
+    assert mj.typeset_book(incremental, {"R": "\\mathbb{R}"}, pytest.fail) == 1
+    assert (incremental / "book" / "a.html").read_text() == a_before
+    for rel in ("book/a.html", "book/b.html", f"_static/{mj.STYLESHEET}"):
+        assert (incremental / rel).read_text() == (clean / rel).read_text(), rel
+    assert "mjx-c211D" in (incremental / "_static" / mj.STYLESHEET).read_text()  # a's \R, kept
+
+
+def test_a_rewritten_page_of_known_formulas_is_typeset_without_node(tmp_path, monkeypatch):
+    key = mj.renderer_key({})
+    markup = {f: f"<mjx-container>{i}</mjx-container>" for i, f in enumerate(A_PAGE + B_PAGE)}
+    unique = sorted(markup)
+    record = {"renderer": key, "stylesheet_for": mj._digest(unique),
+              "pages": {"book/a.html": [list(f) for f in A_PAGE], "book/b.html": [list(f) for f in B_PAGE]},
+              "markup": {mj._formula_key(f): code for f, code in markup.items()}}
+    _build(tmp_path, {"book/a.html": A_PAGE, "book/b.html": B_PAGE})
+    (tmp_path / mj.RECORD).write_text(json.dumps(record))
+    (tmp_path / "_static" / mj.STYLESHEET).write_text("/* the book's */")
+    monkeypatch.setattr(mj, "run_mathjax", lambda *a: pytest.fail("Node.js ran for known formulas"))
+    assert mj.typeset_book(tmp_path, {}, pytest.fail) == 2
+    for rel, formulas in (("book/a.html", A_PAGE), ("book/b.html", B_PAGE)):
+        page = (tmp_path / rel).read_text()
+        assert all(markup[f] in page for f in formulas) and not mj.tex_left(page)
+    # another renderer (other macros): the record does not apply
+    assert mj.load_record(tmp_path, mj.renderer_key({"R": "\\mathbb{R}"}))["markup"] == {}
+
+
+@needs_node
+def test_a_formula_mathjax_cannot_typeset_is_reported_by_every_build_until_it_is_fixed(tmp_path):
+    _build(tmp_path, {"book/a.html": A_PAGE, "book/b.html": [("\\nosuchmacro", False)]})
+    for _ in range(2):  # the second build writes no page again
+        warnings = []
+        mj.typeset_book(tmp_path, {"R": "\\mathbb{R}"}, warnings.append)
+        assert len(warnings) == 1 and "book/b.html" in warnings[0] and "nosuchmacro" in warnings[0]
+    _build(tmp_path, {"book/b.html": B_PAGE})
+    warnings = []
+    mj.typeset_book(tmp_path, {"R": "\\mathbb{R}"}, warnings.append)
+    assert warnings == [] and not mj.tex_left((tmp_path / "book" / "b.html").read_text())
