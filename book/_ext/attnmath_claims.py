@@ -5,7 +5,7 @@ Before Sphinx reads the chapters, this extension starts the tests that carry a
 subprocess, about 20 s for all), which run while Sphinx reads, and keeps the outcome of each. A
 clean build runs them all; a later build (``make book`` after an edit) runs only those whose
 outcome may have changed: all of them when the library, the shared test code or the test
-settings changed, else the tests of each changed test file and of each changed chapter (the
+settings changed, else the tests of each changed test file and of each chapter whose text changed (the
 claims it repeats), and it keeps the other outcomes of the last build, recorded in Sphinx's
 environment with a digest of what they depend on. The directives below then write the
 appendix from the markers and those outcomes:
@@ -130,6 +130,21 @@ def tests_to_run(markers, inputs: dict[str, str], record: dict | None, chapters:
     return sorted(run), {t: record["outcomes"][t] for t in tests if t not in run}
 
 
+def edited_chapters(docs: dict[str, Path], record: dict | None, inputs: dict[str, str]) -> set[str]:
+    """The names of the documents ``docs`` (docname: source) whose text differs from the last
+    build's: a file saved again unchanged is no edit. Each one's digest goes into ``inputs``
+    (``chapter <name>``), with those the record keeps for the documents not read this time."""
+    before = (record or {}).get("inputs", {})
+    inputs.update({k: v for k, v in before.items() if k.startswith("chapter ")})
+    edited = set()
+    for doc, source in docs.items():
+        key = f"chapter {Path(doc).name}"
+        inputs[key] = digest(source)
+        if before.get(key) != inputs[key]:
+            edited.add(Path(doc).name)
+    return edited
+
+
 def start_tests(app, env, added, changed, removed):
     """Start the claim tests that this build needs in the background (see :func:`tests_to_run`)."""
     claims = _claims_module()
@@ -140,8 +155,9 @@ def start_tests(app, env, added, changed, removed):
         _record(app, {m.test: "not run" for m in markers})
         return reread
     inputs = claim_inputs(markers)
-    chapters = {Path(doc).name for doc in (*added, *changed)}
-    run, kept = tests_to_run(markers, inputs, getattr(env, "attnmath_claim_record", None), chapters)
+    record = getattr(env, "attnmath_claim_record", None)
+    chapters = edited_chapters({doc: Path(env.doc2path(doc)) for doc in (*added, *changed)}, record, inputs)
+    run, kept = tests_to_run(markers, inputs, record, chapters)
     env.attnmath_claim_record = {"inputs": inputs, "outcomes": {}}
     _KEPT[id(app)] = kept
     if run:

@@ -94,3 +94,21 @@ def test_the_digests_cover_every_file_that_holds_claim_tests():
     inputs = ext.claim_inputs(markers)
     assert set(inputs) == {*ext.SHARED_INPUTS, "tests/attnmath/test_softmax.py"}
     assert all(inputs.values()), "every input exists in the repository"
+
+
+def test_a_chapter_saved_again_unchanged_is_no_edit_and_an_edited_one_is(tmp_path):
+    sources = {doc: tmp_path / f"{doc}.md" for doc in CHAPTERS}
+    for doc, path in sources.items():
+        path.write_text(f"# {doc}\n")
+    first: dict[str, str] = {}
+    assert ext.edited_chapters(sources, None, first) == set(CHAPTERS), "a clean build: every chapter is new"
+    record = {"inputs": first, "outcomes": {}}
+    sources["02_attention"].write_text("# 02_attention\n")  # saved again, same text
+    sources["04_masking"].write_text("# 04_masking\n\nA new sentence.\n")
+    read = {doc: sources[doc] for doc in ("02_attention", "04_masking")}  # Sphinx reads what is newer
+    second: dict[str, str] = {}
+    assert ext.edited_chapters(read, record, second) == {"04_masking"}
+    assert second["chapter 01_softmax"] == first["chapter 01_softmax"], "an unread chapter keeps its digest"
+    assert second["chapter 04_masking"] != first["chapter 04_masking"]
+    record = {"inputs": second, "outcomes": {}}
+    assert ext.edited_chapters(read, record, {}) == set(), "the edit is recorded: the next build has none"
