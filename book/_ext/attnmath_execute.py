@@ -26,6 +26,9 @@ logger = logging.getLogger(__name__)
 
 def _execute(text: str, cwd: str, timeout: int | None) -> tuple[str | None, float, str | None]:
     """Execute the notebook ``text`` (JSON) in ``cwd``: the executed notebook, the seconds, the error."""
+    from build_book import skip_iri_grammar  # book/_ext/build_book.py: a worker starts 1-2 s sooner
+
+    skip_iri_grammar()
     import nbformat
     from jupyter_cache.executors.utils import single_nb_execution
 
