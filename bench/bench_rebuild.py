@@ -1,19 +1,25 @@
-"""One edited chapter back on screen: ``make book``'s build after an author edits one chapter.
+"""The book loop: a cold ``make book`` and one edited chapter back on screen.
 
-The book's sources are copied to a temporary folder (as ``bench_book.py`` does) and built once
-(cold, or ``--work`` names a folder a previous run kept with ``--keep``). Then, for one chapter,
-three rebuilds with the README's flags are timed from the start of the build to the rebuilt page
-on disk, each checked to show the edit:
+The book's sources are copied to a temporary folder (as ``bench_book.py`` does, with the test
+settings and MathJax's ``node_modules`` as ``make book`` has them; the chapters import the copy's
+library) and built as ``make book`` builds them (``book/_ext/build_book.py``): once cold (empty
+``_build``, the environment installed), or not when ``--work`` names a folder that a previous
+run kept with ``--keep``. Then, for one chapter, four rebuilds are timed from the start of the
+command to the rebuilt page on disk, each checked to show the edit:
 
+* ``touch``: the chapter saved again unchanged (what an editor's save without a change does);
 * ``prose``: a sentence added to the chapter's text (nothing is executed again);
 * ``code``: a comment added to the chapter's first code cell (the chapter is executed again);
-* ``nothing``: no change at all (``make book`` itself would skip this build).
+* ``nothing``: no change at all (``make book`` itself skips this build; timed for reference).
 
-For each it prints the seconds, how many claim tests the build ran (the log line of
-``book/_ext/attnmath_claims.py``) and which chapters were executed again, and writes
+Every build runs with ``ATTNMATH_BUILD_TRACE`` (``book/_ext/attnmath_trace.py``), so each
+result also has the time of each phase of the build: start-up until the extensions load,
+deciding what is outdated (the chapters executed ahead, the claim tests started), reading,
+waiting for the claim tests, writing, and what runs after writing. It prints the seconds, the
+phases, how many claim tests the build ran and which chapters it executed, and writes
 ``bench/results/rebuild.json``.
 
-    python bench/bench_rebuild.py [--chapter book/04_masking.md] [--work DIR] [--keep]
+    python bench/bench_rebuild.py [--chapter book/04_masking.md] [--commit REV] [--work DIR] [--keep]
 """
 
 from __future__ import annotations
@@ -23,15 +29,64 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_book import ROOT, build, copy_sources  # noqa: E402  (bench/bench_book.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+from bench_book import COPY, ROOT, copy_sources  # noqa: E402  (bench/bench_book.py)
+from build_book import COMMAND  # noqa: E402  (book/_ext/build_book.py: make book's build)
 
 TARGET_SECONDS = 20
+TARGET_COLD_SECONDS = 90
 MARK = "bench-rebuild-edit"
+#: Besides what bench_book.py copies: the test settings (the claim tests run in the copy).
+EXTRA = ["pyproject.toml"]
+_TRACE = re.compile(r"^\[trace\]\s+([\d.]+) s\s+\(\+\s*([\d.]+) s\)\s+(.*?)(?:  (.*))?$")
+
+
+def prepare(commit: str | None = None) -> Path:
+    """A temporary copy of the book's sources (of the working tree, or of ``commit``), built as
+    ``make book`` builds the repository."""
+    work = copy_sources()
+    if commit is not None:  # the same files, as committed
+        for rel in COPY:
+            shutil.rmtree(work / rel) if (work / rel).is_dir() else (work / rel).unlink()
+        archive = subprocess.run(["git", "archive", commit, *COPY, *EXTRA], cwd=ROOT, capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
+    for rel in EXTRA:
+        if not (work / rel).exists():
+            shutil.copy2(ROOT / rel, work / rel)
+    if (ROOT / "node_modules").is_dir():
+        (work / "node_modules").symlink_to(ROOT / "node_modules")
+    return work
+
+
+def phases(stderr: str) -> list[dict]:
+    """The build's trace lines: seconds since the start, seconds since the previous line, what."""
+    out = []
+    for line in stderr.splitlines():
+        match = _TRACE.match(line)
+        if match:
+            out.append({"at": float(match[1]), "took": float(match[2]), "phase": match[3],
+                        **({"detail": match[4][:160]} if match[4] else {})})
+    return out
+
+
+def build(work: Path) -> tuple[float, str, list[dict]]:
+    """Build the book in ``work`` as ``make book`` does: the seconds, the log and the phases."""
+    started = time.time()
+    env = dict(os.environ, ATTNMATH_BUILD_TRACE=repr(started), PYTHONPATH=str(work / "lib"),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    proc = subprocess.run([sys.executable, str(work / "book" / "_ext" / "build_book.py"), *COMMAND],
+                          cwd=work, env=env, capture_output=True, text=True)
+    seconds = time.time() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"book build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return seconds, proc.stdout, phases(proc.stderr)
 
 
 def edit_prose(text: str, n: int) -> str:
@@ -47,21 +102,35 @@ def edit_code(text: str, n: int) -> str:
     return text[:end] + f"\n# {MARK}-{n}" + text[end:]
 
 
+def touch(text: str, n: int) -> str:
+    """``text`` as it is (saved again: a newer time stamp, the same text)."""
+    return text
+
+
 def rebuild(work: Path, chapter: str, edit, n: int) -> dict:
     source = work / chapter
     if edit is not None:
+        time.sleep(0.01)  # a time stamp newer than the last build's pages
         source.write_text(edit(source.read_text(), n))
-    else:
-        os.utime(source)
-    seconds, log = build(work)
+    seconds, log, trace = build(work)
     page = (work / "_build" / "html" / chapter).with_suffix(".html").read_text()
     claims = re.search(r"running (\d+) of (\d+) claim tests", log)
     return {
         "seconds": round(seconds, 1),
-        "page_shows_the_edit": edit is None or f"{MARK}-{n}" in page,
+        "page_shows_the_edit": edit not in (edit_prose, edit_code) or f"{MARK}-{n}" in page,
         "claim_tests_run": f"{claims.group(1)} of {claims.group(2)}" if claims else "none",
         "executed": sorted({Path(m).name for m in re.findall(r"(\S+?)\.md: Executing notebook", log)}),
+        "phases": trace,
     }
+
+
+def show(name: str, result: dict, target: int) -> None:
+    print(f"{name:8s}: {result['seconds']:6.1f} s (target {target} s); claim tests run: "
+          f"{result.get('claim_tests_run', 'all')}; executed again: {result.get('executed') or 'none'}; "
+          f"page shows the edit: {result.get('page_shows_the_edit', True)}", flush=True)
+    for p in result["phases"]:
+        print(f"    {p['at']:7.2f} s  (+{p['took']:6.2f})  {p['phase']}"
+              f"{'  ' + p['detail'][:90] if 'detail' in p else ''}", flush=True)
 
 
 def main(argv=None) -> None:
@@ -69,25 +138,24 @@ def main(argv=None) -> None:
     parser.add_argument("--chapter", default="book/04_masking.md", help="the chapter to edit")
     parser.add_argument("--work", type=Path, help="a folder kept by an earlier run (--keep): no cold build")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder, for --work")
+    parser.add_argument("--commit", help="build the sources of this commit, not of the working tree")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "rebuild.json")
     args = parser.parse_args(argv)
-    load_before = os.getloadavg()
-    work = args.work or copy_sources()
+    report = {"chapter": args.chapter, "target_seconds": TARGET_SECONDS,
+              "target_cold_seconds": TARGET_COLD_SECONDS, "cpus": os.cpu_count(),
+              "load_average_before": os.getloadavg(), "command": ["python", "book/_ext/build_book.py", *COMMAND]}
+    work = args.work or prepare(args.commit)
     try:
         if args.work is None:
-            print("cold build ...", flush=True)
-            print(f"cold build   : {build(work)[0]:6.1f} s", flush=True)
+            seconds, _, trace = build(work)
+            report["cold"] = {"seconds": round(seconds, 1), "phases": trace}
+            show("cold", report["cold"], TARGET_COLD_SECONDS)
         stamp = int(time.time())
-        results = {}
-        for name, edit in (("prose", edit_prose), ("code", edit_code), ("nothing", None)):
-            results[name] = rebuild(work, args.chapter, edit, stamp)
-            r = results[name]
-            print(f"{name:8s} edit: {r['seconds']:6.1f} s to the rebuilt page (target {TARGET_SECONDS} s); "
-                  f"claim tests run: {r['claim_tests_run']}; executed again: {r['executed'] or 'none'}; "
-                  f"page shows the edit: {r['page_shows_the_edit']}", flush=True)
-        report = {"chapter": args.chapter, "rebuilds": results, "target_seconds": TARGET_SECONDS,
-                  "cpus": os.cpu_count(), "load_average_before": load_before,
-                  "load_average": os.getloadavg(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        report["rebuilds"] = {}
+        for name, edit in (("touch", touch), ("prose", edit_prose), ("code", edit_code), ("nothing", None)):
+            report["rebuilds"][name] = rebuild(work, args.chapter, edit, stamp)
+            show(name, report["rebuilds"][name], TARGET_SECONDS)
+        report.update(load_average=os.getloadavg(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2) + "\n")
         print(f"written: {args.out}")
