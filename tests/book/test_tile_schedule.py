@@ -1,10 +1,11 @@
 """The tile schedule diagram of chapter 8 shows what the library's flash forward pass does.
 
 ``figstyle.flash_tile_schedule`` records a run of ``attnmath.flash.flash_attention_forward``;
-the tests check the record against the causal mask of ``attnmath.masking`` (a tile is computed
-exactly when some query of it may see some key of it, and needs the mask exactly when some may
-not), that ``draw_tile_schedule`` draws the record tile for tile, and, on the built book, that the
-figure on the page is the library's schedule.
+the tests check the record against the library's own account of it,
+``attnmath.flash.causal_tile_schedule``, and against the causal mask of ``attnmath.masking`` (a
+tile is computed exactly when some query of it may see some key of it, and needs the mask exactly
+when some may not), that ``draw_tile_schedule`` draws the record tile for tile, and, on the built
+book, that the figure on the page is the library's schedule.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from attnmath.flash import causal_tile_schedule  # noqa: E402
 from attnmath.masking import causal_mask  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book"))
@@ -30,6 +32,12 @@ import figstyle  # noqa: E402  (book/figstyle.py)
 
 ALIGNMENTS = st.sampled_from(["top_left", "bottom_right"])
 TILE_ID = re.compile(r'id="tile-(\d+)-(\d+)-(full|masked|skipped)"')
+
+
+def _library_kinds(L, S, block_q, block_k, alignment="top_left") -> dict:
+    """attnmath.flash.causal_tile_schedule as (query tile, key tile) -> kind."""
+    kinds = causal_tile_schedule(L, S, block_q=block_q, block_k=block_k, causal_alignment=alignment)
+    return {(i, j): str(kind) for (i, j), kind in np.ndenumerate(kinds)}
 
 
 def _kind_from_mask(allowed: np.ndarray) -> str:
@@ -46,6 +54,7 @@ def test_the_record_is_the_causal_masks_tiles(L, S, block_q, block_k, alignment)
     for (i, j), kind in schedule.kinds.items():
         tile = allowed[i * block_q:(i + 1) * block_q, j * block_k:(j + 1) * block_k]
         assert kind == _kind_from_mask(tile), (i, j)
+    assert schedule.kinds == _library_kinds(L, S, block_q, block_k, alignment)
     # query tiles outside, key tiles inside, each computed once
     assert schedule.order == sorted(t for t, kind in schedule.kinds.items() if kind != "skipped")
 
@@ -102,4 +111,4 @@ def test_the_chapters_figure_is_the_librarys_schedule(tmp_path_factory):
                if "image/svg+xml" in o.get("data", {}) and "tile-0-0-" in "".join(o["data"]["image/svg+xml"])]
     assert len(figures) == 1, "chapter 8 shows one tile schedule"
     drawn = {(int(i), int(j)): kind for i, j, kind in TILE_ID.findall("".join(figures[0]))}
-    assert drawn == figstyle.flash_tile_schedule(64, 64, 8, 8).kinds
+    assert drawn == _library_kinds(64, 64, 8, 8) == figstyle.flash_tile_schedule(64, 64, 8, 8).kinds
