@@ -296,8 +296,8 @@ def flash_attention_backward(dout, cache: FlashCache) -> AttentionGrads:
     .. math::
 
         \begin{aligned}
-        &P_{ij} = e^{s\, q_i \cdot k_j - \operatorname{lse}_i}, \quad D_i = \sum_d dO_{id}\, O_{id}, \quad
-          dZ_{ij} = P_{ij}\bigl(dP_{ij} - D_i\bigr), \quad dP = dO\,V^\top, \\
+        &P_{ij} = e^{s\, q_i \cdot k_j - \operatorname{lse}_i}, \quad D_i = \sum_d dO_{id}\, O_{id}, \\
+        &dP = dO\,V^\top, \quad dZ_{ij} = P_{ij}\bigl(dP_{ij} - D_i\bigr), \\
         &dQ = s\, dZ\, K, \qquad dK = s\, dZ^\top Q, \qquad dV = P^\top dO .
         \end{aligned}
 

@@ -83,9 +83,11 @@ def causal_mask(
 ) -> BoolArray:
     r"""Lower-triangular mask: query ``i`` may attend to key ``j`` iff ``j <= i + offset``.
 
-    .. math:: M_{ij} = [\, j \le i + \delta \,], \qquad
-              \delta = 0 \text{ (top-left)}, \quad \delta = S - L \text{ (bottom-right)},
-              \quad \text{or any integer } \delta .
+    .. math::
+
+        M_{ij} = [\, j \le i + \delta \,], \qquad
+        \delta = \begin{cases} 0 & \text{top-left} \\ S - L & \text{bottom-right} \\
+        k & \text{alignment } k \in \mathbb{Z} \end{cases}
 
     Parameters
     ----------
