@@ -55,12 +55,9 @@ def chunked_attention(q, k, v, *, chunk_size: int, mask=None, bias=None, scale=N
 
     Parameters
     ----------
-    q : ndarray, shape (B, H, L, D)
-        Queries (any leading axes; plain ``(L, D)`` works).
-    k : ndarray, shape (B, H_kv, S, D)
-        Keys; ``H % H_kv == 0`` (grouped-query attention).
-    v : ndarray, shape (B, H_kv, S, D_v)
-        Values.
+    q, k, v : ndarray, shapes (B, H, L, D), (B, H_kv, S, D), (B, H_kv, S, D_v)
+        Queries, keys and values (any leading axes; plain ``(L, D)`` works);
+        ``H % H_kv == 0`` (grouped-query attention).
     chunk_size : int
         Query rows per block, ``>= 1``; it need not divide ``L`` (the last block is shorter).
     mask : ndarray of bool, optional

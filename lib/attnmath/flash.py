@@ -715,7 +715,15 @@ def standard_attention_io(N: int, d: int, M: int) -> IOCount:
                          f"{2 * d + 1} elements")
     fast = FastMemory(M)
     blocks = [(j0, min(N, j0 + b)) for j0 in range(0, N, b)]
-    for i0, i1 in blocks:  # S = Q K^T, tile by tile
+    _io_scores(fast, blocks, d)
+    _io_softmax(fast, N, M)
+    _io_output(fast, blocks, d)
+    return fast.count()
+
+
+def _io_scores(fast: FastMemory, blocks: list[tuple[int, int]], d: int) -> None:
+    """Algorithm 0's first kernel: :math:`S = QK^\top` tile by tile, each tile written out."""
+    for i0, i1 in blocks:
         q_i = fast.load((i1 - i0) * d)
         for j0, j1 in blocks:
             k_j = fast.load((j1 - j0) * d)
@@ -723,7 +731,12 @@ def standard_attention_io(N: int, d: int, M: int) -> IOCount:
             fast.store(s_ij)
             fast.free(s_ij + k_j)
         fast.free(q_i)
-    chunk = min(N, M - 2)  # P = softmax(S), row by row, with a running max and sum
+
+
+def _io_softmax(fast: FastMemory, N: int, M: int) -> None:
+    """The second kernel: :math:`P = \operatorname{softmax}(S)` row by row, with a running max
+    and sum; a row that fits is read once, else twice (the statistics, then ``P``)."""
+    chunk = min(N, M - 2)
     for _ in range(N):
         stats = fast.hold(2)
         if chunk == N:  # the row fits: read it once, write P in its place
@@ -737,7 +750,11 @@ def standard_attention_io(N: int, d: int, M: int) -> IOCount:
                 fast.store(part)
                 fast.free(part)
         fast.free(stats)
-    for i0, i1 in blocks:  # O = P V, tile by tile, accumulated on chip
+
+
+def _io_output(fast: FastMemory, blocks: list[tuple[int, int]], d: int) -> None:
+    """The third kernel: :math:`O = PV` tile by tile, accumulated on chip."""
+    for i0, i1 in blocks:
         o_i = fast.hold((i1 - i0) * d)
         for j0, j1 in blocks:
             p_ij = fast.load((i1 - i0) * (j1 - j0))
@@ -745,7 +762,6 @@ def standard_attention_io(N: int, d: int, M: int) -> IOCount:
             fast.free(p_ij + v_j)
         fast.store(o_i)
         fast.free(o_i)
-    return fast.count()
 
 
 def flash_attention_io(N: int, d: int, M: int, *, block_r: int | None = None,

@@ -359,9 +359,7 @@ def performer_attention(q, k, v, *, n_features: int, seed: int, scale=None) -> n
 
     Parameters
     ----------
-    q : ndarray, shape (B, H, L, D)
-    k : ndarray, shape (B, H_kv, S, D)
-    v : ndarray, shape (B, H_kv, S, D_v)
+    q, k, v : ndarray, shapes (B, H, L, D), (B, H_kv, S, D), (B, H_kv, S, D_v)
     n_features : int
         :math:`m`, the number of random features (:math:`D_\phi`).
     seed : int

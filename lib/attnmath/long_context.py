@@ -50,7 +50,7 @@ from ._validate import (
     check_positive_int,
     check_real,
 )
-from .core import prepare
+from .core import Problem, prepare
 from .flash import AttentionState, attention_state, merge_attention_states
 from .masking import sliding_window_mask
 from .positional import _check_even, apply_rope, sinusoidal_frequencies
@@ -503,32 +503,26 @@ def ring_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, P: int,
     r"""Exact attention computed by ``P`` simulated workers on a ring.
 
     Worker :math:`w` holds query block :math:`Q_w` and, at step :math:`t = 0, \dots, P-1`,
-    the key/value block :math:`b = (w - t) \bmod P`. It computes the partial state of
-    :math:`Q_w` over block :math:`b` (:func:`attnmath.flash.attention_state`), merges it into
-    its running state (:func:`attnmath.flash.merge_attention_states`) and passes the block on
-    to worker :math:`w + 1`:
+    the key/value block :math:`b = (w - t) \bmod P`, whose partial state
+    (:func:`attnmath.flash.attention_state`) it merges into its own
+    (:func:`attnmath.flash.merge_attention_states`, exact and order-free) before passing the
+    block on to worker :math:`w + 1`; after :math:`P` steps :math:`o_w` is exact:
 
     .. math::
 
         (o_w, \ell_w) \leftarrow \operatorname{merge}\bigl((o_w, \ell_w),\
         \operatorname{state}(Q_w, K_b, V_b)\bigr) .
 
-    After :math:`P` steps every worker has seen every block once, and since the merge is
-    exact and order-free, :math:`o_w` is the attention output of its queries.
-
     Parameters
     ----------
-    q : ndarray, shape (B, H, L, D)
-    k : ndarray, shape (B, H_kv, S, D)
+    q, k, v : ndarray, shapes (B, H, L, D), (B, H_kv, S, D), (B, H_kv, S, D_v)
         ``H % H_kv == 0`` (grouped-query attention).
-    v : ndarray, shape (B, H_kv, S, D_v)
     P : int
         Number of workers (>= 1). Queries and keys are split into ``P`` contiguous blocks
         whose sizes differ by at most one (empty blocks when ``P`` exceeds a length).
     causal, causal_alignment : bool, str
-        Causal mask by *global* positions: query :math:`i` sees key :math:`j \le i + \delta`
-        (:math:`\delta = 0` top-left, :math:`S - L` bottom-right). Blocks that the mask hides
-        entirely are skipped (no compute, the block is still passed on).
+        Causal mask by *global* positions (:func:`attnmath.masking.causal_offset`); blocks it
+        hides entirely are skipped (no compute, the block is still passed on).
     scale : float, optional
         ``1/sqrt(D)`` by default.
 
@@ -539,58 +533,56 @@ def ring_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, P: int,
 
     Notes
     -----
-    Each worker holds :math:`O((L + S)/P)` rows at a time, never the whole sequence, and
-    sends one key/value block per step, :math:`(S/P)\,H_{kv}(D + D_v)` numbers, to one
-    neighbour: the sends of a step overlap with its compute when the block is large enough
-    (:func:`ring_min_block`). With a causal mask the work is unbalanced: worker :math:`w`
-    computes in :math:`w + 1` of the :math:`P` steps (for ``L = S``), the imbalance that
-    striped attention (Brandon et al., 2023) removes by a different assignment of tokens.
-    Oracle: :func:`attnmath.testing.sdpa_oracle` (torch) for any ``P``, uneven splits, grouped
-    heads, causal or not.
+    Each worker holds :math:`O((L + S)/P)` rows and sends one block per step,
+    :math:`(S/P)\,H_{kv}(D + D_v)` numbers, while it computes (:func:`ring_min_block`).
+    With a causal mask worker :math:`w` computes in :math:`w + 1` of the :math:`P` steps
+    (``L = S``), the imbalance striped attention (Brandon et al., 2023) removes. Oracle:
+    :func:`attnmath.testing.sdpa_oracle`.
     """
     P = check_positive_int(P, "P")
-    causal = check_bool(causal, "causal")
-    causal_alignment = check_alignment(causal_alignment, "causal_alignment")
-    prob = prepare(q, k, v, scale=scale, causal=causal,
-                   causal_alignment=causal_alignment)
-    q, k, v = prob.inputs
-    L, S, offset = prob.L, prob.S, prob.offset
-    qb, kb = _bounds(L, P), _bounds(S, P)  # (P + 1,) each
+    prob = prepare(q, k, v, scale=scale, causal=check_bool(causal, "causal"),
+                   causal_alignment=check_alignment(causal_alignment, "causal_alignment"))
+    qb, kb = _bounds(prob.L, P), _bounds(prob.S, P)  # (P + 1,) each
     rows = [slice(qb[w], qb[w + 1]) for w in range(P)]
     cols = [slice(kb[b], kb[b + 1]) for b in range(P)]
-    kv_bytes = [k[..., c, :].nbytes + v[..., c, :].nbytes for c in cols]  # per block
+    kv_bytes = [prob.inputs[1][..., c, :].nbytes + prob.inputs[2][..., c, :].nbytes for c in cols]
     states: list[AttentionState | None] = [None] * P  # each worker's running state
-    sent = np.zeros((P, P), dtype=np.int64)  # (step, worker)
-    computed = np.zeros((P, P), dtype=bool)  # (step, worker)
+    sent, computed = np.zeros((P, P), dtype=np.int64), np.zeros((P, P), dtype=bool)  # (step, worker)
     for t in range(P):
         for w in range(P):
             b = (w - t) % P  # the key/value block worker w holds in step t
-            if t < P - 1:
-                sent[t, w] = kv_bytes[b]  # sent on to w + 1 while computing
-            i0, i1, j0, j1 = qb[w], qb[w + 1], kb[b], kb[b + 1]
-            if i1 == i0 or j1 == j0:
-                continue
-            mask = None
-            if causal:
-                if j0 > i1 - 1 + offset:
-                    continue  # every key of the block lies after every query: skipped
-                if j1 - 1 > i0 + offset:  # the block straddles the diagonal
-                    i = np.arange(i0, i1)[:, None] + offset  # (l, 1) global positions
-                    mask = np.arange(j0, j1)[None, :] <= i  # (l, s)
-            kv = k[..., cols[b], :], v[..., cols[b], :]
-            state = attention_state(q[..., rows[w], :], *kv, mask=mask,
-                                    scale=prob.scale)
-            computed[t, w] = True
-            prev = states[w]
-            states[w] = state if prev is None else merge_attention_states([prev, state])
+            sent[t, w] = kv_bytes[b] if t < P - 1 else 0  # sent on to w + 1 while computing
+            if (state := _block_state(prob, rows[w], cols[b])) is not None:
+                computed[t, w] = True
+                prev = states[w]
+                states[w] = state if prev is None else merge_attention_states([prev, state])
+    return RingAttention(*_ring_output(prob, states, rows), sent, computed)
+
+
+def _block_state(prob: Problem, rows: slice, cols: slice) -> AttentionState | None:
+    """A worker's partial state of query rows ``rows`` over key block ``cols``; ``None`` when
+    nothing is computed: an empty block, or one the causal mask hides entirely."""
+    i0, i1, j0, j1 = rows.start, rows.stop, cols.start, cols.stop
+    if i1 == i0 or j1 == j0 or (prob.causal and j0 > i1 - 1 + prob.offset):
+        return None
+    q, k, v = prob.inputs
+    # Causal by global positions: local query r sits on global key i0 + r + offset, which is
+    # local key i0 + r + offset - j0 of the block.
+    return attention_state(q[..., rows, :], k[..., cols, :], v[..., cols, :], scale=prob.scale,
+                           causal=prob.causal, causal_alignment=i0 + prob.offset - j0)
+
+
+def _ring_output(prob: Problem, states: list[AttentionState | None], rows: list[slice]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``out (B, H, L, D_v)`` and ``lse (B, H, L)`` from the workers' final states, in the
+    inputs' dtype; ``None`` (no queries, or no visible key at all) gives zeros and ``-inf``."""
     out = np.zeros(prob.out_shape, dtype=prob.dtype)  # (B, H, L, D_v)
     lse = np.full(prob.out_shape[:-1], -np.inf, dtype=prob.dtype)  # (B, H, L)
     for w, final in enumerate(states):
-        if final is not None:  # None: no queries, or no visible key at all
+        if final is not None:
             out[..., rows[w], :] = final.out
             lse[..., rows[w]] = final.lse
-    return RingAttention(out.astype(prob.out_dtype, copy=False),
-                         lse.astype(prob.out_dtype, copy=False), sent, computed)
+    return out.astype(prob.out_dtype, copy=False), lse.astype(prob.out_dtype, copy=False)
 
 
 def ring_step_cost(block: int, D: int, D_v: int | None = None, *, H: int = 1,

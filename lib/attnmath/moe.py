@@ -487,6 +487,21 @@ def moe_forward_renormalized(
     return _moe_forward(x, w_g, w1, w2, k, capacity_factor, True)
 
 
+def _router_backward(probs: FloatArray, expert_index: np.ndarray, gate: FloatArray,
+                     dgate: FloatArray, renormalized: bool, dtype: np.dtype) -> FloatArray:
+    """Gradient ``(N, E)`` of the router logits from that of the gates ``dgate (N, K)``."""
+    N, E = probs.shape
+    rows = np.arange(N)[:, None]  # (N, 1)
+    dlogits: FloatArray = np.zeros((N, E), dtype=dtype)  # (N, E)
+    if renormalized:
+        # Gates are softmax over the chosen logits: VJP over those K entries only.
+        dlogits[rows, expert_index] = softmax_vjp(gate, dgate, axis=-1)  # (N, K) scattered
+        return dlogits
+    dprobs = np.zeros((N, E), dtype=dtype)  # (N, E)
+    dprobs[rows, expert_index] = dgate  # the gate is the probability itself
+    return softmax_vjp(probs, dprobs, axis=-1)  # (N, E)
+
+
 def moe_backward(dout: ArrayLike, cache: MoECache) -> MoEGrads:
     r"""Backward pass of :func:`moe_forward` and :func:`moe_forward_renormalized`.
 
@@ -528,13 +543,11 @@ def moe_backward(dout: ArrayLike, cache: MoECache) -> MoEGrads:
     N, C = x.shape
     if dout.shape != (N, C):
         raise ValueError(f"dout must have the output's shape {(N, C)}, got {dout.shape}")
-    E, _, F = w1.shape
+    E = w1.shape[0]
     gate_eff = np.where(kept, gate, 0.0)  # (N, K)
     dgate = np.einsum("nc,nkc->nk", dout, y)  # (N, K); zero at dropped slots since y = 0 there
     dy = gate_eff[:, :, None] * dout[:, None, :]  # (N, K, C)
-    dx = np.zeros_like(x)  # (N, C)
-    dw1 = np.zeros_like(w1)  # (E, C, F)
-    dw2 = np.zeros_like(w2)  # (E, F, C)
+    dx, dw1, dw2 = np.zeros_like(x), np.zeros_like(w1), np.zeros_like(w2)  # (N, C), (E, C, F), (E, F, C)
     for e in range(E):
         n_idx, s_idx = np.nonzero((expert_index == e) & kept)
         if n_idx.size == 0:
@@ -545,15 +558,7 @@ def moe_backward(dout: ArrayLike, cache: MoECache) -> MoEGrads:
         dpre = (dy_e @ w2[e].T) * (pre > 0)  # (M, F)
         dw1[e] = x[n_idx].T @ dpre  # (C, F)
         dx[n_idx] += dpre @ w1[e].T  # (M, C); a token appears at most once per expert
-    rows = np.arange(N)[:, None]  # (N, 1)
-    dlogits: FloatArray = np.zeros((N, E), dtype=x.dtype)  # (N, E)
-    if renormalized:
-        # Gates are softmax over the chosen logits: VJP over those K entries only.
-        dlogits[rows, expert_index] = softmax_vjp(gate, dgate, axis=-1)  # (N, K) scattered
-    else:
-        dprobs = np.zeros((N, E), dtype=x.dtype)  # (N, E)
-        dprobs[rows, expert_index] = dgate  # the gate is the probability itself
-        dlogits = softmax_vjp(probs, dprobs, axis=-1)  # (N, E)
+    dlogits = _router_backward(probs, expert_index, gate, dgate, renormalized, x.dtype)  # (N, E)
     dw_g = x.T @ dlogits  # (C, E)
     dx += dlogits @ w_g.T  # (N, C)
     return MoEGrads(dx, dw_g, dw1, dw2)

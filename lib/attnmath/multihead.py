@@ -435,6 +435,17 @@ class MultiHeadGrads(NamedTuple):
     db_o: np.ndarray | None
 
 
+def _check_inputs(x_q: ArrayLike, x_kv: ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """``x_q (B, L, C)`` and ``x_kv (B, S, C_kv)``: finite, with the same batch size."""
+    q = as_array(x_q, "x_q", ndim=3, finite=True)
+    kv = as_array(x_kv, "x_kv", ndim=3, finite=True)
+    if kv.shape[0] != q.shape[0]:
+        raise ValueError(
+            f"x_q and x_kv must have the same batch size B, got x_q {q.shape}, x_kv {kv.shape}"
+        )
+    return q, kv
+
+
 def multihead_attention(
     x_q: ArrayLike, x_kv: ArrayLike, params: MultiHeadParams, H: int, *,
     H_kv: int | None = None, mask: ArrayLike | None = None,
@@ -462,10 +473,9 @@ def multihead_attention(
         Query heads.
     H_kv : int, optional
         Key/value heads, default ``H``; ``H % H_kv == 0``.
-    mask : ndarray of bool, optional
-        ``True`` = may attend, broadcastable to ``(B, H, L, S)``.
-    bias : ndarray, optional
-        Additive score bias broadcastable to ``(B, H, L, S)``.
+    mask, bias : ndarray, optional
+        Boolean mask (``True`` = may attend) and additive score bias, each broadcastable to
+        ``(B, H, L, S)``.
 
     Returns
     -------
@@ -482,15 +492,8 @@ def multihead_attention(
     grouped-query weights ``torch.nn.functional.scaled_dot_product_attention(enable_gqa=True)``
     between ``torch.nn.functional.linear`` projections.
     """
-    x_q = as_array(x_q, "x_q", ndim=3, finite=True)
-    x_kv = as_array(x_kv, "x_kv", ndim=3, finite=True)
-    B, L, C = x_q.shape
-    B_kv, S, C_kv = x_kv.shape
-    if B_kv != B:
-        raise ValueError(
-            f"x_q and x_kv must have the same batch size B, got x_q {x_q.shape}, x_kv {x_kv.shape}"
-        )
-    params, dims = _check_params(params, H, H_kv, C, C_kv)
+    x_q, x_kv = _check_inputs(x_q, x_kv)  # (B, L, C), (B, S, C_kv)
+    params, dims = _check_params(params, H, H_kv, x_q.shape[-1], x_kv.shape[-1])
     H, H_kv = dims.H, dims.H_kv
     dtype = np.result_type(x_q, x_kv, *(p for p in params if p is not None))
     x_q, x_kv, params = _working_copies(dtype, x_q, x_kv, params)  # float16 -> float32

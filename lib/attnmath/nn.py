@@ -176,31 +176,11 @@ class MultiHeadAttention(nn.Module):
             Only with ``need_weights=True``: per-head weights before dropout; rows with every
             key masked are zero.
         """
-        dtype = self.in_proj_weight.dtype
-        x_q = _check_input(x_q, "x_q", self.C, dtype)
+        x_q = _check_input(x_q, "x_q", self.C, self.in_proj_weight.dtype)
         is_causal = check_bool(is_causal, "is_causal")
         need_weights = check_bool(need_weights, "need_weights")
-        B, L, C = x_q.shape
-        H, H_kv, D = self.H, self.H_kv, self.D
-        w, b = self.in_proj_weight, self.in_proj_bias
-        if x_kv is None or x_kv is x_q:
-            S = L
-            qkv = F.linear(x_q, w, b)  # (B, L, (H + 2 H_kv) D)
-            q, k, v = qkv.split([H * D, H_kv * D, H_kv * D], dim=-1)  # (B, L, H D), (B, L, H_kv D) x2
-        else:
-            x_kv = _check_input(x_kv, "x_kv", self.C, dtype)
-            if x_kv.shape[0] != B:
-                raise ValueError(
-                    f"x_q and x_kv must have the same batch size B, "
-                    f"got {tuple(x_q.shape)} and {tuple(x_kv.shape)}"
-                )
-            S = x_kv.shape[1]
-            q = F.linear(x_q, w[:H * D], None if b is None else b[:H * D])  # (B, L, H D)
-            kv = F.linear(x_kv, w[H * D:], None if b is None else b[H * D:])  # (B, S, 2 H_kv D)
-            k, v = kv.split([H_kv * D, H_kv * D], dim=-1)  # (B, S, H_kv D) x2
-        q = q.view(B, L, H, D).transpose(1, 2)  # (B, H, L, D)
-        k = k.view(B, S, H_kv, D).transpose(1, 2)  # (B, H_kv, S, D)
-        v = v.view(B, S, H_kv, D).transpose(1, 2)  # (B, H_kv, S, D)
+        q, k, v = self._project(x_q, x_kv)  # (B, H, L, D), (B, H_kv, S, D) x2
+        (B, H, L, D), H_kv, S = q.shape, self.H_kv, k.shape[-2]
         mask = self._check_mask(mask, B, L, S)
         if is_causal and mask is not None:
             causal = torch.ones(L, S, dtype=torch.bool, device=x_q.device).tril()  # (L, S)
@@ -214,6 +194,30 @@ class MultiHeadAttention(nn.Module):
             )  # (B, H, L, D)
         out = self.out_proj(heads.transpose(1, 2).reshape(B, L, H * D))  # (B, L, C)
         return (out, weights) if need_weights else out
+
+    def _project(self, x_q: torch.Tensor, x_kv: torch.Tensor | None):
+        """Queries ``(B, H, L, D)``, keys and values ``(B, H_kv, S, D)``: one fused product for
+        self-attention, two for cross-attention (``x_kv`` checked here)."""
+        (B, L, _), H, H_kv, D = x_q.shape, self.H, self.H_kv, self.D
+        w, b = self.in_proj_weight, self.in_proj_bias
+        if x_kv is None or x_kv is x_q:
+            S = L
+            qkv = F.linear(x_q, w, b)  # (B, L, (H + 2 H_kv) D)
+            q, k, v = qkv.split([H * D, H_kv * D, H_kv * D], dim=-1)  # (B, L, H D), (B, L, H_kv D) x2
+        else:
+            x_kv = _check_input(x_kv, "x_kv", self.C, w.dtype)
+            if x_kv.shape[0] != B:
+                raise ValueError(
+                    f"x_q and x_kv must have the same batch size B, "
+                    f"got {tuple(x_q.shape)} and {tuple(x_kv.shape)}"
+                )
+            S = x_kv.shape[1]
+            q = F.linear(x_q, w[:H * D], None if b is None else b[:H * D])  # (B, L, H D)
+            kv = F.linear(x_kv, w[H * D:], None if b is None else b[H * D:])  # (B, S, 2 H_kv D)
+            k, v = kv.split([H_kv * D, H_kv * D], dim=-1)  # (B, S, H_kv D) x2
+        return (q.view(B, L, H, D).transpose(1, 2),  # (B, H, L, D)
+                k.view(B, S, H_kv, D).transpose(1, 2),  # (B, H_kv, S, D)
+                v.view(B, S, H_kv, D).transpose(1, 2))  # (B, H_kv, S, D)
 
     def _attention_with_weights(self, q, k, v, mask, is_causal, p):
         """The attention written out, returning the weights ``(B, H, L, S)`` too."""

@@ -160,6 +160,23 @@ def _check_seq(seq: object, cache: PagedKVCache, *, known: bool) -> int:
     return seq
 
 
+def _check_new_tokens(cache: PagedKVCache, k_new: ArrayLike, v_new: ArrayLike
+                      ) -> tuple[FloatArray, FloatArray]:
+    """``k_new (H_kv, T, D)`` and ``v_new (H_kv, T, D_v)`` checked against the pools."""
+    _, H_kv, _, D = cache.k_pool.shape
+    D_v = cache.v_pool.shape[-1]
+    k = as_array(k_new, "k_new", ndim=3)
+    v = as_array(v_new, "v_new", ndim=3)
+    T = k.shape[1]
+    if k.shape != (H_kv, T, D):
+        raise ValueError(f"k_new must have shape (H_kv={H_kv}, T, D={D}), got {k.shape}")
+    if v.shape != (H_kv, T, D_v):
+        raise ValueError(f"v_new must have shape (H_kv={H_kv}, T={T}, D_v={D_v}), got {v.shape}")
+    check_finite(k, "k_new")
+    check_finite(v, "v_new")
+    return k, v
+
+
 def paged_append(cache: PagedKVCache, seq: int, k_new: ArrayLike,
                  v_new: ArrayLike) -> PagedKVCache:
     r"""Return a new cache with ``T`` tokens appended to sequence ``seq``.
@@ -191,19 +208,8 @@ def paged_append(cache: PagedKVCache, seq: int, k_new: ArrayLike,
     """
     cache = _check_paged(cache)
     seq = _check_seq(seq, cache, known=False)
-    _, H_kv, block_size, D = cache.k_pool.shape
-    D_v = cache.v_pool.shape[-1]
-    k_new = as_array(k_new, "k_new", ndim=3)
-    v_new = as_array(v_new, "v_new", ndim=3)
-    T = k_new.shape[1]
-    if k_new.shape != (H_kv, T, D):
-        raise ValueError(f"k_new must have shape (H_kv={H_kv}, T, D={D}), "
-                         f"got {k_new.shape}")
-    if v_new.shape != (H_kv, T, D_v):
-        raise ValueError(f"v_new must have shape (H_kv={H_kv}, T={T}, D_v={D_v}), "
-                         f"got {v_new.shape}")
-    check_finite(k_new, "k_new")
-    check_finite(v_new, "v_new")
+    k_new, v_new = _check_new_tokens(cache, k_new, v_new)
+    block_size, T = cache.k_pool.shape[2], k_new.shape[1]
     table = list(cache.tables.get(seq, ()))
     length = cache.lengths.get(seq, 0)
     need = -(-(length + T) // block_size) - len(table)
@@ -732,6 +738,17 @@ def dequantize(qt: QuantizedTensor) -> FloatArray:
                          f"{codes.shape}") from None
 
 
+def _check_error_bound(err: ArrayLike, name: str, shape: tuple[int, ...]) -> FloatArray:
+    """A finite, non-negative entrywise error bound broadcast to ``shape``."""
+    e = as_array(err, name)
+    if not np.isfinite(e).all() or (e < 0).any():
+        raise ValueError(f"{name} must be finite and >= 0")
+    try:
+        return np.broadcast_to(e, shape)
+    except ValueError:
+        raise ValueError(f"{name} of shape {e.shape} does not broadcast to {shape}") from None
+
+
 def quantized_attention_error_bound(q: ArrayLike, v: ArrayLike, k_error: ArrayLike,
                                     v_error: ArrayLike, *,
                                     scale: float | None = None) -> FloatArray:
@@ -777,17 +794,8 @@ def quantized_attention_error_bound(q: ArrayLike, v: ArrayLike, k_error: ArrayLi
     check_finite(v, "v")
     S, D = v.shape[-2], q.shape[-1]
     s = 1.0 / math.sqrt(D) if scale is None else check_real(scale, "scale", positive=True)
-    bounds = []
-    for name, err, width in (("k_error", k_error, D), ("v_error", v_error, v.shape[-1])):
-        e = as_array(err, name)
-        if not np.isfinite(e).all() or (e < 0).any():
-            raise ValueError(f"{name} must be finite and >= 0")
-        try:
-            bounds.append(np.broadcast_to(e, v.shape[:-2] + (S, width)))
-        except ValueError:
-            raise ValueError(f"{name} of shape {e.shape} does not broadcast to "
-                             f"{v.shape[:-2] + (S, width)}") from None
-    kappa, nu = bounds
+    kappa = _check_error_bound(k_error, "k_error", v.shape[:-2] + (S, D))  # (..., S, D)
+    nu = _check_error_bound(v_error, "v_error", v.shape)  # (..., S, D_v)
     if S == 0:
         return np.zeros(q.shape[:-1] + (v.shape[-1],))
     eps = s * np.max(np.abs(q) @ np.swapaxes(kappa, -1, -2), axis=-1)  # (..., L)
@@ -1000,16 +1008,11 @@ def attention_step_cost(shape: ModelShape, *, B: int, L: int, S: int,
     Parameters
     ----------
     shape : ModelShape
-        Any attention kind; DeepSeek-V2's published MLA shape (``d_c = 512``, ``d_R = 64``, 128
-        heads of dim 128, DeepSeek-AI 2024, Table 1 and Appendix) works as well as a dense one.
-    B, L, S : int
-        Sequences, new tokens per sequence (``L = 1``: a decode step), cached tokens.
-    itemsize : int
-        Bytes per stored number (2 for bfloat16, 1 for an int8 cache and weights).
-
-    Returns
-    -------
-    StepCost
+        Any attention kind, DeepSeek-V2's published MLA shape too (``d_c = 512``,
+        ``d_R = 64``, 128 heads of dim 128; DeepSeek-AI 2024).
+    B, L, S, itemsize : int
+        Sequences, new tokens per sequence (``L = 1``: a decode step), cached tokens, bytes
+        per stored number (2 for bfloat16, 1 for int8). Returns a :class:`StepCost`.
 
     Notes
     -----

@@ -195,16 +195,13 @@ def sdpa_oracle(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = Fal
     q, k, v : array_like
         ``(..., H, L, D)``, ``(..., H_kv, S, D)``, ``(..., H_kv, S, D_v)`` or plain ``(L, D)``
         matrices; grouped heads by ``enable_gqa`` (``repeat_interleave``).
-    mask : array of bool, optional
-        ``True`` = may attend, broadcasting to ``(..., H, L, S)``.
-    bias : array, optional
-        Additive bias (``-inf`` = masked).
-    scale : float, optional
-        ``1/sqrt(D)`` by default.
+    mask, bias, scale : optional
+        Boolean mask (``True`` = may attend) and additive bias (``-inf`` = masked), each
+        broadcasting to ``(..., H, L, S)``; the score scale, ``1/sqrt(D)`` by default.
     causal, causal_alignment : bool, str or int
         The causal mask: ``"top_left"`` (torch's ``is_causal``, key ``j <= i``),
         ``"bottom_right"`` (``j <= i + S - L``) or an integer offset ``j <= i + offset``
-        (:func:`attnmath.masking.causal_offset`). All are passed to torch as a boolean mask.
+        (:func:`attnmath.masking.causal_offset`).
     window : int, optional
         Also hide keys ``j <= i + offset - window`` (a sliding window of ``window`` keys ending
         at the query's diagonal; needs ``causal``).
@@ -221,25 +218,58 @@ def sdpa_oracle(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = Fal
     Notes
     -----
     Every test of an exact attention variant compares with this one function. A causal mask
-    alone is passed as torch's own (``is_causal`` for top-left, ``causal_lower_right`` for
-    bottom-right); other masks, biases and windows as one float ``attn_mask``. A fully masked
-    row is detected here and its output and gradients set to zero explicitly, so the oracle
-    does not depend on how a torch version treats such rows.
+    alone is passed as torch's own (``is_causal``, ``causal_lower_right``), anything else as
+    one float ``attn_mask``. Fully masked rows are set to zero here, whatever torch does.
     """
-    import torch
-    import torch.nn.functional as F
-
     dtype = check_float_dtype(dtype)
     problem = prepare(q, k, v, mask=mask, bias=bias, scale=scale, causal=causal,
                       causal_alignment=causal_alignment, window=window)  # the core's checks
     if dout is not None:
         dout = check_dout(dout, problem.out_shape)
+    tq, tk, tv, plain = _oracle_tensors(q, k, v, dtype, dout is not None)
+    float_mask, dead = _oracle_float_mask(tq, tk, mask, bias, plain, causal, causal_alignment,
+                                          window, dtype)
+    attn_mask, is_causal = _oracle_torch_mask(
+        float_mask, causal_alignment, tq.dim() == 4 and tk.dim() == 4,
+        causal and mask is None and bias is None and window is None and not bool(dead.any()))
+    gqa = tq.dim() >= 3 and tq.shape[-3] != tk.shape[-3]
+    out = _torch().nn.functional.scaled_dot_product_attention(
+        tq, tk, tv, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=gqa
+    ).masked_fill(dead, 0.0)
+    result = out.detach().numpy()[0] if plain else out.detach().numpy()
+    if dout is None:
+        return result
+    g = _torch().from_numpy(np.ascontiguousarray(np.asarray(dout).astype(dtype)))
+    out.backward(g[None] if plain else g)
+    grads = tuple(_grad_of(x)[0] if plain else _grad_of(x) for x in (tq, tk, tv))
+    return result, grads
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _oracle_tensors(q, k, v, dtype, requires_grad: bool):
+    """``q, k, v`` as torch tensors in ``dtype`` (a plain ``(n, d)`` matrix gets a batch axis)
+    and whether they were plain."""
+    torch = _torch()
     arrays = [np.asarray(x).astype(dtype) for x in (q, k, v)]
     plain = arrays[0].ndim == 2
     if plain:
         arrays = [x[None] for x in arrays]
-    tq, tk, tv = (torch.from_numpy(np.ascontiguousarray(x)).requires_grad_(dout is not None)
+    tq, tk, tv = (torch.from_numpy(np.ascontiguousarray(x)).requires_grad_(requires_grad)
                   for x in arrays)
+    return tq, tk, tv, plain
+
+
+def _oracle_float_mask(tq, tk, mask, bias, plain: bool, causal: bool, causal_alignment,
+                       window, dtype):
+    """The float ``attn_mask (..., H, L, S)``: ``-inf`` where masked, plus the bias; and the
+    fully masked rows ``(..., L, 1)``, whose entries are set to 0 to keep torch away from rows
+    of ``-inf`` only."""
+    torch = _torch()
     L, S = tq.shape[-2], tk.shape[-2]
     score_shape = tuple(tq.shape[:-1]) + (S,)
     allowed = torch.ones(score_shape, dtype=torch.bool)
@@ -257,29 +287,21 @@ def sdpa_oracle(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = Fal
         b = np.asarray(bias).astype(dtype)
         float_mask = float_mask + torch.from_numpy(np.ascontiguousarray(b))
     dead = torch.isneginf(float_mask).all(dim=-1, keepdim=True)  # (..., L, 1) fully masked rows
-    float_mask = float_mask.masked_fill(dead, 0.0)  # keep torch away from all -inf rows
-    gqa = tq.dim() >= 3 and tq.shape[-3] != tk.shape[-3]
-    attn_mask: Any = float_mask  # a tensor, or torch's causal_lower_right bias
-    is_causal = False
-    if causal and mask is None and bias is None and window is None and not bool(dead.any()):
-        # A causal mask alone: torch's own causal masks, not the one built here.
-        if causal_alignment == "top_left":
-            attn_mask, is_causal = None, True
-        elif causal_alignment == "bottom_right" and tq.dim() == 4 and tk.dim() == 4:
-            from torch.nn.attention.bias import causal_lower_right
+    return float_mask.masked_fill(dead, 0.0), dead
 
-            attn_mask = causal_lower_right(L, S)
-    out = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=attn_mask, is_causal=is_causal,
-                                         scale=scale, enable_gqa=gqa)
-    out = out.masked_fill(dead, 0.0)
-    result = out.detach().numpy()
-    result = result[0] if plain else result
-    if dout is None:
-        return result
-    g = torch.from_numpy(np.ascontiguousarray(np.asarray(dout).astype(dtype)))
-    out.backward(g[None] if plain else g)
-    grads = tuple(_grad_of(x)[0] if plain else _grad_of(x) for x in (tq, tk, tv))
-    return result, grads
+
+def _oracle_torch_mask(float_mask, causal_alignment, four_dims: bool, causal_alone: bool
+                       ) -> tuple[Any, bool]:
+    """``(attn_mask, is_causal)`` for torch: a causal mask alone as torch's own causal masks
+    (``is_causal`` for top-left, ``causal_lower_right`` for bottom-right on 4-d inputs), else
+    the float mask."""
+    if causal_alone and causal_alignment == "top_left":
+        return None, True
+    if causal_alone and causal_alignment == "bottom_right" and four_dims:
+        from torch.nn.attention.bias import causal_lower_right
+
+        return causal_lower_right(*float_mask.shape[-2:]), False
+    return float_mask, False
 
 
 def _grad_of(x) -> np.ndarray:
