@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from .names import _FORMULA, base_id, csv_cell
+from .names import base_id, csv_cell, csv_cell_text
 
 __all__ = [
     "CANVAS_HEADER",
@@ -103,16 +103,11 @@ def lms_id_from_filename(filename: str, notebook: str, assignment: str, system: 
 def read_grades(path: Path) -> list[dict]:
     """The rows of ``grades.csv``, its fields as the students wrote them."""
     with open(path, newline="", encoding="utf-8") as fh:
-        return [{k: _plain(v or "") for k, v in row.items()} for row in csv.DictReader(fh)]
-
-
-def _plain(text: str) -> str:
-    """A field as written, without the ``'`` that :func:`attngrade.names.csv_cell` put before it."""
-    return text[1:] if text.startswith("'") and text[1:].startswith(_FORMULA) else text
+        return [{k: csv_cell_text(v or "") for k, v in row.items()} for row in csv.DictReader(fh)]
 
 
 def _roster_row(row: dict) -> Person | None:
-    get = {k.strip().lower(): _plain((v or "").strip()) for k, v in row.items() if k}.get
+    get = {k.strip().lower(): csv_cell_text((v or "").strip()) for k, v in row.items() if k}.get
     if get("identifier") is not None:  # Moodle's grading worksheet
         ident = get("identifier") or ""
         if not ident.startswith(MOODLE_PREFIX):

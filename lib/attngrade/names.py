@@ -11,7 +11,7 @@
   of the name, and ``~`` is a character that no plain id holds.
 * :func:`csv_cell`: OWASP's rule for CSV from untrusted input: a field that begins with
   ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'`` so that no
-  spreadsheet reads it as a formula.
+  spreadsheet reads it as a formula; :func:`csv_cell_text` reads such a field back.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["shown", "base_id", "student_ids", "csv_cell", "clip_bytes", "MAX_ID_BYTES"]
+__all__ = ["shown", "base_id", "student_ids", "csv_cell", "csv_cell_text", "clip_bytes", "MAX_ID_BYTES"]
 
 #: The longest id in bytes of UTF-8 (file names hold 255; the id gets ``.html``, ``.json``...).
 MAX_ID_BYTES = 120
@@ -98,3 +98,11 @@ def csv_cell(text: str) -> str:
     """A CSV field from untrusted text that no spreadsheet turns into a formula (OWASP)."""
     text = str(text)
     return ("'" if text.startswith(_FORMULA) else "") + shown(text)
+
+
+def csv_cell_text(field: str) -> str:
+    """A field as :func:`csv_cell` wrote it, read back: without the ``'`` put before a formula
+    character (a text that itself began with ``'`` and such a character loses its quote too)."""
+    if not isinstance(field, str):
+        raise TypeError(f"field must be a str, not {type(field).__name__}")
+    return field[1:] if field.startswith("'") and field[1:].startswith(_FORMULA) else field

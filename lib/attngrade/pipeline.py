@@ -25,7 +25,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import export, sandbox, similarity
+#: The grader never checks IRIs, yet jsonschema (which nbformat imports) builds a grammar for them
+#: when ``rfc3987_syntax`` is installed: seconds of every run's start, before anyone is graded.
+#: Marked absent here, in the grader's process only (never in a worker), before nbformat loads.
+sys.modules.setdefault("rfc3987_syntax", None)
+
+from . import export, sandbox, similarity  # noqa: E402 - after the line above
 from .grader import ConfigError, grade_submission, grader_failure, load_assignment, load_course
 from .late import late_policy
 from .names import shown
@@ -105,13 +110,16 @@ def _grade_class(opts: Options, tmp_root: str) -> int:
     started = time.monotonic()
     sandbox.ABORT.clear()
     batch = _prepare(opts, tmp_root)
-    rec = _recorder(batch)
     try:
-        kept, todo = _unchanged(batch, rec)
-        recorded = _grade_all(batch, rec, kept, todo)
+        rec = _recorder(batch)
+        try:
+            kept, todo = _unchanged(batch, rec)
+            recorded = _grade_all(batch, rec, kept, todo)
+        finally:
+            if rec.gb is not None:
+                rec.gb.close()
     finally:
-        if rec.gb is not None:
-            rec.gb.close()
+        batch.isolation.close()  # its worker template, if it has one
     return _report(batch, rec, recorded, time.monotonic() - started, len(todo), len(kept))
 
 

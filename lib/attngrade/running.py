@@ -120,6 +120,7 @@ def run_parts(
             inputs=spec.inputs,
             blocked=spec.blocked,
             held={ps.grade_id: spec.held.get(ps.grade_id, {}) for ps in todo},
+            allowed={ps.grade_id: _allowances(ps) for ps in todo},
         )
         run = run_worker(job, isolation, limits, slot=slot, hidden=hidden, tmp_root=tmp_root)
         _collect(done, run, todo, isolation)
@@ -132,6 +133,11 @@ def run_parts(
         cells = _charge(done, run, todo, cells, owners)
         todo = [ps for ps in todo if ps.grade_id not in done.outcomes and ps.grade_id not in done.failures]
     return done
+
+
+def _allowances(ps) -> dict:
+    """Case index -> the bytes a memory-limited case's call may allocate (its hidden test's bound)."""
+    return {i: c.max_peak_bytes for i, c in enumerate(ps.cases) if getattr(c, "max_peak_bytes", None) is not None}
 
 
 def _collect(done: Computed, run, todo: list, isolation: Isolation) -> None:

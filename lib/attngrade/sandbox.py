@@ -17,14 +17,18 @@ Isolation levels, strongest first (:func:`detect_isolation` probes which one wor
 ``basic``       (any POSIX) a separate process and session with resource limits and a scratch
                 directory; no protection of files the grading user can read.
 
-On every level: a fresh interpreter in isolated mode (``-I``) with a scrubbed environment,
+On every level: a fresh process in isolated mode (``-I``) with a scrubbed environment (at the
+``namespaces`` level forked from a worker template, :class:`_Template`, started once per class;
+elsewhere a new interpreter),
 ``setrlimit`` limits (address space, CPU time, processes, file size, open files, no core
 files), a wall-clock limit per phase that kills the whole process group, stdout/stderr read
 to the end but kept only up to a cap (what comes past it is discarded with a note, never a
 reason to stop), results read from a pipe as length-prefixed frames of plain data and
 validated here. Where a memory cgroup can be made (:class:`MemoryGroup`), the worker runs in
 its own, limited to ``memory_mb``, and each memory-limited case in a sub-group of its own whose
-peak, read here by the grader, is what the case's call allocated.
+peak, read here by the grader, is what the case's call allocated; that group's limit lies just
+above what the case allows (:func:`case_ceiling`), so a call that could only fail is stopped by
+the kernel at once instead of building gigabytes first.
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ import os
 import pwd
 import queue
 import re
+import select
 import selectors
 import shutil
 import signal
+import socket
 import stat
 import struct
 import subprocess
@@ -101,6 +107,14 @@ class Isolation:
     gid: int | None = None
     memory: str = "none"  # how memory is measured: "cgroup v1", "cgroup v2" or "none"
     locks: list = field(default_factory=list, repr=False)  # open lock files that reserve ``uids``
+    template: object = field(default=None, repr=False)  # the level's worker template, once started
+
+    def close(self) -> None:
+        """End the worker template, if one was started (a later worker starts a new one)."""
+        with _TEMPLATES:
+            template, self.template = self.template, None
+        if template is not None:
+            template.close()
 
 
 @dataclass
@@ -110,6 +124,7 @@ class WorkerJob:
     inputs: bytes  # plain.pack({grade_id: [(args, kwargs), ...]}); memory cases hold ((), {})
     blocked: list  # top-level modules the worker refuses to import (a second line of defence)
     held: dict = field(default_factory=dict)  # {grade_id: {case index: plain.pack((args, kwargs))}}
+    allowed: dict = field(default_factory=dict)  # {grade_id: {case index: bytes the case's call may allocate}}
 
 
 @dataclass
@@ -189,7 +204,8 @@ class MemoryGroup:
     anything, see :func:`run_worker`) and each memory-limited case in a fresh sub-group of its
     own (:meth:`case_group`), so the limit counts every process, thread, ``mmap`` and tmpfs page
     of the worker, and a case's peak counts only what its call allocated: pages that earlier
-    cells hold stay charged to ``main`` whether the case frees them or not. The worker cannot see
+    cells hold stay charged to ``main`` whether the case frees them or not. A case's group has a
+    limit of its own while its call runs (:func:`case_ceiling`). The worker cannot see
     or change any of it: the private root has no ``/sys``, and it is root's.
     """
 
@@ -197,6 +213,7 @@ class MemoryGroup:
         self.version = version
         self.path = tempfile.mkdtemp(prefix="attngrade-", dir=base)
         self.cases: list[str] = []
+        self.stopped: list[str] = []  # case groups whose call the kernel stopped at their ceiling
         self.main = os.path.join(self.path, "main")
         try:
             self._setup(limit)
@@ -236,19 +253,30 @@ class MemoryGroup:
     def peak(self, folder: str | None = None) -> int:
         return int(self._read("memory.peak" if self.version == 2 else "memory.max_usage_in_bytes", folder))
 
-    def oom_kills(self) -> int:
-        text = self._read("memory.events" if self.version == 2 else "memory.oom_control")
+    def oom_kills(self, folder: str | None = None) -> int:
+        text = self._read("memory.events" if self.version == 2 else "memory.oom_control", folder)
         m = re.search(r"^oom_kill (\d+)", text, re.M)
         return int(m.group(1)) if m else 0
+
+    def worker_kills(self) -> int:
+        """Processes the kernel killed at the worker's limit: v2 counts a sub-group's kills in its
+        parent too, so those of the cases stopped at their own ceiling are left out."""
+        kills = self.oom_kills()
+        if self.version == 2:
+            kills -= sum(self.oom_kills(folder) for folder in self.stopped)
+        return max(kills, 0)
 
     def pids(self, folder: str | None = None) -> list[int]:
         return [int(p) for p in self._read("cgroup.procs", folder or self.main).split()]
 
-    def case_group(self) -> str:
-        """A fresh, empty sub-group for one memory-limited case (its peak starts at 0)."""
+    def case_group(self, limit: int | None = None) -> str:
+        """A fresh, empty sub-group for one memory-limited case (its peak starts at 0), limited
+        to ``limit`` bytes where given: the kernel stops the case's call there."""
         folder = os.path.join(self.path, f"case-{len(self.cases)}")
         os.mkdir(folder)
         self.cases.append(folder)
+        if limit is not None:
+            self._write("memory.max" if self.version == 2 else "memory.limit_in_bytes", str(limit), folder)
         return folder
 
     def find(self, ns_pid: int) -> int | None:
@@ -263,6 +291,11 @@ class MemoryGroup:
             if last == ns_pid:
                 return pid
         return None
+
+    def unlimit(self, folder: str) -> None:
+        """Lift a case group's own limit (the worker's still holds)."""
+        unlimited = "max" if self.version == 2 else "-1"
+        self._write("memory.max" if self.version == 2 else "memory.limit_in_bytes", unlimited, folder)
 
     def move(self, pid: int, folder: str) -> None:
         self._write("cgroup.procs", str(pid), folder)
@@ -572,6 +605,132 @@ def _command(mode: str, group: MemoryGroup | None, fds: tuple) -> list:
     return cmd
 
 
+_TEMPLATES = threading.Lock()
+
+
+class _Template:
+    """The worker template of the ``namespaces`` level (``worker.py --template``): one process
+    per class, started once, that has done the imports every worker does and never runs or
+    reads anything of a student's. Each worker is a fork of it that sets up its own session,
+    memory group, namespaces, private root, limits and uid exactly as a started worker does, so
+    every student still gets a fresh process, namespaces and limits, and nothing of one student
+    reaches another. Requests go over a socket, one at a time."""
+
+    def __init__(self, boot_timeout: float):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", WORKER, "--template", LIB_DIR], stdin=theirs, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env=_env("namespaces", "/"), cwd="/", start_new_session=True,
+            )
+        finally:
+            theirs.close()
+        ours.settimeout(boot_timeout)
+        self.sock, self.lock = ours, threading.Lock()
+
+    def _ask(self, request: dict, fds: list | None = None) -> dict:
+        with self.lock:
+            socket.send_fds(self.sock, [json.dumps(request).encode()], fds or [])
+            answer = self.sock.recv(4096)
+        if not answer:
+            raise OSError("the worker template ended")
+        return json.loads(answer)
+
+    def fork(self, procs: str | None, cwd: str, fds: list) -> int:
+        return int(self._ask({"op": "fork", "procs": procs, "cwd": cwd}, fds)["pid"])
+
+    def reap(self, pid: int) -> int:
+        """The exit status of a fork, as ``Popen.returncode`` gives it; its pid is free from now on."""
+        return os.waitstatus_to_exitcode(int(self._ask({"op": "reap", "pid": pid})["status"]))
+
+    def close(self) -> None:
+        self.sock.close()  # the template ends when its socket closes
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class _Forked:
+    """A worker forked from the template, seen as ``subprocess.Popen`` sees a child: it ends
+    when its pidfd says so; the template reaps it (it is the template's child) on ``wait``."""
+
+    def __init__(self, template: _Template, pid: int, stdin: int, stdout: int, stderr: int):
+        self.template, self.pid, self.returncode = template, pid, None
+        self.pidfd = os.pidfd_open(pid)
+        self.stdin = open(stdin, "wb")
+        self.stdout, self.stderr = open(stdout, "rb", buffering=0), open(stderr, "rb", buffering=0)
+
+    def _ended(self, timeout: float | None) -> bool:
+        return self.pidfd < 0 or bool(select.select([self.pidfd], [], [], timeout)[0])
+
+    def poll(self):
+        return -1 if self.returncode is None and self._ended(0) else self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if not self._ended(timeout):
+                raise subprocess.TimeoutExpired("worker", timeout)
+            os.close(self.pidfd)
+            self.pidfd = -1
+            try:
+                self.returncode = self.template.reap(self.pid)
+            except (OSError, ValueError):  # the template ended: so did its forks, killed by the grader
+                self.returncode = -signal.SIGKILL
+        return self.returncode
+
+
+def _template(isolation: Isolation, limits: Limits) -> _Template | None:
+    """The level's worker template (started on first use), or None: workers are then started
+    afresh (levels other than ``namespaces``, no pidfd, or a template that could not start)."""
+    if isolation.mode != "namespaces" or not hasattr(os, "pidfd_open"):
+        return None
+    with _TEMPLATES:
+        if isolation.template is None or isolation.template.proc.poll() is not None:
+            try:
+                isolation.template = _Template(limits.boot_timeout)
+            except OSError:
+                return None
+        return isolation.template
+
+
+def _fork_worker(template: _Template, group: MemoryGroup | None, scratch: str, fds: tuple) -> _Forked:
+    """A worker forked from ``template``, with the channels ``fds`` and pipes for its stdin,
+    stdout and stderr (the ends it gets are closed here once it has them)."""
+    (in_r, in_w), (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe(), os.pipe()
+    theirs = [in_r, out_w, err_w, *fds]
+    try:
+        pid = template.fork(group.procs if group is not None else None, scratch, theirs)
+    except (OSError, ValueError):
+        for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
+            os.close(fd)
+        raise OSError("the worker template could not fork")
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
+    return _Forked(template, pid, in_w, out_r, err_r)
+
+
+def _start(isolation: Isolation, limits: Limits, group: MemoryGroup | None, scratch: str, fds: tuple):
+    """The worker's process: forked from the level's template where there is one, else started."""
+    template = _template(isolation, limits)
+    if template is not None:
+        try:
+            return _fork_worker(template, group, scratch, fds)
+        except OSError:
+            isolation.close()  # started afresh below; the next worker starts a new template
+    return subprocess.Popen(
+        _command(isolation.mode, group, fds),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=fds,
+        env=_env(isolation.mode, scratch),
+        cwd=scratch,
+        start_new_session=True,
+    )
+
+
 def run_worker(
     job: WorkerJob,
     isolation: Isolation,
@@ -598,16 +757,7 @@ def run_worker(
     go_r, go_w = os.pipe()  # the grader's answers to the worker: "go" bytes and memory cases' inputs
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            _command(isolation.mode, group, (res_w, st_w, go_r)),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=(res_w, st_w, go_r),
-            env=_env(isolation.mode, scratch),
-            cwd=scratch,
-            start_new_session=True,
-        )
+        proc = _start(isolation, limits, group, scratch, (res_w, st_w, go_r))
     except OSError as exc:
         for fd in (res_r, res_w, st_r, st_w, go_r, go_w):
             os.close(fd)
@@ -653,7 +803,7 @@ def _end_worker(proc, run: WorkerRun, isolation: Isolation, uid, group, fds: tup
         _kill_uid(uid)
     if group is not None:
         try:
-            run.oom_kills = group.oom_kills()
+            run.oom_kills = group.worker_kills()
         except (OSError, ValueError):
             pass
         group.close()
@@ -968,7 +1118,9 @@ def _on_mem(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
     key = (part["id"], case)
     run.memory[key] = {"inputs": len(held[case]), "ready": False, "peak_call": None}
     group, answers = state.get("group"), state.get("answers")
-    state["open"] = {"key": key, "folder": group.case_group() if group is not None else None, "pid": None}
+    ceiling = case_ceiling(job.allowed.get(part["id"], {}).get(case))
+    folder = group.case_group(ceiling) if group is not None else None
+    state["open"] = state["last"] = {"key": key, "folder": folder, "pid": None, "ceiling": ceiling}
     if answers is not None:
         answers.send(struct.pack(">Q", len(held[case])) + held[case])
 
@@ -998,12 +1150,35 @@ def _on_called(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
     if case is None or case["folder"] is None or h.get("case") != case["key"][1] or not run.memory[case["key"]]["ready"]:
         raise _Protocol("unexpected end of a memory case")
     run.memory[case["key"]]["peak_call"] = state["group"].peak(case["folder"])
+    if case["ceiling"] is not None:
+        state["group"].unlimit(case["folder"])  # handing the outcome back is not the call's
     _thaw(state)
     state["open"] = None
     state["answers"].send(b"g")
 
 
-_CASE_EVENTS = {"mem": _on_mem, "ready": _on_ready, "called": _on_called}
+def _on_lost(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
+    """The case's process ended without handing its outcome back. Where the kernel stopped its
+    call at the case's ceiling (the grader reads that from the case's group), the call allocated
+    more than any passing call does: recorded so, and the worker goes on (``m``). Otherwise the
+    worker ends as the case's process did (``e``)."""
+    case, group = state.get("last"), state.get("group")
+    part = job.parts[state["part"]]
+    if case is None or group is None or case.get("lost") or case["key"] != (part["id"], h.get("case")):
+        raise _Protocol("unexpected end of a memory case's process")
+    case["lost"] = True
+    rec = run.memory[case["key"]]
+    stopped = rec["ready"] and rec["peak_call"] is None and case["ceiling"] is not None
+    if stopped and group.oom_kills(case["folder"]) > 0:
+        rec["peak_call"] = max(group.peak(case["folder"]), case["ceiling"])
+        rec["stopped"] = True
+        group.stopped.append(case["folder"])
+    _thaw(state)
+    state["open"] = None
+    state["answers"].send(b"m" if rec.get("stopped") else b"e")
+
+
+_CASE_EVENTS = {"mem": _on_mem, "ready": _on_ready, "called": _on_called, "lost": _on_lost}
 
 
 def _is_int(value) -> bool:
@@ -1054,6 +1229,8 @@ def _on_part(h: dict, blob: bytes, run: WorkerRun, job: WorkerJob, limits: Limit
         clean.append({"error": _error_name(err) if err is not None else None, "out": rec["out"]})
     for case in job.held.get(part["id"], {}):  # a memory case the grader did not measure earns nothing
         rec = run.memory.get((part["id"], case), {})
+        if rec.get("stopped"):  # its peak is over the case's allowance, whatever the worker says
+            clean[case] = {"error": None, "out": None}
         measured = rec.get("ready") and (state.get("group") is None or rec.get("peak_call") is not None)
         if not measured and clean[case]["error"] is None:
             clean[case] = {"error": "NotMeasured", "out": None}
@@ -1065,6 +1242,18 @@ def _on_part(h: dict, blob: bytes, run: WorkerRun, job: WorkerJob, limits: Limit
 #: What the kernel counts in a case's group besides the answer's own arrays (the pages of the
 #: worker's interpreter that the call writes to and so copies, allocator pages): forgiven.
 KERNEL_SLACK = 4 << 20
+#: Room between the most a passing call may allocate and where the kernel stops it.
+CASE_HEADROOM = 1 << 20
+
+
+def case_ceiling(allowed) -> int | None:
+    """The limit of a memory case's group for a call allowed ``allowed`` bytes (None: the worker's
+    limit only). Every call that can pass stays below it (:func:`case_memory` forgives
+    :data:`KERNEL_SLACK`), so the kernel stops at once a call that would only fail later, say
+    after building gigabytes: its peak is then recorded as the ceiling, over its allowance."""
+    if not _is_int(allowed) or allowed < 0:
+        return None
+    return allowed + KERNEL_SLACK + CASE_HEADROOM
 
 
 def case_memory(rec: dict | None) -> int | None:
@@ -1142,6 +1331,7 @@ def detect_isolation(
         job = WorkerJob(cells=[], parts=[], inputs=plain.pack({}), blocked=[])
         run = run_worker(job, iso, probe_limits, hidden=hidden, probe=True, tmp_root=tmp_root)
         if run.end != "done" or not run.report:
+            iso.close()
             reason = run.detail or run.end
             notes.append(f"{mode}: probe failed ({reason.strip()[:300]})")
             continue

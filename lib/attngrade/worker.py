@@ -1,7 +1,9 @@
 """The student's side of grading: one isolated process that only *computes*.
 
 Started by :mod:`attngrade.sandbox` as ``python -I worker.py RESULT_FD STATUS_FD GO_FD`` (under
-``unshare`` where the platform allows, inside its own memory cgroup where one can be made). It
+``unshare`` where the platform allows, inside its own memory cgroup where one can be made), or,
+at the ``namespaces`` level, forked from a worker template (``worker.py --template LIB``: step 1
+below done once per class, see :func:`_template`), which then does what ``unshare`` does. It
 reads everything it needs from stdin before any student code exists in the process: a JSON
 configuration (cells to run in order, parts to compute and where, limits, how to build its
 private root) and the hidden cases' *inputs* as plain data, except those of memory-limited
@@ -23,7 +25,8 @@ cases. Then it
    writes the outcomes, as plain data, to ``RESULT_FD`` in length-prefixed frames. A
    memory-limited case's inputs arrive on ``GO_FD`` only when the case starts; where the grader
    counts memory per case, the case runs in a forked child that the grader moves into a memory
-   group of its own. The student's namespace (builtins included) stays as the student's code
+   group of its own (where the kernel stops a call that allocates more than the case allows; the
+   grader then says so, and the worker goes on with the next case). The student's namespace (builtins included) stays as the student's code
    left it; the worker's own code keeps the builtins it took before any student code.
 
 It never sees expected values, tolerances or case labels, never measures anything, and never
@@ -372,19 +375,27 @@ def _display(*objs, **kwargs):
     return display(*objs, **kwargs)
 
 
-def _trusted_imports(config: dict):
-    """The grader's own modules and NumPy, imported before any limit or student code."""
+#: What the worker's own code uses (its loop, :mod:`attngrade.plain`, :mod:`attngrade.spec`),
+#: imported once, before any limit or student code: the worker holds these modules as they are
+#: then, and never imports anything later, when the import system, ``sys.modules`` and the
+#: limits are as the student's code left them. NumPy is among them: packing results needs it.
+_OWN_MODULES = ("gc", "io", "zipfile", "numpy", "numpy.lib.format")
+#: Compiled modules of the standard library that the isolation probe imports after dropping
+#: privileges: a level whose private root or uid leaves them unreadable fails its probe,
+#: instead of failing every student's ``import``.
+_PROBE_MODULES = ("decimal", "random")
+
+
+def _trusted_imports(lib: str):
+    """The grader's own modules and :data:`_OWN_MODULES`, imported before any limit or student code."""
+    import importlib
+
     try:
         import attngrade  # noqa: F401
     except ImportError:
-        sys.path.insert(0, config["lib"])
-    import gc  # noqa: F401
-    import io  # noqa: F401
-    import zipfile  # noqa: F401
-
-    import numpy  # noqa: F401
-    import numpy.lib.format  # noqa: F401
-
+        sys.path.insert(0, lib)
+    for name in _OWN_MODULES:
+        importlib.import_module(name)
     from attngrade import plain, spec
 
     return _private_copy(plain), _private_copy(spec)
@@ -398,8 +409,8 @@ def _private_copy(module):
 
     snapshot = dict(vars(builtins))
     namespace = {"__name__": module.__name__, "__file__": module.__file__, "__builtins__": snapshot}
-    with open(module.__file__, encoding="utf-8") as fh:
-        exec(compile(fh.read(), module.__file__, "exec"), namespace)  # noqa: S102 - the grader's own code
+    code = module.__spec__.loader.get_code(module.__name__)  # its cached bytecode, as the import used
+    exec(code, namespace)  # noqa: S102 - the grader's own code
     for name, value in list(namespace.items()):
         if isinstance(value, types.ModuleType) and value.__name__ in _FROZEN_MODULES:
             namespace[name] = types.SimpleNamespace(**vars(value))
@@ -437,9 +448,10 @@ def _isolate(config: dict, fds: tuple) -> dict:
 
 
 def _probe(config: dict, report: dict, channel: _Channel) -> None:
-    import decimal  # noqa: F401 - the standard library is readable after dropping privileges
-    import random  # noqa: F401
+    import importlib
 
+    for name in _PROBE_MODULES:
+        importlib.import_module(name)
     report["course_visible"] = any(os.path.exists(p) for p in config.get("hidden", []))
     report["network"] = _network_reachable()
     channel.send({"ev": "probe", "report": report})
@@ -448,9 +460,15 @@ def _probe(config: dict, report: dict, channel: _Channel) -> None:
 
 
 def main() -> None:
+    if sys.argv[1] == "--template":
+        _template(sys.argv[2])
     fds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     config, inputs_blob = _read_job()
-    plain, spec = _trusted_imports(config)
+    _run_job(config, inputs_blob, fds, *_trusted_imports(config["lib"]))
+
+
+def _run_job(config: dict, inputs_blob: bytes, fds: tuple, plain, spec) -> None:
+    """Isolate this process, then run the job: the worker's life after its imports."""
     report = _isolate(config, fds)
     channel = _Channel(fds[0])
     if config.get("probe"):
@@ -470,6 +488,79 @@ def main() -> None:
     channel.send({"ev": "boot", "report": report})
     _read_exact(fds[2], 1)  # the grader has read the memory in use before any student code
     runner.run()
+
+
+# --------------------------------------------------------------------------------------------
+# The worker template (level ``namespaces``)
+
+#: What ``unshare --mount --uts --ipc --pid --net`` gives: CLONE_NEWNS, NEWUTS, NEWIPC, NEWPID, NEWNET.
+_NEW_NAMESPACES = 0x00020000 | 0x04000000 | 0x08000000 | 0x20000000 | 0x40000000
+
+
+def _template(lib: str) -> None:
+    """A worker template: one interpreter per class that does the imports every worker does
+    (:func:`_trusted_imports`), then forks one fresh worker per request of the grader, which
+    arrive on a socket (stdin) with the new worker's pipes. It never reads a job, a cell or an
+    input itself, so no fork holds anything of another student's; it ends when the grader closes
+    the socket. Requests: ``fork`` (answered with the new process's pid) and ``reap`` (its status,
+    once the grader is done with it; until then its pid and process group cannot be reused)."""
+    import socket
+
+    plain, spec = _trusted_imports(lib)
+    control = socket.socket(fileno=0)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(control, 1 << 16, 8)
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)
+        request = json.loads(msg)
+        if request["op"] == "reap":
+            control.send(json.dumps({"status": os.waitpid(request["pid"], 0)[1]}).encode())
+            continue
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            _forked_worker(request, fds, plain, spec)
+        for fd in fds:
+            os.close(fd)
+        control.send(json.dumps({"pid": pid}).encode())
+
+
+def _forked_worker(request: dict, fds: list, plain, spec) -> None:
+    """A fork of the template becomes what ``unshare --fork --kill-child`` makes of a started
+    worker: a session of its own, its memory group, new namespaces, and its child as process 1
+    there, which reads the job and runs it; this process waits and ends as that child did."""
+    import ctypes
+    import signal
+
+    os.setsid()
+    for target, fd in zip((0, 1, 2), fds[:3]):
+        os.dup2(fd, target)
+    channel = tuple(fds[3:6])
+    for fd in {*fds[:3]} - {0, 1, 2, *channel}:
+        os.close(fd)
+    for fd in channel:
+        os.set_inheritable(fd, True)  # as a started worker has them
+    if request.get("procs"):
+        with open(request["procs"], "w") as fh:
+            fh.write(str(os.getpid()))
+    os.chdir(request["cwd"])
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_NEW_NAMESPACES) != 0:
+        os._exit(70)
+    child = os.fork()
+    if child == 0:
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG: it dies with this process
+        config, inputs_blob = _read_job()
+        _run_job(config, inputs_blob, channel, plain, spec)
+    for fd in channel:
+        os.close(fd)
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    _end_like(status)
 
 
 class _Runner:
@@ -596,7 +687,10 @@ class _Runner:
         os.close(write_end)
         data = _read_all(read_end)
         _, status = self.waitpid(pid, 0)
-        if not data:
+        if not data:  # the grader says whether the kernel stopped the call at the case's ceiling
+            self.channel.send({"ev": "lost", "case": index})
+            if _read_exact(self.go_fd, 1) == b"m":
+                return self.Outcome(None, None)  # the grader records the case as over its allowance
             _end_like(status)  # the case ended its process: the worker ends the same way
         record = self.plain.unpack(data, max_bytes=1 << 62)
         return self.Outcome(record["out"], record["error"])
@@ -628,7 +722,7 @@ def _read_all(fd: int) -> bytes:
 
 
 def _end_like(status: int) -> None:
-    """End this process as the case's child ended (a signal or an exit code)."""
+    """End this process as a child of it ended (a signal or an exit code)."""
     import signal
 
     if os.WIFSIGNALED(status):

@@ -399,6 +399,70 @@ def test_a_memory_case_charges_what_its_call_allocates_whatever_earlier_cells_di
     assert [r["out"] for r in run.parts["p"].records] == [1.0, 1.0]
 
 
+def _ceiling_job(source: str, allowed: int) -> WorkerJob:
+    """A part whose first case is memory-limited to ``allowed`` bytes, then a second part."""
+    job = _memory_job(source)
+    job.allowed = {"p": {0: allowed}}
+    job.parts.append({"id": "q", "function": "after", "trace": [False]})
+    job.inputs = plain.pack({"p": [((), {}), ((48,), {})], "q": [((), {})]})
+    return job
+
+
+_CEILING = """import os, numpy as np
+
+def after():
+    return 7.0
+
+def probe(mb):
+    x = {call}
+    return {back}
+"""
+
+
+def test_a_memory_case_past_its_allowance_is_stopped_by_the_kernel_and_the_worker_goes_on(isolation):
+    if isolation.memory == "none":
+        pytest.skip("no memory cgroup here: memory-limited cases are not enforced (README)")
+    allowed = 8 * 2**20
+    src = _CEILING.format(call="np.ones((4, 4096, 4096))", back="float(x[0, 0, 0])")  # 512 MiB
+    run = run_worker(_ceiling_job(src, allowed), isolation, Limits(timeout=30))
+    assert run.end == "done", (run.end, run.detail, run.stderr)
+    rec = run.memory[("p", 0)]
+    assert rec["stopped"] and case_memory(rec) > allowed, rec
+    assert case_memory(rec) < 64 * 2**20, "stopped at its ceiling, long before the 512 MiB"
+    assert run.parts["p"].records[0] == {"error": None, "out": None}
+    assert run.parts["p"].records[1]["out"] == 1.0 and run.parts["q"].records[0]["out"] == 7.0
+    assert run.oom_kills == 0, "a case stopped at its ceiling is not the worker's memory limit"
+
+
+@pytest.mark.parametrize(
+    "call, back",
+    [
+        ("np.ones(40 * 2**20 // 8)", "float(x[0])"),  # near the allowance
+        ("np.ones(2**19)", "x"),  # a 4 MiB result, converted to plain data inside the call
+    ],
+    ids=["allocates-near-allowance", "returns-a-result"],
+)
+def test_a_memory_case_within_its_allowance_is_measured_not_stopped(isolation, call, back):
+    if isolation.memory == "none":
+        pytest.skip("no memory cgroup here: memory-limited cases are not enforced (README)")
+    allowed = 44 * 2**20 if back != "x" else 12 * 2**20
+    run = run_worker(_ceiling_job(_CEILING.format(call=call, back=back), allowed), isolation, Limits(timeout=30))
+    assert run.end == "done", (run.end, run.detail, run.stderr)
+    rec = run.memory[("p", 0)]
+    assert not rec.get("stopped") and case_memory(rec) <= allowed, rec
+    out = run.parts["p"].records[0]["out"]
+    assert (out == 1.0) if back != "x" else (np.asarray(out).shape == (2**19,) and np.all(out == 1.0))
+
+
+def test_a_memory_case_that_ends_its_process_still_ends_the_worker(isolation):
+    if isolation.memory == "none":
+        pytest.skip("no memory cgroup here: memory-limited cases are not enforced (README)")
+    src = _CEILING.format(call="os._exit(3)", back="1.0")
+    run = run_worker(_ceiling_job(src, 8 * 2**20), isolation, Limits(timeout=30))
+    assert run.end == "died" and run.exit == {"code": 3}, (run.end, run.exit, run.detail)
+    assert run.current == "p" and not run.memory[("p", 0)].get("stopped")
+
+
 def test_a_memory_case_gets_its_inputs_only_when_it_starts(isolation):
     src = "import gc\nSEEN = []\ndef probe(n):\n    return float(n)\n"
     run = run_worker(_memory_job(src), isolation, Limits(timeout=30))

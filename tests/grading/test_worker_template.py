@@ -1,0 +1,99 @@
+"""Workers forked from a template (level ``namespaces``): the same isolation as a started worker."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from attngrade import plain
+from attngrade import sandbox as sb
+from attngrade.sandbox import Limits, WorkerJob, run_worker
+
+
+def _job(source: str) -> WorkerJob:
+    return WorkerJob(
+        cells=[{"id": "answer", "source": source}],
+        parts=[{"id": "p", "function": "probe", "trace": [False]}],
+        inputs=plain.pack({"p": [((), {})]}),
+        blocked=["attnmath", "attngrade", "torch"],
+    )
+
+
+def _out(run) -> dict:
+    assert run.end == "done", (run.end, run.detail, run.stderr[-2000:])
+    return json.loads(run.parts["p"].records[0]["out"])
+
+
+#: What one student's worker leaves behind, where the next one would see it if they shared anything.
+LEAVE = r"""
+import builtins, json, os, sys, stat, numpy as np
+builtins.left_by_first = 1
+np.left_by_first = 1
+sys.modules["left_by_first"] = sys
+with open("/tmp/left_by_first", "w") as fh:
+    fh.write("x")
+
+def probe():
+    return json.dumps({"pid": os.getpid(), "sockets": _sockets()})
+
+def _sockets():
+    found = []
+    for fd in range(3, 256):
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                found.append(fd)
+        except OSError:
+            pass
+    return found
+"""
+
+LOOK = r"""
+import builtins, json, os, sys, numpy as np
+
+def probe():
+    return json.dumps({
+        "builtins": hasattr(builtins, "left_by_first"), "numpy": hasattr(np, "left_by_first"),
+        "modules": "left_by_first" in sys.modules, "file": os.path.exists("/tmp/left_by_first"),
+        "pid": os.getpid(),
+    })
+"""
+
+
+@pytest.fixture()
+def namespaces(isolation):
+    if isolation.mode != "namespaces":
+        pytest.skip("the worker template serves the namespaces level (root on Linux)")
+    iso = dataclasses.replace(isolation, template=None)
+    yield iso
+    iso.close()
+
+
+def test_every_student_gets_a_fresh_worker_from_one_template(namespaces):
+    first = _out(run_worker(_job(LEAVE), namespaces, Limits(timeout=30)))
+    template = namespaces.template
+    assert template is not None and template.proc.poll() is None, "the worker was forked from the template"
+    second = _out(run_worker(_job(LOOK), namespaces, Limits(timeout=30)))
+    assert namespaces.template is template, "one template per class"
+    assert first["pid"] == second["pid"] == 2, "each worker is the first child in a PID namespace of its own"
+    assert first["sockets"] == [], "the template's socket is not in the worker"
+    assert not any(second[k] for k in ("builtins", "numpy", "modules", "file")), second
+
+
+def test_closing_the_isolation_ends_its_template_and_a_later_worker_starts_another(namespaces):
+    _out(run_worker(_job(LOOK), namespaces, Limits(timeout=30)))
+    template = namespaces.template
+    namespaces.close()
+    assert namespaces.template is None and template.proc.poll() is not None
+    _out(run_worker(_job(LOOK), namespaces, Limits(timeout=30)))
+    assert namespaces.template is not None and namespaces.template is not template
+
+
+def test_without_a_template_the_worker_is_started_afresh(namespaces, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("no template here")
+
+    monkeypatch.setattr(sb, "_Template", refuse)
+    out = _out(run_worker(_job(LOOK), namespaces, Limits(timeout=30)))
+    assert namespaces.template is None and out["pid"] == 2
