@@ -722,7 +722,7 @@ def standard_attention_io(N: int, d: int, M: int) -> IOCount:
 
 
 def _io_scores(fast: FastMemory, blocks: list[tuple[int, int]], d: int) -> None:
-    """Algorithm 0's first kernel: :math:`S = QK^\top` tile by tile, each tile written out."""
+    r"""Algorithm 0's first kernel: :math:`S = QK^\top` tile by tile, each tile written out."""
     for i0, i1 in blocks:
         q_i = fast.load((i1 - i0) * d)
         for j0, j1 in blocks:
@@ -734,7 +734,7 @@ def _io_scores(fast: FastMemory, blocks: list[tuple[int, int]], d: int) -> None:
 
 
 def _io_softmax(fast: FastMemory, N: int, M: int) -> None:
-    """The second kernel: :math:`P = \operatorname{softmax}(S)` row by row, with a running max
+    r"""The second kernel: :math:`P = \operatorname{softmax}(S)` row by row, with a running max
     and sum; a row that fits is read once, else twice (the statistics, then ``P``)."""
     chunk = min(N, M - 2)
     for _ in range(N):
@@ -753,7 +753,7 @@ def _io_softmax(fast: FastMemory, N: int, M: int) -> None:
 
 
 def _io_output(fast: FastMemory, blocks: list[tuple[int, int]], d: int) -> None:
-    """The third kernel: :math:`O = PV` tile by tile, accumulated on chip."""
+    r"""The third kernel: :math:`O = PV` tile by tile, accumulated on chip."""
     for i0, i1 in blocks:
         o_i = fast.hold((i1 - i0) * d)
         for j0, j1 in blocks:

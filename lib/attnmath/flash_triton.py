@@ -46,6 +46,18 @@ ones a GPU forms, since the product of two bfloat16 numbers is exact in float32;
 order of the float32 additions may differ. On a GPU the flag is off and the code is the plain
 bfloat16 one.
 
+**Numerics and cost.** Accumulation is in float32 (scores, running max and sum, ``out``,
+gradients); the probabilities, and in the backward ``dZ``, are rounded to the input dtype
+before their products, as in FlashAttention-2, and results are rounded once at the end.
+Float32 inputs use IEEE float32 products (no TF32). The forward does :math:`4 B H L S D`
+flops (about half with ``causal`` and ``L = S``: tiles above the diagonal are skipped) and
+keeps ``lse``, :math:`4 B H L` bytes, beyond inputs and output. The backward runs three
+launches: ``D`` (:math:`4 B H L` bytes), ``dK, dV`` (four matmuls per tile pair:
+:math:`K Q^\top`, :math:`P^\top dO`, :math:`V dO^\top`, :math:`dZ^\top Q`) and ``dQ`` (three:
+:math:`Q K^\top`, :math:`dO V^\top`, :math:`dZ K`): :math:`14 B H L S D` flops against the
+:math:`10 B H L S D` of a backward that adds ``dQ`` with atomics, the price of deterministic
+gradients. ``D_i`` uses the stored (rounded) ``out``.
+
 References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2023).
 """
 
@@ -267,11 +279,8 @@ def _flash_bwd_dkdv_kernel(Q, K, V, DOut, DK, DV, Lse, Delta,
                            HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                            CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr,
                            EMULATE_BF16: tl.constexpr):
-    """Backward: program ``(j, b * H_kv + h_kv)`` computes ``dK``, ``dV`` of key tile ``j``.
-
-    The ``GROUP = H // H_kv`` query heads that share the key/value head are summed here, so
-    every ``dK``, ``dV`` entry is written once, without atomics.
-    """
+    """Backward: program ``(j, b * H_kv + h_kv)`` computes ``dK``, ``dV`` of key tile ``j``,
+    summing the ``GROUP = H // H_kv`` query heads of the key/value head (no atomics)."""
     pid_n = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H_kv).to(tl.int64)
@@ -664,17 +673,14 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
         \operatorname{lse}_i = \log \sum_{j \text{ allowed}} e^{s\, q_i \cdot k_j},
 
     with :math:`M_{ij} = -\infty` for :math:`j > i` when ``causal`` (top-left alignment, as
-    torch's ``is_causal``: query ``i`` sees keys ``0..i`` even when ``L != S``) and 0
-    otherwise. Computed tile by tile with the online softmax (module docstring).
+    torch's ``is_causal``, also when ``L != S``) and 0 otherwise; tile by tile with the online
+    softmax (module docstring).
 
     Parameters
     ----------
-    q : torch.Tensor, shape (B, H, L, D)
-        Queries; float16, bfloat16 or float32; ``D`` a power of two in ``[16, 256]``.
-    k : torch.Tensor, shape (B, H_kv, S, D)
-        Keys, same dtype and device; ``H % H_kv == 0``.
-    v : torch.Tensor, shape (B, H_kv, S, D)
-        Values (``D_v = D``).
+    q, k, v : torch.Tensor, shapes (B, H, L, D), (B, H_kv, S, D), (B, H_kv, S, D)
+        Float16, bfloat16 or float32, one dtype and device; ``D`` a power of two in
+        ``[16, 256]``, ``D_v = D``, ``H % H_kv == 0``.
     causal : bool
         Top-left causal mask.
     scale : float, optional
@@ -687,42 +693,35 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     out : torch.Tensor, shape (B, H, L, D)
         In the input dtype.
     cache : TritonFlashCache
-        The inputs, ``out``, ``lse (B, H, L)`` (float32 natural log-sum-exp of the scaled
-        scores of each row), ``scale`` and ``causal``: all that
-        :func:`flash_attention_triton_backward` reads.
+        The inputs, ``out``, ``lse (B, H, L)`` (float32), ``scale`` and ``causal``.
 
     Notes
     -----
-    The rules of :mod:`attnmath.core` hold here too: NaN or an infinity in ``q``, ``k``, ``v``
-    raises ``ValueError``; ``L = 0`` or ``S = 0`` returns zeros (and ``lse = -inf``) without a
-    launch. Not differentiable: the outputs carry no autograd history (use :func:`flash_attention`).
-    Accumulation is in float32 (scores, running max and sum, ``out``); the probabilities are
-    rounded to the input dtype before the :math:`\tilde P V` product, as in FlashAttention-2,
-    and ``out`` is rounded once at the end. Float32 inputs use IEEE float32 products (no TF32).
-    Deviations from :func:`attnmath.flash.flash_attention_forward`: no boolean mask and no
-    bottom-right alignment (only ``causal``), ``D_v = D``, head dims are powers of two; every
-    row sees at least key 0, so no row is fully masked. Work: :math:`4 B H L S D` flops
-    (about half with ``causal`` and ``L = S``, tiles above the diagonal are skipped); memory
-    beyond inputs and output: ``lse``, :math:`4 B H L` bytes. Oracles:
-    :func:`attnmath.flash.flash_attention_forward` (the same tiling in NumPy) and
-    ``torch.nn.functional.scaled_dot_product_attention`` on float32 copies of the inputs;
-    ``torch.logsumexp`` of the scaled scores for ``lse``.
+    NaN or an infinity in ``q``, ``k``, ``v`` raises ``ValueError``; ``L = 0`` or ``S = 0``
+    returns zeros (and ``lse = -inf``) without a launch. No autograd history (use
+    :func:`flash_attention`). Unlike :func:`attnmath.flash.flash_attention_forward`: no mask,
+    no bottom-right alignment, so no row is fully masked. Numerics and cost: the module
+    docstring. Oracles: :func:`attnmath.flash.flash_attention_forward` and torch's
+    ``scaled_dot_product_attention`` and ``logsumexp`` on float32 copies of the inputs.
     """
     causal = check_bool(causal, "causal")
     B, H, H_kv, L, S, D = _check_tensors(q, k, v)
     scale = check_scale(scale, D)
     cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k)
     q, k, v = (_last_dim_contiguous(x) for x in (q, k, v))
-    if L == 0 or S == 0 or B * H == 0:  # nothing to attend: zeros, as torch
-        out = torch.zeros((B, H, L, D), dtype=q.dtype, device=q.device)
-        lse = torch.full((B, H, L), float("-inf"), dtype=torch.float32, device=q.device)
-        return out, TritonFlashCache(q, k, v, out, lse, scale, causal)
-    out = torch.empty((B, H, L, D), dtype=q.dtype, device=q.device)  # (B, H, L, D)
-    lse = torch.empty((B, H, L), dtype=torch.float32, device=q.device)  # (B, H, L)
+    out = torch.zeros((B, H, L, D), dtype=q.dtype, device=q.device)  # (B, H, L, D)
+    lse = torch.full((B, H, L), float("-inf"), dtype=torch.float32, device=q.device)  # (B, H, L)
+    if L and S and B * H:  # else nothing to attend: zeros and -inf, as torch, and no launch
+        _launch_forward(q, k, v, out, lse, cfg, scale, causal)
+    return out, TritonFlashCache(q, k, v, out, lse, scale, causal)
+
+
+def _launch_forward(q, k, v, out, lse, cfg, scale: float, causal: bool) -> None:
+    """The forward launch, one program per query tile and head, into ``out`` and ``lse``."""
+    (B, H, L, D), (H_kv, S) = q.shape, k.shape[1:3]
     precision, emulate_bf16 = _dot_settings(q.dtype)
-    grid = (triton.cdiv(L, cfg.fwd_m), B * H)
     with _launch_scope(q):
-        _flash_fwd_kernel[grid](
+        _flash_fwd_kernel[(triton.cdiv(L, cfg.fwd_m), B * H)](
             q, k, v, out, lse,
             q.stride(0), q.stride(1), q.stride(2),
             k.stride(0), k.stride(1), k.stride(2),
@@ -733,56 +732,11 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
             DOT_PRECISION=precision, EMULATE_BF16=emulate_bf16,
             **_launch_kwargs(cfg.fwd_warps, cfg.fwd_stages),
         )
-    return out, TritonFlashCache(q, k, v, out, lse, scale, causal)
 
 
-def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache, *,
-                                    block_q: int | None = None,
-                                    block_k: int | None = None) -> AttentionGrads:
-    r"""Gradients of :func:`flash_attention_triton` from ``dout``, recomputing ``P`` from ``lse``.
-
-    .. math::
-
-        P_{ij} = e^{s\, q_i \cdot k_j - \operatorname{lse}_i}, \quad
-        D_i = \sum_d dO_{id}\, O_{id}, \quad
-        dZ_{ij} = P_{ij}\bigl((dO\, V^\top)_{ij} - D_i\bigr),
-
-    .. math::
-
-        dQ = s\, dZ\, K, \qquad dK = s\, dZ^\top Q, \qquad dV = P^\top dO .
-
-    Parameters
-    ----------
-    dout : torch.Tensor, shape (B, H, L, D)
-        Gradient of the loss with respect to ``out``; same dtype as ``q``.
-    cache : TritonFlashCache
-        From :func:`flash_attention_triton`: the inputs, ``out``, ``lse`` and the forward's
-        ``scale`` and ``causal`` (so a backward with other settings cannot happen). Another
-        method's cache raises ``TypeError``; fields that disagree raise ``ValueError``.
-    block_q, block_k : int, optional
-        Tile overrides for the backward kernels (they need not match the forward's).
-
-    Returns
-    -------
-    AttentionGrads
-        ``dq (B, H, L, D)``, ``dk (B, H_kv, S, D)``, ``dv (B, H_kv, S, D)`` in the input dtype;
-        for grouped heads ``dk``, ``dv`` are summed over the query heads of each group.
-
-    Notes
-    -----
-    Three launches: ``D`` (one float32 number per row, :math:`4 B H L` bytes), then ``dK, dV``
-    (one program per key tile, looping over the query tiles of every head of its group; four
-    matmuls per tile pair: :math:`K Q^\top`, :math:`P^\top dO`, :math:`V dO^\top`,
-    :math:`dZ^\top Q`), then ``dQ`` (one program per query tile; three: :math:`Q K^\top`,
-    :math:`dO V^\top`, :math:`dZ K`). Seven matmuls of :math:`2 B H L S D` flops make
-    :math:`14 B H L S D`, against the :math:`10 B H L S D` (2.5 times the forward) of a backward
-    that computes :math:`P` and :math:`dP` once and adds ``dQ`` with atomics; the extra work
-    buys deterministic gradients. ``P`` and ``dZ`` are rounded to the input dtype
-    before their products with ``dO``, ``Q`` and ``K``, as in FlashAttention-2; accumulation is
-    in float32. ``D_i`` uses the stored (rounded) ``out``. Oracles:
-    :func:`attnmath.flash.flash_attention_backward` and ``torch.autograd`` through
-    ``torch.nn.functional.scaled_dot_product_attention`` on float32 copies of the inputs.
-    """
+def _check_backward(dout: object, cache: TritonFlashCache):
+    """The cache's fields and ``dout`` checked: ``(q, k, v, out, lse, scale, causal)`` and the
+    sizes ``(B, H, H_kv, L, S, D)``."""
     check_cache(cache, TritonFlashCache, "flash_attention_triton", "flash_attention_triton_backward")
     q, k, v, out, lse, scale, causal = cache
     causal = check_bool(causal, "cache.causal")
@@ -799,6 +753,46 @@ def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache,
         if x.device != q.device:
             raise ValueError(f"{name} must be on q's device {q.device}, got {x.device}")
     _check_finite(dout, "dout")
+    return (q, k, v, out, lse, scale, causal), (B, H, H_kv, L, S, D)
+
+
+def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache, *,
+                                    block_q: int | None = None,
+                                    block_k: int | None = None) -> AttentionGrads:
+    r"""Gradients of :func:`flash_attention_triton` from ``dout``, recomputing ``P`` from ``lse``.
+
+    .. math::
+
+        \begin{aligned}
+        &P_{ij} = e^{s\, q_i \cdot k_j - \operatorname{lse}_i}, \quad D_i = \sum_d dO_{id}\, O_{id},
+          \quad dZ_{ij} = P_{ij}\bigl((dO\, V^\top)_{ij} - D_i\bigr), \\
+        &dQ = s\, dZ\, K, \qquad dK = s\, dZ^\top Q, \qquad dV = P^\top dO .
+        \end{aligned}
+
+    Parameters
+    ----------
+    dout : torch.Tensor, shape (B, H, L, D)
+        Gradient of the loss with respect to ``out``; same dtype as ``q``.
+    cache : TritonFlashCache
+        From :func:`flash_attention_triton`, with the forward's ``scale`` and ``causal``.
+        Another method's cache raises ``TypeError``; fields that disagree ``ValueError``.
+    block_q, block_k : int, optional
+        Tile overrides for the backward kernels (they need not match the forward's).
+
+    Returns
+    -------
+    AttentionGrads
+        ``dq (B, H, L, D)``, ``dk (B, H_kv, S, D)``, ``dv (B, H_kv, S, D)`` in the input dtype;
+        for grouped heads ``dk``, ``dv`` are summed over the query heads of each group.
+
+    Notes
+    -----
+    Three launches (``D``, then ``dK, dV`` per key tile, then ``dQ`` per query tile; their
+    cost and rounding: the module docstring). Oracles:
+    :func:`attnmath.flash.flash_attention_backward` and ``torch.autograd`` through
+    ``torch.nn.functional.scaled_dot_product_attention`` on float32 copies of the inputs.
+    """
+    (q, k, v, out, lse, scale, causal), (B, H, H_kv, L, S, D) = _check_backward(dout, cache)
     cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k)
     if L == 0 or S == 0 or B * H == 0:  # no attention weights: every gradient is zero
         return AttentionGrads(torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v))
@@ -808,8 +802,6 @@ def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache,
     dq = torch.empty((B, H, L, D), dtype=q.dtype, device=q.device)  # (B, H, L, D)
     dk = torch.empty((B, H_kv, S, D), dtype=q.dtype, device=q.device)  # (B, H_kv, S, D)
     dv = torch.empty((B, H_kv, S, D), dtype=q.dtype, device=q.device)  # (B, H_kv, S, D)
-    precision, emulate_bf16 = _dot_settings(q.dtype)
-    common = {"HEAD_DIM": D, "CAUSAL": causal, "DOT_PRECISION": precision, "EMULATE_BF16": emulate_bf16}
     with _launch_scope(q):
         _flash_bwd_delta_kernel[(triton.cdiv(L, 128), B * H)](
             out, dout, delta,
@@ -817,30 +809,39 @@ def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache,
             dout.stride(0), dout.stride(1), dout.stride(2),
             H, L, HEAD_DIM=D, BLOCK_M=128, **_launch_kwargs(4, 1),
         )
-        _flash_bwd_dkdv_kernel[(triton.cdiv(S, cfg.dkdv_n), B * H_kv)](
-            q, k, v, dout, dk, dv, lse, delta,
-            q.stride(0), q.stride(1), q.stride(2),
-            k.stride(0), k.stride(1), k.stride(2),
-            v.stride(0), v.stride(1), v.stride(2),
-            dout.stride(0), dout.stride(1), dout.stride(2),
-            dk.stride(0), dk.stride(1), dk.stride(2),
-            dv.stride(0), dv.stride(1), dv.stride(2),
-            H, H_kv, L, S, H // H_kv, scale * LOG2E, scale,
-            BLOCK_M=cfg.dkdv_m, BLOCK_N=cfg.dkdv_n, **common,
-            **_launch_kwargs(cfg.dkdv_warps, cfg.bwd_stages),
-        )
-        _flash_bwd_dq_kernel[(triton.cdiv(L, cfg.dq_m), B * H)](
-            q, k, v, dout, dq, lse, delta,
-            q.stride(0), q.stride(1), q.stride(2),
-            k.stride(0), k.stride(1), k.stride(2),
-            v.stride(0), v.stride(1), v.stride(2),
-            dout.stride(0), dout.stride(1), dout.stride(2),
-            dq.stride(0), dq.stride(1), dq.stride(2),
-            H, L, S, H // H_kv, scale * LOG2E, scale,
-            BLOCK_M=cfg.dq_m, BLOCK_N=cfg.dq_n, **common,
-            **_launch_kwargs(cfg.dq_warps, cfg.bwd_stages),
-        )
+        _launch_gradients(q, k, v, dout, lse, delta, (dq, dk, dv), cfg, scale, causal)
     return AttentionGrads(dq, dk, dv)
+
+
+def _launch_gradients(q, k, v, dout, lse, delta, grads, cfg, scale: float, causal: bool) -> None:
+    """The two gradient launches: ``dK, dV`` (one program per key tile and key/value head),
+    then ``dQ`` (one program per query tile and head), into ``grads = (dq, dk, dv)``."""
+    (B, H, L, D), (H_kv, S), (dq, dk, dv) = q.shape, k.shape[1:3], grads
+    precision, emulate_bf16 = _dot_settings(q.dtype)
+    common = {"HEAD_DIM": D, "CAUSAL": causal, "DOT_PRECISION": precision, "EMULATE_BF16": emulate_bf16}
+    _flash_bwd_dkdv_kernel[(triton.cdiv(S, cfg.dkdv_n), B * H_kv)](
+        q, k, v, dout, dk, dv, lse, delta,
+        q.stride(0), q.stride(1), q.stride(2),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        dout.stride(0), dout.stride(1), dout.stride(2),
+        dk.stride(0), dk.stride(1), dk.stride(2),
+        dv.stride(0), dv.stride(1), dv.stride(2),
+        H, H_kv, L, S, H // H_kv, scale * LOG2E, scale,
+        BLOCK_M=cfg.dkdv_m, BLOCK_N=cfg.dkdv_n, **common,
+        **_launch_kwargs(cfg.dkdv_warps, cfg.bwd_stages),
+    )
+    _flash_bwd_dq_kernel[(triton.cdiv(L, cfg.dq_m), B * H)](
+        q, k, v, dout, dq, lse, delta,
+        q.stride(0), q.stride(1), q.stride(2),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        dout.stride(0), dout.stride(1), dout.stride(2),
+        dq.stride(0), dq.stride(1), dq.stride(2),
+        H, L, S, H // H_kv, scale * LOG2E, scale,
+        BLOCK_M=cfg.dq_m, BLOCK_N=cfg.dq_n, **common,
+        **_launch_kwargs(cfg.dq_warps, cfg.bwd_stages),
+    )
 
 
 class FlashAttentionTriton(torch.autograd.Function):
