@@ -156,6 +156,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if _will_run(item, found):
             needed |= set(getattr(item, "fixturenames", ()))
     factory = session.config._tmp_path_factory
+    # The first getbasetemp() empties and creates this worker's folder (xdist names one per
+    # worker): it runs here, once, before any build thread or test could make that call at the
+    # same time and remove what the other one had just made.
+    factory.getbasetemp()
     if "nbgrader_course" in needed:
         from support import start_in_background  # tests/support.py
 
