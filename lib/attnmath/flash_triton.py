@@ -734,7 +734,7 @@ def _launch_forward(q, k, v, out, lse, cfg, scale: float, causal: bool) -> None:
         )
 
 
-def _check_backward(dout: object, cache: TritonFlashCache):
+def _check_backward(dout: torch.Tensor, cache: TritonFlashCache):
     """The cache's fields and ``dout`` checked: ``(q, k, v, out, lse, scale, causal)`` and the
     sizes ``(B, H, H_kv, L, S, D)``."""
     check_cache(cache, TritonFlashCache, "flash_attention_triton", "flash_attention_triton_backward")
