@@ -25,6 +25,10 @@ def softmax_cases(rng):
         x = np.array([[1e4, -1e4, 0.0, 9990.0], [-1e4, -1e4, -1e4, -1e4], [3.0, 3.0, 3.0, 3.0]], dtype=dtype)
         cases.append(Case((x,), {"axis": -1}, f"extreme {dtype.__name__}", ref.softmax(x.astype(np.float64)), tol,
                           kind=f"{dtype.__name__} input, rows of ±1e4"))
+    # near ties at 1e4 that float16 cannot tell apart: a float32 input computed in float16 fails
+    x = np.array([[1e4, 1e4 - 3.0, -1e4, -1e4 + 1.0], [-1e4 + 2.0, -1e4, 5e3, -5e3]], dtype=np.float32)
+    cases.append(Case((x,), {"axis": -1}, "float32 near ties", ref.softmax(x.astype(np.float64)), 1e-3,
+                      kind="float32 input, rows of ±1e4"))
     return cases
 
 

@@ -67,6 +67,12 @@ def attention_cases(rng):
     # float32 inputs: float32 or float64 answers are accepted
     q, k, v = (rng.normal(size=s).astype(np.float32) for s in ((3, 4, 8), (3, 9, 8), (3, 9, 4)))
     cases.append(Case((q, k, v), {}, "float32", _attention(q, k, v), tol=1e-4, kind="float32 input"))
+    # each row's largest score masked, far above the rest: a maximum taken before masking underflows
+    q, k, v = 100.0 * rng.normal(size=(2, 3, 8)), 100.0 * rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 5, 2))
+    scores = q @ np.swapaxes(k, -1, -2)
+    m = scores < scores.max(axis=-1, keepdims=True)
+    cases.append(Case((q, k, v), {"mask": m}, "largest score masked", _attention(q, k, v, m), tol=1e-8,
+                      kind="scores in the thousands, with a mask"))
     return cases
 
 

@@ -20,16 +20,30 @@ KIND_MISTAKES = [
      {"dot_product_stats": ("return float(np.mean(dots)), var, var / q.shape[-1]", "return float(np.mean(dots)), var, var * q.shape[-1]")}),
     ("02_attention", "entropies summed over the queries", "test_row_entropy",
      {"row_entropy": ("return -np.sum(np.where(positive, p * logs, 0.0), axis=-1)", "return -np.sum(np.where(positive, p * logs, 0.0), axis=0)")}),
+    ("02_attention", "attention with its output squeezed", "test_attention",
+     {"attention": ("return weights @ v ", "return np.squeeze(weights @ v) ")}),
+    ("02_attention", "a mask applied by boolean indexing", "test_attention",
+     {"attention": ("scores = np.where(mask, scores, -np.inf)", "scores[~mask] = -np.inf")}),
+    ("02_attention", "float32 attention computed in float16", "test_attention",
+     {"attention": ("D = q.shape[-1]", "D = q.shape[-1]\n    if q.dtype != np.float64:\n"
+                    "        q, k, v = (np.asarray(x, dtype=np.float16) for x in (q, k, v))")}),
+    ("02_attention", "the row maximum taken before masking", "test_attention",
+     {"attention": [("    if mask is not None:\n        scores = np.where(mask, scores, -np.inf)\n", ""),
+                    ("row_max = np.max(scores, axis=-1, keepdims=True)\n",
+                     "row_max = np.max(scores, axis=-1, keepdims=True)\n    if mask is not None:\n"
+                     "        scores = np.where(mask, scores, -np.inf)\n")]}),
+    ("02_attention", "a variance that does not subtract the mean", "test_dot_product_stats",
+     {"dot_product_stats": ("var = float(np.var(dots, ddof=1))", "var = float(np.sum(dots**2) / (len(dots) - 1))")}),
+    ("02_attention", "statistics returned as an array", "test_dot_product_stats",
+     {"dot_product_stats": ("return float(np.mean(dots)), var, var / q.shape[-1]",
+                            "return np.array([np.mean(dots), var, var / q.shape[-1]])")}),
+    ("02_attention", "entropy rows squeezed", "test_row_entropy",
+     {"row_entropy": ("positive = p > 0", "p = np.squeeze(p)\n    positive = p > 0")}),
+    ("02_attention", "entropy without 0 log 0 = 0", "test_row_entropy",
+     {"row_entropy": ("return -np.sum(np.where(positive, p * logs, 0.0), axis=-1)", "return -np.sum(p * np.log(p), axis=-1)")}),
+    ("02_attention", "entropy rows renormalised", "test_row_entropy",
+     {"row_entropy": ("positive = p > 0", "p = p / np.maximum(np.sum(p, axis=-1, keepdims=True), 1e-300)\n    positive = p > 0")}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.
-GAPS: dict[tuple[str, str], set[str]] = {
-    ("02_attention", "test_attention"): {
-        "another shape, no mask", "another shape, with a mask", "float32 input",
-        "scores in the thousands, with a mask",
-    },
-    ("02_attention", "test_dot_product_stats"): {"random vectors", "vectors with a nonzero mean"},
-    ("02_attention", "test_row_entropy"): {
-        "a single key", "masked rows and keys", "softmax rows of another shape",
-    },
-}
+GAPS: dict[tuple[str, str], set[str]] = {}
