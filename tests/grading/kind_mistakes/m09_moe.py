@@ -22,14 +22,29 @@ KIND_MISTAKES = [
      {"load_balancing_loss": ("float(E * np.dot(", "float(np.dot(")}),
     ("09_moe", "gates multiplied by their sum", "test_renormalized_gates",
      {"renormalized_gates": ("gate / gate.sum(axis=1, keepdims=True)", "gate * gate.sum(axis=1, keepdims=True)")}),
+    ("09_moe", "renormalised experts by a reversed ascending sort", "test_renormalized_gates",
+     {"renormalized_gates": ("expert_index, gate = top_k_gating(x, w_g, k)",
+                             "logits = np.asarray(x) @ np.asarray(w_g)\n"
+                             "    expert_index = np.argsort(logits, axis=1)[:, ::-1][:, :k]\n"
+                             "    gate = np.take_along_axis(np.exp(logits - logits.max(axis=1, keepdims=True)), expert_index, axis=1)")}),
+    ("09_moe", "expert counts from np.unique", "test_load_balancing_loss",
+     {"load_balancing_loss": ("f = np.bincount(expert_index.ravel(), minlength=E) / expert_index.size",
+                              "_, counts = np.unique(expert_index, return_counts=True)\n    f = counts / expert_index.size")}),
+    ("09_moe", "k = 1 answered with argmax and max", "test_top_k_gating",
+     {"top_k_gating": ("    order = np.argsort(", "    if k == 1:\n        return np.argmax(probs, axis=1), np.max(probs, axis=1)\n"
+                                             "    order = np.argsort(")}),
+    ("09_moe", "renormalised k = 1 gates as a vector of ones", "test_renormalized_gates",
+     {"renormalized_gates": ("    return expert_index, gate / gate.sum(axis=1, keepdims=True)",
+                             "    if k == 1:\n        return expert_index, np.ones(len(gate))\n"
+                             "    return expert_index, gate / gate.sum(axis=1, keepdims=True)")}),
+    ("09_moe", "a capacity over the experts in use", "test_capacity_keep",
+     {"capacity_keep": ("capacity = math.ceil(capacity_factor * N * K / num_experts)",
+                        "capacity = math.ceil(capacity_factor * N * K / len(np.unique(expert_index)))")}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.
 GAPS: dict[tuple[str, str], set[str]] = {
-    ("09_moe", "test_top_k_gating"): {"another router and k", "uniform rows"},
-    ("09_moe", "test_renormalized_gates"): {
-        "another router and k", "experts with exactly tied probabilities", "uniform rows",
-    },
-    ("09_moe", "test_capacity_keep"): {"a single expert", "every token sent to the same experts"},
-    ("09_moe", "test_load_balancing_loss"): {"unused experts"},
+    ("09_moe", "test_top_k_gating"): {"uniform rows"},
+    ("09_moe", "test_renormalized_gates"): {"uniform rows"},
+    ("09_moe", "test_capacity_keep"): {"a single expert"},
 }
