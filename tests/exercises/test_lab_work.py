@@ -3,12 +3,14 @@
 The copy step (``make lab-work``) runs in a small course of its own (one assignment, the
 Makefile, the nbgrader configuration and the environment), a student saves an answer there, the
 release is regenerated as a course author does (``make exercises``) and checked as ``make test``
-checks it, and ``make lab-work`` runs again: the answer is still there.
+checks it, and ``make lab-work`` runs again: the answer is still there. The copies carry the
+local interpreter's kernelspec and language_info, so opening one in JupyterLab changes nothing.
 """
 
 from __future__ import annotations
 
 import json
+import platform
 import shutil
 import subprocess
 
@@ -26,7 +28,8 @@ MAKE = ["make", "--no-print-directory", "-o", ".venv/.installed"]  # never reins
 def _course(tmp_path, assignments=(ASSIGNMENT,)):
     root = tmp_path / "course"
     (root / "book").mkdir(parents=True)
-    for name in ("Makefile", "nbgrader_config.py", "requirements.txt", "pyproject.toml"):
+    for name in ("Makefile", "nbgrader_config.py", "requirements.txt", "pyproject.toml", "tools/lab_metadata.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, root / name)
     for assignment in assignments:
         shutil.copytree(SOLUTIONS / assignment, root / "solutions" / assignment)
@@ -70,8 +73,47 @@ def test_make_lab_then_save_then_make_exercises_then_make_lab_loses_nothing(tmp_
     second = _make(root, "lab-work")
     assert "new: work/02_attention/attention.ipynb" in second and ASSIGNMENT not in second
     assert mine.read_bytes() == saved
-    assert (root / "work" / "02_attention" / "attention.ipynb").read_bytes() == (
-        EXERCISES / "02_attention" / "attention.ipynb").read_bytes()
+    copied = nbformat.read(root / "work" / "02_attention" / "attention.ipynb", as_version=4)
+    assert copied.cells == nbformat.read(EXERCISES / "02_attention" / "attention.ipynb", as_version=4).cells
+
+
+def _with_metadata(path, version, display_name):
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["language_info"]["version"] = version
+    nb.metadata["kernelspec"]["display_name"] = display_name
+    nbformat.write(nb, path)
+    return nb
+
+
+def test_copies_carry_the_local_kernel_metadata_and_saved_notebooks_keep_theirs(tmp_path):
+    # The release was generated on another Python; the student's copy gets this one's metadata.
+    root = _course(tmp_path, assignments=(ASSIGNMENT, "02_attention"))
+    release = root / "exercises" / ASSIGNMENT / "softmax.ipynb"
+    released = _with_metadata(release, "3.0.1", "Python 3 (elsewhere)")
+    _with_metadata(root / "exercises" / "02_attention" / "attention.ipynb", "3.0.1", "Python 3 (elsewhere)")
+    # A notebook the student saved earlier, under the old metadata, is theirs: it stays as it is.
+    saved = root / "work" / "02_attention" / "attention.ipynb"
+    saved.parent.mkdir(parents=True)
+    nb = nbformat.read(root / "exercises" / "02_attention" / "attention.ipynb", as_version=4)
+    nb.cells[0].source += "\n\nMy notes."
+    nbformat.write(nb, saved)
+    before = saved.read_bytes()
+
+    _make(root, "lab-work")
+    copy = nbformat.read(root / "work" / ASSIGNMENT / "softmax.ipynb", as_version=4)
+    info, spec = copy.metadata["language_info"], copy.metadata["kernelspec"]
+    assert info["version"] == platform.python_version() and info["name"] == "python"
+    assert info["codemirror_mode"] == {"name": "ipython", "version": 3} and info["file_extension"] == ".py"
+    assert spec["name"] == "python3" and spec["language"] == "python" and spec["display_name"] != "Python 3 (elsewhere)"
+    assert copy.cells == released.cells
+    assert {k: v for k, v in copy.metadata.items() if k not in ("language_info", "kernelspec")} == {
+        k: v for k, v in released.metadata.items() if k not in ("language_info", "kernelspec")}
+    assert saved.read_bytes() == before
+
+    # Run again: the copy, now the local metadata, is left byte for byte.
+    mine = (root / "work" / ASSIGNMENT / "softmax.ipynb").read_bytes()
+    _make(root, "lab-work")
+    assert (root / "work" / ASSIGNMENT / "softmax.ipynb").read_bytes() == mine
 
 
 def test_work_is_ignored_by_git():
