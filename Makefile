@@ -74,7 +74,7 @@ exercises: $(STAMP)
 # exercise to its chapter of the built book (served by the lab at /static/, after `make book`).
 # The lab's own Jupyter config folder turns nbgrader's instructor tools off: their lab plugins
 # (page_config.json) and the formgrader, course-list and assignment-list server extensions.
-# Copies still as released get this Python's kernelspec and language_info (tools/lab_metadata.py),
+# Copies still as released get this Python's kernelspec and language_info (attngrade.lab),
 # so JupyterLab finds nothing to change when it opens them.
 WORK ?= work
 LAB_CONFIG := $(VENV)/student-lab-config
@@ -96,7 +96,7 @@ lab-work:
 	  to="$(abspath $(WORK))/$${f#./}"; \
 	  if [ ! -e "$$to" ]; then mkdir -p "$$(dirname "$$to")" && cp "$$f" "$$to" && echo "new: $(WORK)/$${f#./}"; fi; \
 	done
-	@$(BIN)/python tools/lab_metadata.py exercises "$(WORK)"
+	@$(BIN)/python -m attngrade.lab exercises "$(WORK)"
 	@{ echo "# Your exercises"; echo; \
 	  echo "Your notebooks live in this folder: nothing replaces them. Open one, replace each"; \
 	  echo "\`raise NotImplementedError()\`, then *Run All*: the last cell lists every part as passed,"; \

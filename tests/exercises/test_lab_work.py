@@ -28,8 +28,7 @@ MAKE = ["make", "--no-print-directory", "-o", ".venv/.installed"]  # never reins
 def _course(tmp_path, assignments=(ASSIGNMENT,)):
     root = tmp_path / "course"
     (root / "book").mkdir(parents=True)
-    for name in ("Makefile", "nbgrader_config.py", "requirements.txt", "pyproject.toml", "tools/lab_metadata.py"):
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
+    for name in ("Makefile", "nbgrader_config.py", "requirements.txt", "pyproject.toml"):
         shutil.copy(ROOT / name, root / name)
     for assignment in assignments:
         shutil.copytree(SOLUTIONS / assignment, root / "solutions" / assignment)
@@ -129,3 +128,12 @@ def test_no_student_facing_text_tells_a_student_to_regenerate_the_release():
     for assignment in sorted(p.name for p in EXERCISES.iterdir() if p.is_dir()):
         for notebook in (EXERCISES / assignment).glob("*.ipynb"):
             assert "make exercises" not in notebook.read_text(), notebook
+
+
+def test_localising_needs_two_folders(tmp_path):
+    from attngrade.lab import localise
+
+    with pytest.raises(ValueError, match="release"):
+        localise(tmp_path / "missing", tmp_path)
+    with pytest.raises(ValueError, match="work"):
+        localise(tmp_path, tmp_path / "missing")

@@ -1,11 +1,11 @@
-"""Give the student's untouched copies of the release the local kernel's notebook metadata.
+"""The student's lab: untouched copies of the release get the local kernel's notebook metadata.
 
 JupyterLab fills in a notebook's ``kernelspec`` and ``language_info`` from the running kernel
 when it opens the notebook; where they differ from what the file holds (the release is generated
 on one Python, a student may run another), it marks the untouched notebook as modified and asks
 "Save changes?" on closing. ``make lab-work`` runs this after copying the release into ``work/``:
 
-    python tools/lab_metadata.py exercises work
+    python -m attngrade.lab exercises work
 
 Every notebook under ``work/`` whose bytes are still those of its release copy gets the local
 interpreter's two entries; nothing else in it changes. A notebook that differs from the release
@@ -56,7 +56,7 @@ def localise(release: Path, work: Path) -> list[Path]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python tools/lab_metadata.py RELEASE_DIR WORK_DIR", file=sys.stderr)
+        print("usage: python -m attngrade.lab RELEASE_DIR WORK_DIR", file=sys.stderr)
         return 2
     localise(Path(argv[0]), Path(argv[1]))
     return 0
