@@ -375,11 +375,12 @@ def _display(*objs, **kwargs):
     return display(*objs, **kwargs)
 
 
-#: What the worker's own code uses (its loop, :mod:`attngrade.plain`, :mod:`attngrade.spec`),
-#: imported once, before any limit or student code: the worker holds these modules as they are
-#: then, and never imports anything later, when the import system, ``sys.modules`` and the
-#: limits are as the student's code left them. NumPy is among them: packing results needs it.
-_OWN_MODULES = ("gc", "io", "zipfile", "numpy", "numpy.lib.format")
+#: What the worker's own code uses (its loop, :mod:`attngrade.plain`, :mod:`attngrade.spec`, the
+#: mounts and ``prctl`` through ``ctypes``), imported once, before any limit or student code: the
+#: worker holds these modules as they are then, and never imports anything later, when the import
+#: system, ``sys.modules`` and the limits are as the student's code left them. NumPy is among
+#: them: packing results needs it.
+_OWN_MODULES = ("ctypes", "gc", "io", "zipfile", "numpy", "numpy.lib.format")
 #: Compiled modules of the standard library that the isolation probe imports after dropping
 #: privileges: a level whose private root or uid leaves them unreadable fails its probe,
 #: instead of failing every student's ``import``.
