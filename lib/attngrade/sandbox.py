@@ -617,6 +617,7 @@ class _Template:
     reaches another. Requests go over a socket, one at a time."""
 
     def __init__(self, boot_timeout: float):
+        os.close(os.pidfd_open(os.getpid()))  # forks are watched through pidfds (Linux 5.3 on)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
