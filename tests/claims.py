@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import os
 import re
 import subprocess
@@ -248,18 +249,28 @@ def _claim_markers(decorators):
 def collect_markers(tests_dir: str | Path | None = None) -> list[Marker]:
     """Every ``claim`` marker under ``tests_dir`` (default: this folder), in file order."""
     tests_dir = Path(tests_dir) if tests_dir else Path(__file__).resolve().parent
-    root = tests_dir.parent
     markers = []
     for path in sorted(tests_dir.rglob("test_*.py")):
-        tree = ast.parse(path.read_text(), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-                for line, v in _claim_markers(node.decorator_list):
-                    chapter = v.get("chapter") or MODULE_CHAPTER.get(path.stem)
-                    markers.append(Marker(v.get("source"), v.get("text"), v.get("verdict"),
-                                          v.get("correction"), v.get("domain"), chapter, v.get("box"),
-                                          f"{path.relative_to(root).as_posix()}::{node.name}", line))
+        stat = path.stat()  # a file is parsed again only when it changed (a book build asks often)
+        markers += _file_markers(path, tests_dir.parent, stat.st_mtime_ns, stat.st_size)
     return sorted(markers, key=lambda m: (m.test.partition("::")[0], m.line))
+
+
+@functools.lru_cache(maxsize=1024)
+def _file_markers(path: Path, root: Path, mtime_ns: int, size: int) -> tuple[Marker, ...]:
+    """The claim markers of one test file (as of its modification time and size)."""
+    text = path.read_text()
+    if "claim" not in text:  # no marker: no need to parse it
+        return ()
+    markers = []
+    for node in ast.walk(ast.parse(text, filename=str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            for line, v in _claim_markers(node.decorator_list):
+                chapter = v.get("chapter") or MODULE_CHAPTER.get(path.stem)
+                markers.append(Marker(v.get("source"), v.get("text"), v.get("verdict"),
+                                      v.get("correction"), v.get("domain"), chapter, v.get("box"),
+                                      f"{path.relative_to(root).as_posix()}::{node.name}", line))
+    return tuple(markers)
 
 
 def _source_key(source: str):

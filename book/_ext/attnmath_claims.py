@@ -25,6 +25,7 @@ drafts: every outcome then reads "not run" and the build warns.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -275,12 +276,21 @@ class ClaimsTable(_ClaimsDirective):
 
 def _test_source(test: str) -> str:
     path, _, name = test.partition("::")
-    source = (ROOT / path).read_text()
+    stat = (ROOT / path).stat()
+    return _functions(ROOT / path, stat.st_mtime_ns, stat.st_size)[name]
+
+
+@functools.lru_cache(maxsize=256)
+def _functions(path: Path, mtime_ns: int, size: int) -> dict[str, str]:
+    """The source of each test function of ``path``, decorators included (parsed once a version)."""
+    source = path.read_text()
+    lines = source.splitlines()
+    found = {}
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.FunctionDef) and node.name == name:
+        if isinstance(node, ast.FunctionDef):
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
-            return "\n".join(source.splitlines()[start - 1:node.end_lineno])
-    raise LookupError(test)
+            found.setdefault(node.name, "\n".join(lines[start - 1:node.end_lineno]))
+    return found
 
 
 class ClaimsTests(_ClaimsDirective):

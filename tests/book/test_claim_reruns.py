@@ -8,6 +8,7 @@ the digests it rests on, without building the book.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -112,3 +113,27 @@ def test_a_chapter_saved_again_unchanged_is_no_edit_and_an_edited_one_is(tmp_pat
     assert second["chapter 04_masking"] != first["chapter 04_masking"]
     record = {"inputs": second, "outcomes": {}}
     assert ext.edited_chapters(read, record, {}) == set(), "the edit is recorded: the next build has none"
+
+
+def test_the_markers_follow_every_edit_of_a_test_file_though_files_are_parsed_once(tmp_path):
+    from claims import collect_markers
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    marked = tests / "test_x.py"
+
+    def write(verdict: str, extra: str = "") -> None:
+        marked.write_text(f'import pytest\n\n\n@pytest.mark.claim("001 §1", "a claim", "{verdict}", '
+                          f'chapter="01_softmax")\ndef test_one():\n    pass\n{extra}')
+
+    write("verified")
+    (tests / "test_plain.py").write_text("def test_plain():\n    pass\n")
+    assert [(m.test, m.verdict) for m in collect_markers(tests)] == [("tests/test_x.py::test_one", "verified")]
+    write("corrected")  # the same size: the modification time tells
+    os.utime(marked, ns=(marked.stat().st_atime_ns, marked.stat().st_mtime_ns + 10**9))
+    assert [m.verdict for m in collect_markers(tests)] == ["corrected"]
+    write("corrected", '\n\n@pytest.mark.claim("001 §2", "b", "verified", chapter="01_softmax")\n'
+                       'def test_two():\n    pass\n')
+    assert [m.test for m in collect_markers(tests)] == ["tests/test_x.py::test_one", "tests/test_x.py::test_two"]
+    marked.unlink()
+    assert collect_markers(tests) == []
