@@ -156,6 +156,7 @@ def main() -> None:
                 "platform": platform.platform(),
                 "python": platform.python_version(),
                 "load_average_before": [round(x, 2) for x in load_before] if load_before else None,
+                "load_average_after": [round(x, 2) for x in os.getloadavg()] if load_before else None,
             },
             "stock_nbgrader": {"seconds": round(stock_s, 2), "per_s": round(args.n / stock_s, 3)},
             "attngrade": {
