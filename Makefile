@@ -9,7 +9,7 @@ export PATH := $(BIN):$(PATH)
 
 help:
 	@echo "make book       build the HTML book, every chapter executed (_build/html/index.html)"
-	@echo "make pdf        the whole book as one PDF, printed by Chromium (_build/pdf/book.pdf)"
+	@echo "make pdf        the whole book as one PDF, laid out by paged.js (_build/pdf/book.pdf)"
 	@echo "make test       run the whole test suite (library, book build, exercises)"
 	@echo "make test-fast  the test suite without the slow book, browser and nbgrader tests"
 	@echo "make exercises  regenerate exercises/ from solutions/ with nbgrader"
@@ -43,14 +43,20 @@ $(NODE_OK): package.json package-lock.json
 	  echo "npm ci failed: the book's formulas will be typeset in the browser"; \
 	else echo "Node.js not found: the book's formulas will be typeset in the browser"; fi
 
-# book/_ext/build_book.py runs `jupyter-book build . -n -W --keep-going`, 2 s sooner.
+# book/_ext/build_book.py runs `jupyter-book build . -n -W --keep-going`, 2 s sooner. BOOK_OK
+# keeps a digest of the sources it was built from: a file saved again unchanged builds nothing.
+BOOK_DIGEST = $$(printf '%s\n' $(sort $(BOOK_SOURCES) package-lock.json $(wildcard $(NODE_OK))) \
+	| xargs -d '\n' sha256sum | sha256sum | cut -d' ' -f1)
 $(BOOK_OK): $(STAMP) $(BOOK_SOURCES) | $(NODE_OK)
-	$(BIN)/python book/_ext/build_book.py
-	@touch $(BOOK_OK)
+	@digest=$(BOOK_DIGEST); \
+	if [ "$$(cat $(BOOK_OK) 2>/dev/null)" = "$$digest" ]; then \
+	  echo "The book's sources read as they did at its last build: nothing to build."; touch $(BOOK_OK); \
+	else $(BIN)/python book/_ext/build_book.py && echo "$$digest" > $(BOOK_OK); fi
 
-# Not part of `make book`: the HTML book (built by `make book` if out of date) printed to one PDF
-# by headless Chromium (no LaTeX, no second build).
-pdf: $(BOOK_OK)
+# Not part of `make book`: the HTML book (built by `make book` if out of date) laid out as a
+# printed book by paged.js (npm, package-lock.json) and printed to one PDF by headless Chromium
+# (no LaTeX, no second build).
+pdf: $(BOOK_OK) | $(NODE_OK)
 	$(BIN)/python book/_ext/make_pdf.py --html _build/html --out _build/pdf/book.pdf
 
 # Tests run in parallel (pytest-xdist, one worker per CPU); tests that share one throw-away build
