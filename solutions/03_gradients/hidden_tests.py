@@ -47,6 +47,10 @@ def backward_cases(rng):
     q, k, v, dout = _qkv(rng, 5, 6, 8, 3, spread=80.0)
     cases.append(Case((q, k, v, dout), {}, "nearly one-hot rows", _grads(q, k, v, dout), tol=1e-8,
                       kind="nearly one-hot attention rows"))
+    # scores in the thousands: exp overflows in float64 unless the row maximum is subtracted
+    q, k, v, dout = _qkv(rng, 4, 5, 8, 3, spread=400.0)
+    cases.append(Case((q, k, v, dout), {}, "one-hot rows, overflowing scores", _grads(q, k, v, dout), tol=1e-8,
+                      kind="nearly one-hot attention rows"))
     return cases
 
 
@@ -81,6 +85,13 @@ def masked_cases(rng):
     mask[3] = np.arange(7) == 2          # one allowed key: P is one-hot, dq and dk vanish
     cases.append(Case((q, k, v, mask, dout), {}, "large scores, empty row and column",
                       _grads(q, k, v, dout, mask), tol=1e-8, kind="large scores, a fully masked row and key"))
+    # scores in the thousands: exp overflows in float64 unless the row maximum is subtracted
+    q, k, v, dout = _qkv(rng, 5, 6, 8, 2, spread=1000.0)
+    mask = rng.random((5, 6)) < 0.7
+    mask[0] = False
+    mask[:, 1] = False
+    cases.append(Case((q, k, v, mask, dout), {}, "overflowing scores, empty row and column",
+                      _grads(q, k, v, dout, mask), tol=1e-8, kind="large scores, a fully masked row and key"))
     return cases
 
 
@@ -105,7 +116,7 @@ def numerical_cases(rng):
 def dropout_cases(rng):
     r = np.random.default_rng(3)
     q, k, v, dout = r.normal(size=(3, 4)), r.normal(size=(6, 4)), r.normal(size=(6, 2)), r.normal(size=(3, 2))
-    keep = r.random((3, 6)) >= 0.5
+    keep = np.array([[1, 0, 1, 0, 1, 0], [0, 1, 1, 0, 0, 1], [1, 1, 0, 0, 1, 0]], dtype=bool)
     cases = [Case((q, k, v, keep, 0.5, dout), {}, "visible", _dropout_grads(q, k, v, keep, 0.5, dout),
                   kind="a visible self-check")]
     for (L, S, D, D_v), p in [((4, 5, 3, 2), 0.1), ((2, 7, 4, 3), 0.3), ((6, 6, 8, 8), 0.9), ((1, 3, 2, 1), 0.5)]:
