@@ -15,7 +15,6 @@ collected when a selected test needs it, so that it is built while other tests r
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -60,9 +59,9 @@ def requirements_of(item: pytest.Item) -> list[str]:
 
 # pytest-xdist: the tests that share an expensive session- or module-scoped build run on one
 # worker, so each is built once per run (xdist's own ``--dist loadgroup`` cannot be used: with
-# pytest 9 its group suffix is lost). A group is a file, or an assignment of tests/exercises;
-# every other test is scheduled on its own. The book is shared through a file lock instead
-# (tests/support.py), so the book and browser tests may run on every worker.
+# pytest 9 its group suffix is lost). A group is one or more files; every other test is
+# scheduled on its own. The book is shared through a file lock instead (tests/support.py), so
+# the book and browser tests may run on every worker.
 XDIST_GROUP_FILES = {
     # the corpus batch (fixture corpus_run, tests/grading/conftest.py)
     "tests/grading/test_corpus.py": "grading-corpus",
@@ -71,20 +70,15 @@ XDIST_GROUP_FILES = {
     "tests/grading/test_ran_corpus.py": "grading-corpus",
     # one nbgrader course graded by stock nbgrader and attngrade
     "tests/grading/test_nbgrader.py": "grading-nbgrader",
+    # every assignment autograded by one nbgrader run (fixture graded_courses, tests/exercises)
+    "tests/exercises/test_assignments.py": "exercises-graded",
 }
-_ASSIGNMENT_PARAM = re.compile(r"\[(\d\d_[A-Za-z0-9_]+)\]$")
 
 
 def xdist_scope(nodeid: str) -> str:
     """The scheduling unit of a test: its group, or the test itself."""
-    path, _, rest = nodeid.partition("::")
-    if path in XDIST_GROUP_FILES:
-        return XDIST_GROUP_FILES[path]
-    if path == "tests/exercises/test_assignments.py":
-        match = _ASSIGNMENT_PARAM.search(rest)
-        if match:  # the assignment's course is generated and autograded once (fixture graded)
-            return f"exercises-{match.group(1)}"
-    return nodeid
+    path = nodeid.partition("::")[0]
+    return XDIST_GROUP_FILES.get(path, nodeid)
 
 
 @pytest.hookimpl(optionalhook=True)

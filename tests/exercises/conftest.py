@@ -1,10 +1,11 @@
 """Fixtures for the exercise tests: a throw-away nbgrader course built from the repository.
 
 Every assignment in ``solutions/`` is generated once per run into a temporary course
-(``nbgrader_course``, tests/conftest.py); each assignment is copied from there into a course of
-its own with its own SQLite gradebook, sample submissions are placed in
-``submitted/<student>/<assignment>/``, and ``nbgrader autograde`` grades them once per
-assignment; the tests then read the gradebook.
+(``nbgrader_course``, tests/conftest.py) and copied from there into one course for grading with
+its own SQLite gradebook; the solution, the untouched release and the sample submissions of
+every assignment are placed in ``submitted/<student>/<assignment>/``, and one ``nbgrader
+autograde`` grades them all (one nbgrader start instead of one per assignment); the tests then
+read the gradebook, one assignment at a time.
 """
 
 from __future__ import annotations
@@ -43,15 +44,8 @@ def notebook_name(assignment: str) -> str:
     return names[0]
 
 
-# Under pytest-xdist every test of one assignment runs on the same worker (tests/conftest.py's
-# scheduler), so each assignment is autograded once per run; every assignment is generated once
-# per run, by one nbgrader command (the ``nbgrader_course`` fixture of tests/conftest.py).
-@pytest.fixture(scope="session", params=ASSIGNMENTS)
-def graded(request, tmp_path_factory, nbgrader_course) -> GradedCourse:
-    """The generated assignment in a course of its own: submit the solution, the untouched
-    release and every sample, autograde all."""
-    assignment = request.param
-    course = course_copy(nbgrader_course, tmp_path_factory.mktemp(assignment), assignment)
+def _submit(course: Path, assignment: str) -> GradedCourse:
+    """The solution, the untouched release and every sample of ``assignment`` as submissions."""
     nb_name = notebook_name(assignment)
     release = nbformat.read(course / "release" / assignment / nb_name, as_version=4)
     source = nbformat.read(course / "source" / assignment / nb_name, as_version=4)
@@ -69,15 +63,66 @@ def graded(request, tmp_path_factory, nbgrader_course) -> GradedCourse:
         answers, expect = read_answer_script(sample)
         submit(sample.stem, fill_answers(release, answers))
         result.expected[sample.stem] = expect
-    run_nbgrader(course, "autograde", assignment, "--force")
+    return result
 
+
+def _read_scores(gb, result: GradedCourse) -> None:
+    """``result``'s scores from the gradebook ``gb``: every student's autograded parts."""
+    notebook = result.notebook.removesuffix(".ipynb")
+    for student in ["solution", "release", *result.expected]:
+        sub = gb.find_submission_notebook(notebook, result.assignment, student)
+        auto = [g for g in sub.grades if g.cell.cell_type == "code"]  # written answers are graded by hand
+        result.scores[student] = {g.name: float(g.score) for g in auto}
+        result.max_scores = {g.name: float(g.max_score) for g in auto}
+        result.manual_parts = sorted(g.name for g in sub.grades if g.cell.cell_type != "code")
+
+
+def _autograde(course: Path) -> dict[str, str]:
+    """Autograde every submission of ``course`` in one nbgrader run; should it fail, each
+    assignment again on its own, so that a failure is told for the assignment it belongs to.
+    Returns assignment -> nbgrader's error, for those it could not grade."""
+    try:
+        run_nbgrader(course, "autograde", "*", "--force")
+        return {}
+    except RuntimeError:
+        failures = {}
+        for assignment in ASSIGNMENTS:
+            try:
+                run_nbgrader(course, "autograde", assignment, "--force")
+            except RuntimeError as exc:
+                failures[assignment] = str(exc)
+        return failures
+
+
+# Under pytest-xdist every test that uses ``graded`` runs on one worker (tests/conftest.py's
+# scheduler), so the course is autograded once per run.
+@pytest.fixture(scope="session")
+def graded_courses(tmp_path_factory, nbgrader_course) -> dict[str, GradedCourse | str]:
+    """Every generated assignment in one course, all its submissions autograded by one nbgrader
+    run: assignment -> its ``GradedCourse``, or nbgrader's error for that assignment."""
     from nbgrader.api import Gradebook
 
+    target = tmp_path_factory.mktemp("graded")
+    for assignment in ASSIGNMENTS:
+        course = course_copy(nbgrader_course, target, assignment)
+    results = {assignment: _submit(course, assignment) for assignment in ASSIGNMENTS}
+    graded: dict[str, GradedCourse | str] = dict(_autograde(course))
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student in ["solution", "release", *result.expected]:
-            sub = gb.find_submission_notebook(nb_name.removesuffix(".ipynb"), assignment, student)
-            auto = [g for g in sub.grades if g.cell.cell_type == "code"]  # written answers are graded by hand
-            result.scores[student] = {g.name: float(g.score) for g in auto}
-            result.max_scores = {g.name: float(g.max_score) for g in auto}
-            result.manual_parts = sorted(g.name for g in sub.grades if g.cell.cell_type != "code")
+        for assignment, result in results.items():
+            if assignment not in graded:
+                try:
+                    _read_scores(gb, result)
+                    graded[assignment] = result
+                except Exception as exc:  # told by that assignment's tests, not by all
+                    graded[assignment] = f"its scores are not in the gradebook: {type(exc).__name__}: {exc}"
+    return graded
+
+
+@pytest.fixture(scope="session", params=ASSIGNMENTS)
+def graded(request, graded_courses) -> GradedCourse:
+    """The generated assignment, with the solution, the untouched release and every sample
+    submitted and autograded."""
+    result = graded_courses[request.param]
+    if isinstance(result, str):
+        raise RuntimeError(f"nbgrader autograde failed for {request.param}: {result}")
     return result
