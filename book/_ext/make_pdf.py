@@ -1,15 +1,17 @@
 """The whole book as one PDF: ``make pdf`` (``python book/_ext/make_pdf.py``).
 
 It prints the HTML book that ``make book`` built (``_build/html``; ``--html`` names another
-build, as the tests do with theirs), so the book is built and executed once for both. Headless
-Chromium, driven by Playwright, opens the first page of ``_toc.yml`` that typesets mathematics
-from a loopback server; a script in that page fetches every page of the table of contents in
-reading order and puts their articles one after the other into it (each page from a new sheet,
-its ids prefixed with its name so that links between pages become links within the PDF, its
-stylesheets added), MathJax typesets the whole, the figures load, and Chromium prints it to PDF
-with the book's print styles (``book/_static/attnmath.css``: no navigation, code wrapped rather
-than clipped) and an outline of its headings. No LaTeX is needed; Chromium is the same one the
-browser tests use (``/usr/bin/chromium``, Debian's ``chromium`` package, or
+build, as the tests do with theirs), so the book is built and executed once for both, and its
+mathematics, typeset when the book was built, prints as the reader sees it. The print pipeline is
+a CSS paged-media engine made for books, paged.js (npm ``pagedjs``, installed with the build's
+MathJax by ``npm ci`` from ``package-lock.json``), run in headless Chromium driven by Playwright:
+``print_book.js`` puts every page of ``_toc.yml`` in reading order behind a title page and a
+table of contents, paged.js lays them out as A4 pages following ``print_book.css`` (page numbers
+and running heads in the margins, contents numbered by ``target-counter()``, each chapter from a
+new page, the text in Source Serif 4 from npm ``@fontsource/source-serif-4``), and Chromium
+prints those pages, with an outline of the headings. The API reference is the one page that lists
+the library's modules; the modules' own pages stay online. No LaTeX is needed; Chromium is the
+same one the browser tests use (``/usr/bin/chromium``, Debian's ``chromium`` package, or
 ``$ATTNMATH_CHROMIUM``).
 
     python book/_ext/make_pdf.py [--out _build/pdf/book.pdf] [--html FOLDER_OF_THE_HTML_BUILD]
@@ -19,95 +21,79 @@ from __future__ import annotations
 
 import argparse
 import functools
+import html as html_text
 import http.server
+import re
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from headless_chromium import ARGS, HOW_TO_GET, find_chromium  # noqa: E402  (book/_ext)
 
 ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = ROOT / "_build" / "pdf" / "book.pdf"
 DEFAULT_HTML = ROOT / "_build" / "html"
-
-# In the page of the first chapter with mathematics: every page of the book in reading order,
-# in place of that page's own article. Ids get the page's key as prefix ("book-03_gradients--x"),
-# links to a page of the book become links to its part, other links absolute URLs.
-_ASSEMBLE = r"""async (docs) => {
-  const key = (doc) => doc.replace(/[^A-Za-z0-9_-]/g, '-');
-  const at = (doc) => new URL('/' + doc + '.html', location.origin);
-  const byPath = new Map(docs.map((d) => [at(d).pathname, key(d)]));
-  const styles = new Set(Array.from(document.querySelectorAll('link[rel=stylesheet]')).map((l) => l.href));
-  const main = document.querySelector('article.bd-article');
-  const parts = [];
-  for (const doc of docs) {
-    const url = at(doc);
-    const response = await fetch(url);
-    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-    const page = new DOMParser().parseFromString(await response.text(), 'text/html');
-    page.querySelectorAll('link[rel=stylesheet]').forEach((link) => {
-      const href = new URL(link.getAttribute('href'), url).href;
-      if (!styles.has(href)) {
-        styles.add(href);
-        const copy = document.createElement('link');
-        copy.rel = 'stylesheet'; copy.href = href;
-        document.head.appendChild(copy);
-      }
-    });
-    const article = page.querySelector('article.bd-article');
-    if (!article) throw new Error(`${url}: no article`);
-    const prefix = key(doc) + '--';
-    article.querySelectorAll('[id]').forEach((e) => { e.id = prefix + e.id; });
-    article.querySelectorAll('[src]').forEach((e) => { e.src = new URL(e.getAttribute('src'), url).href; });
-    article.querySelectorAll('img[loading]').forEach((e) => { e.loading = 'eager'; });
-    article.querySelectorAll('a[href]').forEach((a) => {
-      const target = new URL(a.getAttribute('href'), url);
-      const part = target.origin === location.origin ? byPath.get(target.pathname) : undefined;
-      if (part === undefined) a.href = target.href;
-      else a.href = '#' + part + (target.hash ? '--' + decodeURIComponent(target.hash.slice(1)) : '');
-    });
-    const section = document.createElement('section');
-    section.id = key(doc);
-    if (parts.length) section.style.breakBefore = 'page';
-    section.append(...article.childNodes);
-    parts.push(section);
-  }
-  main.replaceChildren(...parts);
-  // The theme prints the page's title above its article and hides the article's first heading;
-  // here every part's title is its own heading, in the outline too.
-  document.querySelectorAll('#jb-print-docs-body').forEach((e) => e.remove());
-  main.querySelectorAll('h1').forEach((h) => { h.style.display = 'block'; });
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-    await MathJax.startup.promise;
-    if (MathJax.typesetClear) MathJax.typesetClear();
-    await MathJax.typesetPromise([main]);
-  }
-  document.documentElement.classList.remove('attnmath-typesetting');
-  if (document.fonts) await document.fonts.ready;
-  await Promise.all(Array.from(document.images).map((img) => img.complete ? null :
-    new Promise((done) => { img.onload = img.onerror = done; })));
-  return parts.length;
-}"""
+NODE_MODULES = ROOT / "node_modules"
+PAGED_JS = NODE_MODULES / "pagedjs" / "dist" / "paged.js"
+FONT = NODE_MODULES / "@fontsource" / "source-serif-4"
+#: The weights and styles of the book face that the print styles use.
+FONT_FACES = ("400.css", "400-italic.css", "600.css", "600-italic.css", "700.css", "700-italic.css")
+#: Pages of the table of contents under this folder are not printed: the API reference's index
+#: page (``book/api``) lists their modules and stands for them in the PDF.
+OMITTED_UNDER = "book/api/"
+#: What the print server serves under /_print/ besides the HTML build.
+PRINT_FILES = {"paged.js": PAGED_JS, "print_book.js": HERE / "print_book.js",
+               "print_book.css": HERE / "print_book.css"}
 
 
 def toc_files(root: Path = ROOT) -> list[str]:
     """Every document of ``_toc.yml`` in reading order, as paths without suffix (``book/intro``)."""
+    return [doc for part in toc_parts(root) for doc in part["docs"]]
+
+
+def toc_parts(root: Path = ROOT) -> list[dict]:
+    """The parts of ``_toc.yml`` in reading order, each ``{"caption", "docs"}``; the root page
+    (the landing page) is a part of its own without a caption."""
     import yaml
 
     toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files = [toc["root"]]
+    parts = [{"caption": "", "docs": [toc["root"]]}]
 
-    def walk(entries):
+    def walk(entries, docs):
         for entry in entries or []:
             if "file" in entry:
-                files.append(entry["file"])
-            walk(entry.get("sections"))
+                docs.append(entry["file"])
+            walk(entry.get("sections"), docs)
+        return docs
 
     for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return files
+        parts.append({"caption": part.get("caption", ""), "docs": walk(part.get("chapters"), [])})
+    if toc.get("chapters"):
+        parts.append({"caption": "", "docs": walk(toc.get("chapters"), [])})
+    return parts
+
+
+def printed_docs(docs: list[str]) -> list[str]:
+    """The pages of ``docs`` that the PDF prints (all but the API reference's module pages)."""
+    return [doc for doc in docs if not doc.startswith(OMITTED_UNDER)]
+
+
+def book_facts(root: Path = ROOT) -> dict:
+    """What the title page and the layout script need: title, author, year and content licence
+    from ``_config.yml``, the parts, and the pages left out with the page that stands for each."""
+    import yaml
+
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    footer = (config.get("html") or {}).get("extra_footer", "")
+    licence = html_text.unescape(re.sub(r"<[^>]+>", "", footer)).strip()
+    docs = toc_files(root)
+    omitted = {doc: OMITTED_UNDER.rstrip("/") for doc in docs if doc not in printed_docs(docs)}
+    return {"title": str(config.get("title", "")), "author": str(config.get("author", "")),
+            "year": str(config.get("copyright", "")), "licence": licence,
+            "parts": toc_parts(root), "omitted": omitted, "css": "/_print/print_book.css"}
 
 
 def chromium() -> str:
@@ -117,29 +103,61 @@ def chromium() -> str:
     return path
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+def _blank_page() -> bytes:
+    """The page the book is laid out in: the book face, paged.js and the layout script."""
+    faces = "".join(f'<link rel="stylesheet" href="/_print/font/{face}">' for face in FONT_FACES)
+    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>book</title>'
+            f'<link rel="icon" href="data:,">{faces}<script src="/_print/paged.js"></script>'
+            '<script src="/_print/print_book.js"></script></head><body></body></html>').encode()
+
+
+class _PrintHandler(http.server.SimpleHTTPRequestHandler):
+    """The HTML build, and under /_print/ the blank page, paged.js, the print styles and the
+    book face's files from node_modules."""
+
     def log_message(self, *args):
         pass
 
+    def translate_path(self, path):
+        name = unquote(urlsplit(path).path)
+        if name.startswith("/_print/font/"):
+            found = (FONT / name[len("/_print/font/"):]).resolve()
+            return str(found) if FONT in found.parents else str(FONT / "missing")
+        if name.startswith("/_print/") and name[len("/_print/"):] in PRINT_FILES:
+            return str(PRINT_FILES[name[len("/_print/"):]])
+        return super().translate_path(path)
 
-def host_page(html: Path, docs: list[str]) -> str:
-    """The page the book is assembled in: the first document that loads MathJax."""
+    def do_GET(self):
+        if urlsplit(self.path).path != "/_print/book.html":
+            return super().do_GET()
+        body = _blank_page()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def check_inputs(html: Path, docs: list[str]) -> None:
+    """A build of this book at ``html``, and paged.js and the book face in node_modules."""
     missing = [d for d in docs if not (html / f"{d}.html").is_file()]
     if missing:
         raise SystemExit(f"{html} is not a build of this book: no page for {missing[:5]} (run `make book`)")
-    for doc in docs:
-        if "mathjax" in (html / f"{doc}.html").read_text():
-            return doc
-    return docs[0]
+    absent = [str(p.relative_to(ROOT)) for p in (PAGED_JS, FONT / "files") if not p.exists()]
+    if absent:
+        raise SystemExit(f"{', '.join(absent)} not found: make pdf lays the book out with paged.js "
+                         "and the npm packages of package-lock.json (install Node.js with npm, then "
+                         "run `npm ci` in the repository root, as `make book` does)")
 
 
 def print_pdf(html: Path, out: Path) -> Path:
-    """Print every page of ``_toc.yml`` from the HTML build ``html``, in order, to ``out``."""
+    """Print every page of ``_toc.yml`` but the API modules' own, from the HTML build ``html``,
+    in order, as a book to ``out``."""
     from playwright.sync_api import sync_playwright
 
-    docs = toc_files()
-    host = host_page(html, docs)
-    handler = functools.partial(_QuietHandler, directory=str(html))
+    book = book_facts()
+    check_inputs(html, printed_docs(toc_files()))
+    handler = functools.partial(_PrintHandler, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -147,17 +165,17 @@ def print_pdf(html: Path, out: Path) -> Path:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium(), headless=True, args=ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"http://127.0.0.1:{server.server_address[1]}/{host}.html",
-                      wait_until="load", timeout=300_000)
+            page.set_default_timeout(600_000)
             page.emulate_media(media="print")
-            page.evaluate(_ASSEMBLE, docs)
-            page.pdf(path=str(out), format="A4", print_background=True, outline=True,
-                     tagged=True, margin={"top": "18mm", "bottom": "18mm", "left": "16mm",
-                                          "right": "16mm"})
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/_print/book.html", wait_until="load")
+            pages = page.evaluate("(book) => attnmathPrintBook(book)", book)
+            page.pdf(path=str(out), prefer_css_page_size=True, print_background=True, outline=True,
+                     tagged=True, margin={"top": "0", "bottom": "0", "left": "0", "right": "0"})
             browser.close()
     finally:
         server.shutdown()
         server.server_close()
+    print(f"{pages} pages laid out")
     return out
 
 

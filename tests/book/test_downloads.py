@@ -1,15 +1,12 @@
 """What a reader takes away from the built book: a chapter notebook that runs on its own in
-JupyterLab, the exercise notebooks, and the whole book as a PDF."""
+JupyterLab, and the exercise notebooks (the whole book as a PDF: tests/book/test_pdf.py)."""
 
 from __future__ import annotations
 
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import nbformat
 import pytest
@@ -91,52 +88,3 @@ def test_chapter_links_its_exercise_notebook_and_the_book_serves_it(built, doc):
         served = (built / Path(doc).parent / href).resolve()
         assert served.exists(), f"{doc}: {href} is not in the built book"
         assert json.loads(served.read_text())["nbformat"] == 4
-
-
-@pytest.mark.needs("chromium")
-def test_whole_book_pdf_has_every_chapter(built, tmp_path):
-    """``make pdf`` (book/_ext/make_pdf.py) prints this run's HTML build: one PDF with every
-    chapter's title as a heading, and the library's code."""
-    from pypdf import PdfReader
-
-    out = tmp_path / "book.pdf"
-    proc = subprocess.run([sys.executable, str(ROOT / "book" / "_ext" / "make_pdf.py"), "--html", str(built),
-                           "--out", str(out)], capture_output=True, text=True, timeout=900, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    reader = PdfReader(out)
-    assert len(reader.pages) > 50, f"the PDF has only {len(reader.pages)} pages"
-    # Every page of the table of contents is a heading of the PDF, in its outline (bookmarks).
-    headings = [_letters(entry.title) for entry in _outline(reader.outline)]
-    missing = [doc for doc in toc_files() if not any(_letters(_title(doc)) in h for h in headings)]
-    assert not missing, f"chapters whose title is not a heading of the PDF: {missing}"
-    text = _letters(" ".join(page.extract_text() or "" for page in reader.pages[:60]))
-    assert _letters("def softmax(") in text, "the PDF shows no library code"
-    # A link to another page of the book is a link within the PDF, not to the printing server.
-    pages = {f"/{doc}.html" for doc in toc_files()}
-    outward = [uri for uri in _link_uris(reader) if urlsplit(uri).path in pages]
-    assert not outward, f"links between the book's pages that leave the PDF: {outward[:5]}"
-
-
-def _link_uris(reader):
-    for page in reader.pages:
-        for annotation in page.get("/Annots") or []:
-            action = annotation.get_object().get("/A")
-            if action is not None and action.get("/URI"):
-                yield str(action["/URI"])
-
-
-def _outline(entries):
-    for entry in entries:
-        if isinstance(entry, list):
-            yield from _outline(entry)
-        else:
-            yield entry
-
-
-def _title(doc: str) -> str:
-    source = (ROOT / f"{doc}.md").read_text()
-    return re.search(r"^# (.+)$", source, re.M).group(1)
-
-
-def _letters(text: str) -> str:
-    return re.sub(r"[^a-z]", "", text.lower())

@@ -1,0 +1,244 @@
+/* The book laid out as pages by paged.js, in the blank page that make_pdf.py serves.
+ *
+ * attnmathPrintBook(book) fetches every printed page of the HTML build in reading order, puts
+ * their articles one after the other behind a title page and a table of contents, and lets
+ * paged.js (a CSS paged-media engine) lay them out with print_book.css: page numbers and running
+ * heads in the page margins, contents numbered by target-counter(), each chapter from a new
+ * page. Chromium then prints the laid-out pages (make_pdf.py).
+ *
+ * book: {title, author, year, licence, css, parts: [{caption, docs}], omitted: {doc: doc}}.
+ * Pages named in `omitted` are not printed; links to them lead to the page they map to.
+ */
+(function () {
+  'use strict';
+
+  const key = (doc) => doc.replace(/[^A-Za-z0-9_-]/g, '-');
+  const at = (doc) => new URL('/' + doc + '.html', location.origin);
+
+  async function fetchPage(doc) {
+    const url = at(doc);
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+    const page = new DOMParser().parseFromString(await response.text(), 'text/html');
+    const article = page.querySelector('article.bd-article');
+    if (!article) throw new Error(`${url}: no article`);
+    return {doc, url, page, article};
+  }
+
+  // The page's stylesheets (the theme's, pygments', MathJax's) join the blank page's head once.
+  function adoptStyles(part, seen) {
+    part.page.querySelectorAll('link[rel=stylesheet]').forEach((link) => {
+      const href = new URL(link.getAttribute('href'), part.url).href;
+      if (seen.has(href)) return;
+      seen.add(href);
+      const copy = document.createElement('link');
+      copy.rel = 'stylesheet';
+      copy.href = href;
+      document.head.appendChild(copy);
+    });
+  }
+
+  // Ids get the page's key as prefix ("book-03_gradients--x"); a link to a printed page becomes
+  // a link within the book, a link to an omitted page a link to the page that stands for it, and
+  // other links absolute URLs.
+  function relink(part, byPath) {
+    const prefix = key(part.doc) + '--';
+    part.article.querySelectorAll('[id]').forEach((e) => { e.id = prefix + e.id; });
+    part.article.querySelectorAll('[src]').forEach((e) => {
+      e.src = new URL(e.getAttribute('src'), part.url).href;
+    });
+    part.article.querySelectorAll('img[loading]').forEach((e) => { e.loading = 'eager'; });
+    part.article.querySelectorAll('a[href]').forEach((a) => {
+      const target = new URL(a.getAttribute('href'), part.url);
+      const found = target.origin === location.origin ? byPath.get(target.pathname) : undefined;
+      if (found === undefined) a.href = target.href;
+      else if (found.omitted) a.href = '#' + found.key;
+      else a.href = '#' + found.key + (target.hash ? '--' + decodeURIComponent(target.hash.slice(1)) : '');
+    });
+  }
+
+  // What a reader of paper cannot use: permalink signs, copy buttons, the links from listings to
+  // the online API pages, and code cells the HTML folds away (imports and set-up).
+  function tidy(article) {
+    article.querySelectorAll('a.headerlink, button, .copybtn, .listing-api, .toggle-details__summary,'
+      + ' details.hide, .cell.tag_hide-input > .cell_input, .cell.tag_hide-cell').forEach((e) => e.remove());
+  }
+
+  // A heading's text for the running head: a formula counts once, by the text of its MathML,
+  // not as its drawing and its spoken form both.
+  function plainTitle(h1) {
+    const copy = h1.cloneNode(true);
+    copy.querySelectorAll('mjx-container').forEach((m) => {
+      const mathml = m.querySelector('mjx-assistive-mml math');
+      m.replaceWith(document.createTextNode(mathml ? mathml.textContent : ''));
+    });
+    return copy.textContent.replace(/\s+/g, ' ').trim();
+  }
+
+  // Chromium names a bookmark by the heading's text, which leaves out MathJax's drawn glyphs: a
+  // formula in a heading that is a single symbol ("Top-$K$ routing") is set as that symbol in
+  // text, italic for a variable, so that its bookmark reads as the heading does.
+  function symbolsAsText(article) {
+    article.querySelectorAll('h1, h2, h3, h4, h5, h6').forEach((h) => {
+      h.querySelectorAll('mjx-container').forEach((m) => {
+        const math = m.querySelector('mjx-assistive-mml math');
+        const tokens = math ? Array.from(math.querySelectorAll('*')) : [];
+        if (tokens.length !== 1 || !/^(mi|mn|mo)$/.test(tokens[0].localName)) return;
+        const symbol = element(tokens[0].localName === 'mi' ? 'i' : 'span', '', tokens[0].textContent);
+        m.replaceWith(symbol);
+      });
+    });
+  }
+
+  // paged.js splits a listing between pages inside its text and there loses line ends; with one
+  // block per line it breaks between lines, which keep their highlighting.
+  function linesAsBlocks(pre) {
+    const lines = [[]];
+    for (const node of Array.from(pre.childNodes)) {
+      node.textContent.split('\n').forEach((piece, i) => {
+        if (i > 0) lines.push([]);
+        if (!piece) return;
+        const copy = node.nodeType === Node.ELEMENT_NODE ? node.cloneNode(false) : document.createTextNode('');
+        copy.textContent = piece;
+        lines[lines.length - 1].push(copy);
+      });
+    }
+    if (lines.length > 1 && !lines[lines.length - 1].length) lines.pop();
+    pre.replaceChildren(...lines.map((nodes) => {
+      const line = element('span', 'attnmath-line');
+      line.append(...nodes);
+      return line;
+    }));
+  }
+
+  function chapter(part) {
+    const section = document.createElement('section');
+    section.className = 'attnmath-chapter';
+    section.id = key(part.doc);
+    const article = document.createElement('article');
+    article.className = 'bd-article';
+    article.append(...part.article.childNodes);
+    section.append(article);
+    symbolsAsText(article);
+    article.querySelectorAll('pre').forEach(linesAsBlocks);
+    const h1 = article.querySelector('h1');
+    if (h1) h1.dataset.runningHead = plainTitle(h1);
+    return section;
+  }
+
+  function element(tag, className, text) {
+    const e = document.createElement(tag);
+    if (className) e.className = className;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function titlePage(book) {
+    const section = element('section', 'attnmath-title');
+    section.append(element('p', 'attnmath-title-name', book.title),
+                   element('p', 'attnmath-title-author', book.author),
+                   element('p', 'attnmath-title-year', book.year),
+                   element('p', 'attnmath-title-licence', book.licence));
+    return section;
+  }
+
+  // One entry per printed page under its part's caption; print_book.css adds the page number of
+  // the entry's target (target-counter) after a dotted leader.
+  function contents(book, chapters) {
+    const section = element('section', 'attnmath-contents');
+    section.append(element('h1', '', 'Contents'));
+    for (const part of book.parts) {
+      const printed = part.docs.filter((doc) => chapters.has(doc));
+      if (!printed.length) continue;
+      if (part.caption) section.append(element('p', 'attnmath-contents-part', part.caption));
+      const list = element('ol', 'attnmath-contents-list');
+      for (const doc of printed) {
+        const link = element('a', '', chapters.get(doc));
+        link.href = '#' + key(doc);
+        const item = element('li');
+        item.append(link);
+        list.append(item);
+      }
+      section.append(list);
+    }
+    return section;
+  }
+
+  // The theme keeps every code box, admonition and table in one piece; paged.js cannot lay out
+  // one taller than a page, and drops the rest of its chapter. Here only what is at most a third
+  // of a page high, measured in a column of the printed width, is kept in one piece. Returns the
+  // book as the fragment that paged.js lays out.
+  const KEPT = 'div.highlight, div.cell_output, .admonition, div.proof, figure, table, div.math,'
+    + ' mjx-container[display="true"], dl';
+  function keepShortTogether(source) {
+    const probe = element('div', 'attnmath-probe');
+    probe.style.cssText = 'position:absolute;left:0;top:0;width:170mm;visibility:hidden';
+    document.body.append(probe);
+    probe.append(source);
+    const limit = mm(253) / 3;
+    source.querySelectorAll(KEPT).forEach((e) => {
+      if (e.getBoundingClientRect().height <= limit) e.classList.add('attnmath-keep');
+    });
+    probe.remove();
+    // paged.js takes the children of a fragment as the flow (an element as parent would be
+    // copied, without its reference, onto pages and confuse its search for the overflow).
+    const flow = document.createDocumentFragment();
+    flow.append(...source.childNodes);
+    return flow;
+  }
+
+  function mm(length) {
+    return length * 96 / 25.4;
+  }
+
+  // paged.js reports an element it cannot place on any page and goes on without the rest of its
+  // chapter; a book with a gap is not printed.
+  async function paginate(source, css) {
+    const lost = [];
+    const warn = console.warn;
+    console.warn = (...args) => {
+      if (String(args[0]).startsWith('Unable to layout item')) {
+        const node = args[1];
+        lost.push(node && node.outerHTML ? node.outerHTML.slice(0, 200) : String(node));
+      }
+      warn.apply(console, args);
+    };
+    try {
+      const flow = await new Paged.Previewer().preview(source, [css], document.body);
+      if (lost.length) {
+        throw new Error(`paged.js could not place ${lost.length} element(s): ${lost.join(' | ')}`);
+      }
+      return flow.total;
+    } finally {
+      console.warn = warn;
+    }
+  }
+
+  window.attnmathPrintBook = async function (book) {
+    const docs = book.parts.flatMap((part) => part.docs);
+    const byPath = new Map(docs.map((d) => [at(d).pathname, {key: key(d), omitted: false}]));
+    for (const [doc, standsFor] of Object.entries(book.omitted)) {
+      byPath.set(at(doc).pathname, {key: key(standsFor), omitted: true});
+    }
+    const printed = docs.filter((doc) => !(doc in book.omitted));
+    const parts = await Promise.all(printed.map(fetchPage));
+    const seen = new Set();
+    const chapters = new Map();
+    const sections = parts.map((part) => {
+      adoptStyles(part, seen);
+      relink(part, byPath);
+      tidy(part.article);
+      const section = chapter(part);
+      const h1 = section.querySelector('h1');
+      chapters.set(part.doc, h1 ? h1.dataset.runningHead : part.doc);
+      return section;
+    });
+    const source = document.createElement('div');
+    source.append(titlePage(book), contents(book, chapters), ...sections);
+    if (document.fonts) await document.fonts.ready;
+    const total = await paginate(keepShortTogether(source), book.css);
+    await Promise.all(Array.from(document.images).map((img) => img.complete ? null :
+      new Promise((done) => { img.onload = img.onerror = done; })));
+    return total;
+  };
+})();

@@ -1,0 +1,313 @@
+"""The whole book as a PDF (``make pdf``, book/_ext/make_pdf.py), read as a printed book is read.
+
+The PDF is printed once per run from this run's HTML build (``support.shared_build``). Its pages
+are read with PDFium (pypdfium2): the text of each page and of its head and foot margins, and
+pages rendered to images, on which the title page, the contents and the chapter openings are
+checked as a reader sees them, and every page is checked for blank pages and for code boxes
+with nothing in them.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+import yaml
+from build import ROOT, book_html, toc_files  # tests/book/build.py
+
+sys.path.insert(0, str(ROOT / "tests"))
+import support  # noqa: E402  (tests/support.py)
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import make_pdf  # noqa: E402  (book/_ext/make_pdf.py)
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.needs("chromium"),
+    pytest.mark.skipif(not make_pdf.PAGED_JS.exists(),
+                       reason="Node.js with node_modules/pagedjs (make book runs npm ci) is not installed"),
+]
+
+MM = 72 / 25.4  # PDF points per millimetre
+#: The head and foot margins of print_book.css (22 mm), where the running head and the number are.
+MARGIN = 22 * MM
+#: The top of the text area, where a chapter's title stands on its first page.
+TOP = 45 * MM
+#: Background of a code box (print_book.css, div.highlight), as rendered.
+CODE_BOX = np.array([245, 245, 242])
+
+
+def _print(folder: Path, html_dir: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "book" / "_ext" / "make_pdf.py"),
+                           "--html", str(html_dir), "--out", str(folder / "book.pdf")],
+                          capture_output=True, text=True, timeout=1200, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return book_html(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def pdf_path(built, tmp_path_factory) -> Path:
+    folder = support.shared_build(tmp_path_factory, "pdf", lambda folder: _print(folder, built))
+    return folder / "book.pdf"
+
+
+@pytest.fixture(scope="module")
+def book(pdf_path):
+    """The PDF read by PDFium (pypdfium2) and by pypdf, and per page the text of its head and
+    foot margins, of the top of its text area, and of its body."""
+    import pypdfium2 as pdfium
+    from pypdf import PdfReader
+
+    document = pdfium.PdfDocument(str(pdf_path))
+    pages = []
+    for page in document:
+        width, height = page.get_size()
+        text = page.get_textpage()
+        head = text.get_text_bounded(0, height - MARGIN, width, height).strip()
+        foot = text.get_text_bounded(0, 0, width, MARGIN).strip()
+        top = text.get_text_bounded(0, height - MARGIN - TOP, width, height - MARGIN)
+        # The page's text in reading order, less the margins' lines, which come first.
+        lines = text.get_text_range().splitlines()
+        while lines and lines[0].strip() and lines[0].strip() in (head, foot):
+            lines.pop(0)
+        pages.append({"head": head, "foot": foot, "top": top, "body": "\n".join(lines).strip()})
+    return document, pages, PdfReader(pdf_path)
+
+
+def _letters(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def headings(built: Path, doc: str) -> list[str]:
+    """The headings of page ``doc`` of the HTML build as text, with their numbers."""
+    page = (built / f"{doc}.html").read_text()
+    article = page[page.index('class="bd-article"'):page.index("</article>")]
+    found = []
+    for match in re.finditer(r"<h([1-6])[^>]*>(.*?)</h\1>", article, re.S):
+        text = re.sub(r'<a class="headerlink".*?</a>', "", match.group(2), flags=re.S)
+        found.append(" ".join(html.unescape(re.sub(r"<[^>]+>", "", text)).split()))
+    return found
+
+
+def chapter_titles(built: Path) -> dict[str, str]:
+    """The heading of every printed page of the HTML build, with its chapter number."""
+    return {doc: headings(built, doc)[0] for doc in make_pdf.printed_docs(toc_files())}
+
+
+def openings(reader, titles: dict[str, str]) -> dict[str, int]:
+    """The index of the page on which each chapter starts: where its heading's bookmark (a
+    top-level entry of the outline) leads."""
+    top_level = {_letters(entry.title): reader.get_destination_page_number(entry)
+                 for entry in reader.outline if not isinstance(entry, list)}
+    return {doc: top_level[_letters(title)] for doc, title in titles.items() if _letters(title) in top_level}
+
+
+def contents_entries(text: str) -> list[tuple[str, int]]:
+    """The lines of the contents that end in a page number, as (letters of all the text since the
+    last such line, number): a part's caption or a title's first line is joined to what follows."""
+    entries, pending = [], ""
+    for line in text.splitlines():
+        match = re.match(r"^(.*?)\s*(\d+)$", line.strip())
+        if match and match.group(1):
+            entries.append((_letters(pending + match.group(1)), int(match.group(2))))
+            pending = ""
+        else:
+            pending += line
+    return entries
+
+
+def image(document, index: int, scale: float = 1.0) -> np.ndarray:
+    """Page ``index`` rendered at ``scale`` pixels per point, as an RGB array."""
+    bitmap = document[index].render(scale=scale)
+    return np.asarray(bitmap.to_pil().convert("RGB"))
+
+
+def ink(rgb: np.ndarray) -> np.ndarray:
+    """Where something is printed: pixels clearly darker than the paper."""
+    return rgb.mean(axis=2) < 200
+
+
+def _bands(rows: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of consecutive True in ``rows``, as (first, end)."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], rows.astype(int), [0]])))
+    return list(zip(edges[::2], edges[1::2]))
+
+
+def empty_code_boxes(rgb: np.ndarray) -> list[tuple[int, int]]:
+    """Rows (first, end) of code-box background with no ink in them: a box, or the piece of one
+    that a page break left, holding no code."""
+    box = (np.abs(rgb.astype(int) - CODE_BOX).max(axis=2) <= 2)
+    paper = rgb.min(axis=2) >= 250
+    # A box's rows are mostly not paper (background, or code drawn on it); some are background.
+    rows = (~paper).mean(axis=1) > 0.5
+    return [(a, b) for a, b in _bands(rows)
+            if (box[a:b].mean(axis=1) > 0.5).sum() >= 3 and not ink(rgb[a:b]).any()]
+
+
+def test_title_page_and_contents(built, book):
+    """Page 1 is a title page (the book's title, author and licence, no running head, no page
+    number, nothing else); the contents follow and list every printed page of the book with the
+    page number at whose foot it starts."""
+    document, pages, reader = book
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    title = pages[0]
+    assert _letters(title["body"]).startswith(_letters(config["title"])), title["body"][:200]
+    assert not title["head"] and not title["foot"], "the title page has a running head or a page number"
+    assert len(title["body"].split()) <= 30, f"the title page carries body text: {title['body'][:300]}"
+    picture = image(document, 0)
+    marks = np.argwhere(ink(picture))
+    assert len(marks), "the title page renders blank"
+    centre = (marks[:, 1].min() + marks[:, 1].max()) / 2
+    assert abs(centre - picture.shape[1] / 2) < 0.03 * picture.shape[1], "the title page is not centred"
+
+    titles = chapter_titles(built)
+    starts = openings(reader, titles)
+    assert sorted(starts) == sorted(titles), \
+        f"chapters without an opening page: {sorted(set(titles) - set(starts))}"
+    first_chapter = min(starts.values())
+    # PDFium reads the contents' lines letter by letter; pypdf reads them as lines.
+    front = "\n".join(reader.pages[i].extract_text() for i in range(1, first_chapter))
+    assert front.lstrip().startswith("Contents"), front[:200]
+    entries = contents_entries(front)
+    listed = {}
+    for doc, heading in titles.items():
+        numbers = [n for entry, n in entries if entry.endswith(_letters(heading))]
+        assert numbers, f"the contents do not list {heading!r} with a page number"
+        listed[doc] = numbers[0]
+    for doc, number in listed.items():
+        foot = pages[starts[doc]]["foot"]
+        assert foot == str(number), \
+            f"{titles[doc]!r}: the contents say page {number}, it starts on a page numbered {foot!r}"
+    contents = image(document, 1)
+    marks = np.argwhere(ink(contents))
+    assert marks[:, 1].max() > contents.shape[1] - 25 * MM - 5, \
+        "the contents' page numbers are not set at the right margin"
+    assert not ink(contents[: int(MARGIN)]).any() and not ink(contents[-int(MARGIN):]).any(), \
+        "the contents carry a running head or a page number"
+
+
+def test_chapters_open_pages_with_numbers_and_running_heads(built, book):
+    """Each chapter starts at the top of a new page without a running head; every page after the
+    front matter has its number at the foot (counted from the title page, as a PDF reader counts),
+    and every page that is not a chapter's first has that chapter's title as running head."""
+    document, pages, reader = book
+    titles = chapter_titles(built)
+    starts = openings(reader, titles)
+    by_page = {index: doc for doc, index in starts.items()}
+    first = min(starts.values())
+    current = None
+    for index in range(first, len(pages)):
+        page = pages[index]
+        assert page["foot"] == str(index + 1), f"page {index + 1} is numbered {page['foot']!r}"
+        if index in by_page:
+            current = by_page[index]
+            assert not page["head"], f"{titles[current]!r} opens under a running head {page['head']!r}"
+            assert _letters(titles[current]) in _letters(page["top"]), \
+                f"{titles[current]!r} does not stand at the top of its first page: {page['top'][:200]!r}"
+        else:
+            assert _letters(page["head"]) == _letters(titles[current]), \
+                f"page {index + 1} of {titles[current]!r} has the running head {page['head']!r}"
+    # The opening as printed: nothing in the head margin, the title in large type at the top of
+    # the text, the number at the foot.
+    for doc in list(starts)[2:4]:
+        picture = image(document, starts[doc])
+        top = int(MARGIN)
+        assert not ink(picture[:top]).any(), f"{doc}: the opening page has a running head"
+        assert ink(picture[-top:]).any(), f"{doc}: the opening page has no page number"
+        rows = np.flatnonzero(ink(picture[top:-top]).any(axis=1))
+        assert rows[0] < 25 * MM, f"{doc}: the chapter title is not at the top of its page"
+        heading = _bands(ink(picture[top:-top]).any(axis=1))[0]
+        assert heading[1] - heading[0] > 12, f"{doc}: the chapter title is not set in large type"
+
+
+def test_no_blank_page_or_empty_code_box(book):
+    """Every page prints something in its text area, and no code box (or piece of one at a page
+    break) is empty."""
+    document, pages, reader = book
+    blank, empty = [], []
+    for index in range(len(pages)):
+        picture = image(document, index)
+        top = int(MARGIN)
+        if not ink(picture[top:-top]).any():
+            blank.append(index + 1)
+        if empty_code_boxes(picture):
+            empty.append(index + 1)
+    assert not blank, f"blank pages: {blank}"
+    assert not empty, f"pages with an empty code box: {empty}"
+
+
+def test_empty_code_box_is_found():
+    """The empty-box check finds a box of code background without code, and passes one with code."""
+    page = np.full((200, 100, 3), 255, dtype=np.uint8)
+    page[20:60, 5:95] = CODE_BOX
+    page[70:72, 5:95] = CODE_BOX  # a line of that colour (a shadow's) is not a box
+    assert empty_code_boxes(page) == [(20, 60)]
+    page[30:35, 10:40] = 30
+    assert empty_code_boxes(page) == []
+
+
+def test_outline_links_and_api_appendix(built, book):
+    """Bookmarks name every printed page, once each and without doubled text; links between
+    pages stay within the PDF; the API reference is a short appendix (its index page), not the
+    modules' pages."""
+    document, pages, reader = book
+    marks = [" ".join(m.title.split()) for m in _outline(reader.outline)]
+    doubled = [m for m in marks if _is_doubled(m)]
+    assert not doubled, f"bookmarks with doubled text: {doubled[:5]}"
+    # Every heading of every printed page is a bookmark: no page, and no part of one, is lost.
+    printed = {_letters(m) for m in marks}
+    missing = [h for doc in make_pdf.printed_docs(toc_files()) for h in headings(built, doc)
+               if _letters(h) not in printed]
+    assert not missing, f"headings of the book without a bookmark: {missing[:10]}"
+    text = _letters(" ".join(p["body"] for p in pages[:80]))
+    assert _letters("def softmax(") in text, "the PDF shows no library code"
+    documents = {f"/{doc}.html" for doc in toc_files()}
+    outward = [uri for uri in _link_uris(reader) if urlsplit(uri).path in documents]
+    assert not outward, f"links between the book's pages that leave the PDF: {outward[:5]}"
+    starts = sorted(openings(reader, titles).items(), key=lambda item: item[1])
+    api = [i for i, (doc, _) in enumerate(starts) if doc == make_pdf.OMITTED_UNDER.rstrip("/")][0]
+    length = (starts[api + 1][1] if api + 1 < len(starts) else len(pages)) - starts[api][1]
+    assert length <= 3, f"the API reference fills {length} pages"
+    modules = [doc for doc in toc_files() if doc not in make_pdf.printed_docs(toc_files())]
+    assert modules, "the API reference has no module pages to leave out"
+
+
+def _is_doubled(text: str) -> bool:
+    """A text that repeats itself: "x x", "xx", or a formula's drawing and its spoken form."""
+    words = text.split()
+    half = len(words) // 2
+    squeezed = text.replace(" ", "")
+    return bool(words) and (words[:half] == words[half:] and half > 0 or
+                            len(squeezed) > 1 and squeezed[: len(squeezed) // 2] * 2 == squeezed)
+
+
+def test_doubled_bookmark_is_found():
+    assert _is_doubled("Softmax Softmax") and _is_doubled("√D√D")
+    assert not _is_doubled("2.5. Why divide by √D: the variance") and not _is_doubled("aa b")
+
+
+def _link_uris(reader):
+    for page in reader.pages:
+        for annotation in page.get("/Annots") or []:
+            action = annotation.get_object().get("/A")
+            if action is not None and action.get("/URI"):
+                yield str(action["/URI"])
+
+
+def _outline(entries):
+    for entry in entries:
+        if isinstance(entry, list):
+            yield from _outline(entry)
+        else:
+            yield entry
