@@ -64,6 +64,30 @@ def test_the_measure_finds_a_wide_display():
     assert overflowing([{**fits, "right": 1010}]) == ["ends at 1010 px, column at 1000 px: a"]
 
 
+_PAGE = """<main><article style="width: 700px">
+  <div class="math" style="width: 600px"><mjx-container display="true" aria-label="wide"
+    style="display: block; overflow-x: auto"><span style="display: inline-block; width: 900px">x</span>
+  </mjx-container></div>
+  <div class="math" style="width: 600px"><mjx-container display="true" aria-label="narrow"
+    style="display: block; overflow-x: auto"><span style="display: inline-block; width: 300px">y</span>
+  </mjx-container></div>
+  <div class="math" style="width: 600px; overflow-x: auto"><mjx-container display="true" aria-label="block"
+    style="display: inline-block; width: 800px"><span>z</span></mjx-container></div>
+</article></main>"""
+
+
+def test_the_script_finds_what_overflows_on_a_page(browser):
+    page = browser.new_page(viewport=DESKTOP)
+    try:
+        page.set_content(_PAGE)
+        displays = page.evaluate(_DISPLAYS)
+    finally:
+        page.close()
+    assert [d["text"] for d in displays] == ["wide", "narrow", "block"]
+    bad = overflowing(displays)
+    assert len(bad) == 2 and bad[0].endswith(": wide") and bad[1].endswith(": block"), bad
+
+
 @pytest.mark.parametrize("doc", API)
 def test_every_display_equation_fits_at_1280px(snapshots, doc):
     snap = snapshots.get(f"{doc}.html", DESKTOP)
