@@ -221,11 +221,12 @@ def _check_size(value, name: str) -> int:
 
 
 def flash_tile_schedule(L: int, S: int, block_q: int, block_k: int, *,
-                        causal_alignment: str = "top_left") -> TileSchedule:
+                        causal_alignment: str | int = "top_left") -> TileSchedule:
     """Record the tile schedule of a causal run of ``flash_attention_forward`` on ``L`` queries
-    and ``S`` keys in tiles of ``block_q`` by ``block_k``. Every score tile the forward pass
-    computes is made by :meth:`attnmath.core.Problem.scores`, which is wrapped for the run: the
-    record is what the library did, not a model of it."""
+    and ``S`` keys in tiles of ``block_q`` by ``block_k``, with the forward pass's
+    ``causal_alignment`` (``"top_left"``, ``"bottom_right"`` or an integer offset). Every score
+    tile the forward pass computes is made by :meth:`attnmath.core.Problem.scores`, which is
+    wrapped for the run: the record is what the library did, not a model of it."""
     from attnmath import core
     from attnmath.flash import flash_attention_forward
 

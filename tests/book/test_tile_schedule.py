@@ -30,7 +30,7 @@ from attnmath.masking import causal_mask  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book"))
 import figstyle  # noqa: E402  (book/figstyle.py)
 
-ALIGNMENTS = st.sampled_from(["top_left", "bottom_right"])
+ALIGNMENTS = st.sampled_from(["top_left", "bottom_right"]) | st.integers(-45, 45)
 TILE_ID = re.compile(r'id="tile-(\d+)-(\d+)-(full|masked|skipped)"')
 
 
