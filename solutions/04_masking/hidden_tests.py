@@ -133,6 +133,11 @@ def attention_cases(rng):
         m = ref.combine_masks(ref.padding_mask([9, 0], 9), ref.causal_mask(6, 9, alignment="bottom_right"))
         cases.append(Case((q, k, v, m), {}, f"{np.dtype(dtype).name}", _attention(q, k, v, m), tol=tol,
                           kind=f"{np.dtype(dtype).name} input"))
+    # scores in the thousands: exp overflows in float64 unless the row maximum is subtracted
+    q, k, v = 1000 * rng.normal(size=(2, 4, 16)), rng.normal(size=(2, 5, 16)), rng.normal(size=(2, 5, 3))
+    m = ref.causal_mask(4, 5, alignment="bottom_right")
+    cases.append(Case((q, k, v, m), {}, "overflowing scores", _attention(q, k, v, m), tol=1e-6,
+                      kind="scores in the thousands"))
     return cases
 
 
