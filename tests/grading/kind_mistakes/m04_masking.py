@@ -49,12 +49,17 @@ KIND_MISTAKES = [
     ("04_masking", "a mask filled with -1e9", "test_masked_attention",
      {"masked_attention": [("scores = np.where(mask, scores, -np.inf)", "scores = np.where(mask, scores, -1e9)"),
                            ("return weights @ v", "return np.where(np.any(mask, axis=-1, keepdims=True), weights @ v, 0.0)")]}),
+    ("04_masking", "empty rows zeroed afterwards by indexing with the mask's shape", "test_masked_attention",
+     {"masked_attention": [("    row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # a fully masked row\n", ""),
+                           ("weights = weights / np.where(total == 0.0, 1.0, total)", "weights = weights / total"),
+                           ("return weights @ v", "out = weights @ v\n    empty = ~np.any(mask, axis=-1)\n"
+                            "    if empty.any():\n        out[empty] = 0.0\n    return out")]}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.
 GAPS: dict[tuple[str, str], set[str]] = {
     ("04_masking", "test_combined_mask"): {"padding and causal, bottom-right, fewer keys than queries"},
     ("04_masking", "test_masked_attention"): {
-        "causal, bottom-right, fewer keys than queries", "padding and causal combined", "random mask",
+        "padding and causal combined", "random mask",
     },
 }
