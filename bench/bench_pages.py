@@ -170,7 +170,8 @@ def measure(html: Path, repeat: int, docs: list[str]) -> dict:
     return pages
 
 
-def main(argv=None) -> None:
+def _arguments(argv) -> tuple[argparse.Namespace, list[str]]:
+    """The command line, and the pages it asks for (every page of the table of contents)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--html", type=Path,
                         default=Path(os.environ.get("ATTNMATH_BOOK_HTML") or ROOT / "_build" / "html"))
@@ -192,9 +193,11 @@ def main(argv=None) -> None:
         args.out = ROOT / "bench" / "results" / "pages.json"
     if not (args.html / "index.html").exists():
         raise SystemExit(f"no built book at {args.html}: run `make book` or pass --html")
-    started = time.time()
-    pages = measure(args.html, args.repeat, docs)
-    print(f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min) after the run")
+    return args, docs
+
+
+def print_pages(pages: dict) -> None:
+    """One line per page: weight, requests, readable time, MathJax, CLS and what 'readable' waited for."""
     print(f"{'page':28} {'KB':>7} {'KB gzip':>7} {'requests':>8} {'readable s':>10} {'MathJax s':>9} "
           f"{'CLS':>6}  {'HTML in':>7} {'parsed':>6} {'FCP':>5} {'fonts':>5}")
     for doc, r in pages.items():
@@ -202,13 +205,11 @@ def main(argv=None) -> None:
         print(f"{doc:28} {r['bytes'] / 1000:7.0f} {r['gzip_bytes'] / 1000:7.0f} {r['requests']:8d} "
               f"{r['readable_seconds']:10.2f} {mj:>9} {r['cls']:6.3f}  {r['html_seconds']:7.2f} "
               f"{r['parsed_seconds']:6.2f} {r['fcp_seconds']:5.2f} {r['fonts_seconds']:5.2f}")
-    chapters = {d: r for d, r in pages.items() if Path(d).name[:2].isdigit()}
-    if args.out is None or not chapters:
-        print("no summary written" + ("" if chapters else ": no chapter among the pages measured"))
-        return
-    # the API reference: its index and a page per library module (book/api/<module>)
-    api = {d: r for d, r in pages.items() if d == "book/api" or d.startswith("book/api/")}
-    summary = {
+
+
+def summarise(pages: dict, chapters: dict, api: dict) -> dict:
+    """The figures the targets are about, over all pages, the chapters and the API pages."""
+    return {
         "chapter_bytes_max": max(r["bytes"] for r in chapters.values()),
         "chapter_gzip_bytes_max": max(r["gzip_bytes"] for r in chapters.values()),
         "api_pages": len(api),
@@ -219,6 +220,10 @@ def main(argv=None) -> None:
         "pages_running_mathjax": sum(r["mathjax_seconds"] is not None for r in pages.values()),
         "cls_max": max(r["cls"] for r in pages.values()),
     }
+
+
+def print_summary(summary: dict, chapters: dict, api: dict) -> None:
+    """The summary in words, and the weight of the heaviest chapter by kind of resource."""
     print("worst chapter load {:.2f} MB ({:.2f} MB gzipped), readable maths within {:.2f} s, {} pages "
           "running MathJax in the browser, largest CLS {:.3f}".format(
               summary["chapter_bytes_max"] / 1e6, summary["chapter_gzip_bytes_max"] / 1e6,
@@ -235,13 +240,31 @@ def main(argv=None) -> None:
     print("  largest resources:")
     for r in chapters[heaviest]["largest_resources"][:8]:
         print(f"  {r['path']:60.60} {r['bytes'] / 1000:7.0f} KB {r['gzip_bytes'] / 1000:7.0f} KB gzip")
-    out = args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"pages": pages, "summary": summary, "targets": TARGETS,
-                               "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))},
-                              indent=2) + "\n")
-    print(f"written {out}")
+
+
+def main(argv=None) -> None:
+    args, docs = _arguments(argv)
+    started, load_before = time.time(), os.getloadavg()
+    pages = measure(args.html, args.repeat, docs)
+    load_after = os.getloadavg()
+    print("load {} before, {} after the run (1, 5, 15 min)".format(
+        *(" ".join(f"{x:.2f}" for x in load) for load in (load_before, load_after))))
+    print_pages(pages)
+    chapters = {d: r for d, r in pages.items() if Path(d).name[:2].isdigit()}
+    if args.out is None or not chapters:
+        print("no summary written" + ("" if chapters else ": no chapter among the pages measured"))
+        return
+    # the API reference: its index and a page per library module (book/api/<module>)
+    api = {d: r for d, r in pages.items() if d == "book/api" or d.startswith("book/api/")}
+    summary = summarise(pages, chapters, api)
+    print_summary(summary, chapters, api)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({
+        "pages": pages, "summary": summary, "targets": TARGETS,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "load_average_before": load_before, "load_average_after": load_after},
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))}, indent=2) + "\n")
+    print(f"written {args.out}")
 
 
 if __name__ == "__main__":
