@@ -14,11 +14,13 @@ the static figures), the data the figure needs as JSON inside the page, computed
 such a block loads ``_static/interactive/interactive.js`` (sliders, read-outs, SVG helpers), the
 figure's own script and ``interactive.css``; nothing else, and nothing from another site.
 
-Where the page computes (the softmax of figure ``temperature``, the online softmax and tile
-schedule of ``online``, the roofline arithmetic of ``roofline``) the JSON holds only the inputs,
-and tests/browser/test_interactive.py drives the controls and compares what the page shows with
-``attnmath``. Where the computation is heavier (``sinks``, ``scaling``) the JSON holds a grid
-computed here, and the sliders step through the grid's points only: nothing is interpolated.
+Where the page computes (the softmax of figure ``temperature``, the online softmax of
+``online``, the roofline arithmetic of ``roofline``) the JSON holds only the inputs, and
+tests/browser/test_interactive.py drives the controls and compares what the page shows with
+``attnmath``. Where the computation is the library's own rule (the tile schedule of ``online``,
+from :func:`attnmath.flash.causal_tile_schedule`) or heavier (``sinks``, ``scaling``) the JSON
+holds a grid computed here, and the sliders step through the grid's points only: nothing is
+interpolated.
 """
 
 from __future__ import annotations
@@ -33,10 +35,19 @@ from sphinx.util.docutils import SphinxDirective
 
 #: The rows of the online-softmax figure: the chapter's row of logits (book/08_flash.md).
 ONLINE_ROW_SEED, ONLINE_ROW_LEN, ONLINE_ROW_PEAK = 3, 64, (44, 7.0)
+#: The grid of the tile schedule: query and key lengths, tile sizes (a divisor and a
+#: non-divisor of the lengths), and every causal offset of the slider.
+TILE_LENGTHS = (16, 40, 64)
+TILE_BLOCKS = (8, 12)
+TILE_OFFSETS = range(-64, 65)
 #: The roofline figure's model (a dense decoder, so that attnmath.serving.step_cost applies)
-#: and the key/value head counts of its switch: multi-head, grouped-query, multi-query.
+#: and the key/value head counts of its switch: multi-head, grouped-query, multi-query, and
+#: multi-head latent attention (no key/value heads: one latent per token).
 ROOFLINE_MODEL = "Llama-2-7B"
-ROOFLINE_KV_HEADS = {"MHA": 32, "GQA": 8, "MQA": 1}
+ROOFLINE_KV_HEADS = {"MHA": 32, "GQA": 8, "MQA": 1, "MLA": 0}
+#: The published model whose latent widths d_c and d_rope the MLA setting takes (DeepSeek-AI
+#: 2024: d_c = 512, d_rope = 64).
+ROOFLINE_MLA_MODEL = "DeepSeek-V2"
 #: The grid of the sinks figure: the chapter's head (book/14_long_context.md) over fewer positions.
 SINK_POSITIONS, SINK_DIM = 96, 8
 SINK_WINDOWS = (4, 8, 16, 32)
@@ -58,13 +69,53 @@ def online_row() -> np.ndarray:
 
 
 def roofline_shape(variant: str):
-    """The roofline figure's model with the key/value heads of ``variant`` (MHA, GQA, MQA)."""
+    """The roofline figure's model with the attention of ``variant``: the key/value heads of
+    MHA, GQA or MQA, or MLA with DeepSeek-V2's latent widths on the model's other dimensions."""
     from attnmath.serving import PUBLISHED_MODELS
 
     if variant not in ROOFLINE_KV_HEADS:
         raise ValueError(f"variant must be one of {sorted(ROOFLINE_KV_HEADS)}, got {variant!r}")
-    return PUBLISHED_MODELS[ROOFLINE_MODEL]._replace(attention=variant,
-                                                      H_kv=ROOFLINE_KV_HEADS[variant])
+    shape = PUBLISHED_MODELS[ROOFLINE_MODEL]._replace(attention=variant,
+                                                       H_kv=ROOFLINE_KV_HEADS[variant])
+    if variant == "MLA":
+        latent = PUBLISHED_MODELS[ROOFLINE_MLA_MODEL]
+        shape = shape._replace(d_c=latent.d_c, d_rope=latent.d_rope)
+    return shape
+
+
+def tile_rows(schedule) -> str:
+    """A tile schedule (:func:`attnmath.flash.causal_tile_schedule`) as two base-36 digits per
+    query tile: how many key tiles are full, then how many masked; the rest are skipped (a row
+    is always full tiles, then masked ones, then skipped ones)."""
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = []
+    for row in schedule:
+        full, masked = int((row == "full").sum()), int((row == "masked").sum())
+        if list(row) != ["full"] * full + ["masked"] * masked + ["skipped"] * (len(row) - full - masked):
+            raise ValueError(f"a row of the schedule is not full, masked, skipped in order: {row}")
+        out.append(digits[full] + digits[masked])
+    return "".join(out)
+
+
+def tile_schedules() -> dict:
+    """``"L,S,block_q,block_k"`` -> runs ``[first offset, rows]`` of equal schedules over
+    :data:`TILE_OFFSETS`: each offset's schedule is the run's whose first offset is the
+    largest not above it."""
+    from attnmath.flash import causal_tile_schedule
+
+    grid = {}
+    for L in TILE_LENGTHS:
+        for S in TILE_LENGTHS:
+            for bq in TILE_BLOCKS:
+                for bk in TILE_BLOCKS:
+                    runs: list = []
+                    for offset in TILE_OFFSETS:
+                        rows = tile_rows(causal_tile_schedule(L, S, block_q=bq, block_k=bk,
+                                                              causal_alignment=offset))
+                        if not runs or runs[-1][1] != rows:
+                            runs.append([offset, rows])
+                    grid[f"{L},{S},{bq},{bk}"] = runs
+    return grid
 
 
 def sink_head(n: int = SINK_POSITIONS, d: int = SINK_DIM, seed: int = 0):
@@ -132,18 +183,30 @@ def temperature_data() -> dict:
 
 
 def online_data() -> dict:
-    return {"row": online_row().tolist()}
+    return {"row": online_row().tolist(), "lengths": TILE_LENGTHS, "blocks": TILE_BLOCKS,
+            "offsets": [TILE_OFFSETS.start, TILE_OFFSETS.stop - 1], "tiles": tile_schedules()}
+
+
+def roofline_variant(variant: str) -> dict:
+    """The numbers the page needs for one attention kind, from attnmath.serving:
+    ``weights`` the matmul weights (read once per step), ``per_key`` the FLOPs per sequence of
+    one more cached token (the difference of two step costs), ``per_token`` the numbers one
+    token adds to the cache; a decode step then costs ``2 weights B + per_key B (S + 1)``
+    FLOPs and ``(weights + B (S + 1) per_token) itemsize`` bytes."""
+    from attnmath.serving import decoder_param_count, kv_bytes_per_token, step_cost
+
+    shape = roofline_shape(variant)
+    per_key = (step_cost(shape, B=1, L=1, S=1).flops - step_cost(shape, B=1, L=1, S=0).flops)
+    return {"weights": decoder_param_count(shape).matmul, "per_key": per_key,
+            "per_token": kv_bytes_per_token(shape, itemsize=1),
+            "label": (f"MLA (latent {shape.d_c} + {shape.d_rope})" if variant == "MLA"
+                      else f"{variant} ({shape.H_kv})")}
 
 
 def roofline_data() -> dict:
-    from attnmath.serving import (H100_SXM_BF16_FLOPS, H100_SXM_HBM_BYTES_PER_S,
-                                  decoder_param_count)
+    from attnmath.serving import H100_SXM_BF16_FLOPS, H100_SXM_HBM_BYTES_PER_S
 
-    shape = roofline_shape("MHA")
-    # The matmul weights depend on the key/value heads (W_K and W_V shrink with them).
-    matmul = {v: decoder_param_count(roofline_shape(v)).matmul for v in ROOFLINE_KV_HEADS}
-    return {"model": ROOFLINE_MODEL, "matmul": matmul,
-            "n_layers": shape.n_layers, "H": shape.H, "D": shape.D, "kv_heads": ROOFLINE_KV_HEADS,
+    return {"model": ROOFLINE_MODEL, "variants": {v: roofline_variant(v) for v in ROOFLINE_KV_HEADS},
             "peak": H100_SXM_BF16_FLOPS, "bandwidth": H100_SXM_HBM_BYTES_PER_S}
 
 
@@ -189,11 +252,15 @@ FIGURES = {
                     "for tied logits."),
     "online": (online_data, "Interactive version of the online softmax and the tile schedule: "
                "sliders set the number of queries and keys, the tile sizes and the causal "
-               "alignment; a button reads the next block of the row and shows the running "
-               "maximum, the rescaled running sum, and which tiles are computed or skipped."),
+               "offset (query i sees key j when j is at most i plus the offset); a button reads "
+               "the next block of the row and shows the running maximum and the rescaled "
+               "running sum, and the grid shows which tiles the library's forward pass "
+               "computes, masks inside or skips at that offset."),
     "roofline": (roofline_data, "Interactive roofline: sliders set the batch, the cached tokens "
-                 "and the bits per number, a switch the key/value heads; the decode step's "
-                 "point moves along the roof and the read-outs say whether it is memory-bound."),
+                 "and the bits per number, a switch the attention (multi-head, grouped-query, "
+                 "multi-query, or multi-head latent attention with DeepSeek-V2's latent "
+                 "widths); the decode step's point moves along the roof and the read-outs say "
+                 "whether it is memory-bound."),
     "sinks": (sinks_data, "Interactive sinks and sliding window: sliders set the window, the "
               "number of sink tokens and the context scale factor; the plot shows the output "
               "error by position, which jumps once token 0 leaves a window without sinks, and "

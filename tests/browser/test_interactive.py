@@ -117,7 +117,7 @@ def test_temperature_shows_the_softmax_of_the_logits(reader, artifacts):
 def test_online_softmax_steps_match_the_library(reader, artifacts):
     f = _open(reader, "online")
     row = fig.online_row()
-    for S, block in ((1, 1), (7, 3), (48, 8), (64, 5), (64, 32), (33, 31)):
+    for S, block in ((16, 8), (16, 12), (40, 12), (64, 8), (40, 8), (64, 12)):
         f.set("S", S)
         f.set("block_k", block)
         blocks = math.ceil(S / block)
@@ -132,45 +132,80 @@ def test_online_softmax_steps_match_the_library(reader, artifacts):
             np.testing.assert_allclose(f.number("lse"), lse, rtol=1e-13, err_msg=f"{S}, {block}, {t}")
             np.testing.assert_allclose(f.number("ell"), math.exp(lse - m), rtol=1e-12)
             np.testing.assert_allclose(f.number("alpha"), math.exp(before - m), rtol=1e-13)
-            if S == 48 and t in (2, 6):
+            if S == 64 and block == 8 and t in (2, 6):
                 f.shoot(artifacts, f"online-step{t}")
         assert f.root.locator("button[data-key=next]").is_disabled()
         f.root.locator("button[data-key=reset]").click()
 
 
-def _library_schedule(L: int, S: int, block_q: int, block_k: int, alignment: str) -> str:
+def _library_schedule(L: int, S: int, block_q: int, block_k: int, offset: int) -> str:
     """The kind of every tile as flash_attention_forward runs it, recorded from a run of it
     (book/figstyle.py, which draws chapter 8's static figure from the same record)."""
-    kinds = figstyle.flash_tile_schedule(L, S, block_q, block_k, causal_alignment=alignment).kinds
+    kinds = figstyle.flash_tile_schedule(L, S, block_q, block_k, causal_alignment=offset).kinds
     letter = {"full": "F", "masked": "M", "skipped": "S"}
     return "/".join("".join(letter[kinds[i, j]] for j in range(math.ceil(S / block_k)))
                     for i in range(math.ceil(L / block_q)))
 
 
-@pytest.mark.parametrize("alignment", ["top_left", "bottom_right"])
-def test_tile_schedule_matches_the_flash_forward_pass(reader, alignment):
+def test_tile_schedule_at_every_offset_matches_the_flash_forward_pass(reader, artifacts):
     f = _open(reader, "online")
-    f.choose("alignment", alignment)
-    grid = [(64, 64, 8, 8), (32, 48, 8, 8), (48, 32, 8, 8), (13, 10, 4, 3), (1, 64, 1, 7),
-            (64, 1, 5, 1), (20, 50, 32, 6), (37, 29, 3, 32), (9, 9, 2, 2)]
-    for L, S, bq, bk in grid:
+    offsets = fig.TILE_OFFSETS
+    for L, S, bq, bk in ((64, 64, 8, 8), (16, 64, 12, 8), (64, 16, 8, 12), (40, 40, 12, 12),
+                         (40, 64, 8, 12), (16, 40, 12, 12)):
         for key, value in (("L", L), ("S", S), ("block_q", bq), ("block_k", bk)):
             f.set(key, value)
-        shown = f.read()
-        want = _library_schedule(L, S, bq, bk, alignment)
-        assert shown["kinds"] == want, (L, S, bq, bk, alignment)
-        assert int(shown["skipped"]) == want.count("S")
-        assert int(shown["computed"]) == want.count("F") + want.count("M")
-        assert int(shown["offset"]) == (S - L if alignment == "bottom_right" else 0)
+        # The ends of the slider, the two named alignments, the offsets that hide every key
+        # (-L) or none (S) and their neighbours, and a spread of the others.
+        for offset in sorted({offsets[0], offsets[-1], 0, S - L, -L, -L + 1, S, S - 1, -3, 5}
+                             | set(range(offsets[0], offsets[-1] + 1, 9))):
+            f.set("offset", offset)
+            shown = f.read()
+            want = _library_schedule(L, S, bq, bk, offset)
+            assert shown["kinds"] == want, (L, S, bq, bk, offset)
+            assert int(shown["skipped"]) == want.count("S")
+            assert int(shown["computed"]) == want.count("F") + want.count("M")
+            assert int(shown["masked"]) == want.count("M")
+            assert int(shown["offset"]) == offset
+            named = {0: "top-left", S - L: "bottom-right"}.get(offset, "neither")
+            assert shown["alignment"] == ("top-left and bottom-right" if offset == 0 == S - L
+                                          else named), (L, S, offset)
+    f.set("L", 40)
+    f.set("S", 64)
+    f.set("block_q", 8)
+    f.set("block_k", 8)
+    for offset in (0, 24):
+        f.set("offset", offset)
+        f.shoot(artifacts, f"online-offset{offset}")
+
+
+def test_every_tile_schedule_of_the_page_is_the_librarys():
+    # The grid the build wrote into the page, decoded as the page decodes it, for every setting
+    # of the sliders: causal_tile_schedule itself (the browser test above checks the page).
+    from attnmath.flash import causal_tile_schedule
+
+    grid = fig.tile_schedules()
+    codes = {"full": "F", "masked": "M", "skipped": "S"}
+    for L, S, bq, bk in ((a, b, c, d) for a in fig.TILE_LENGTHS for b in fig.TILE_LENGTHS
+                         for c in fig.TILE_BLOCKS for d in fig.TILE_BLOCKS):
+        runs = grid[f"{L},{S},{bq},{bk}"]
+        for offset in fig.TILE_OFFSETS:
+            rows = [r for first, r in runs if first <= offset][-1]
+            key_tiles = math.ceil(S / bk)
+            decoded = ["F" * int(rows[i], 36) + "M" * int(rows[i + 1], 36) for i in range(0, len(rows), 2)]
+            decoded = [row + "S" * (key_tiles - len(row)) for row in decoded]
+            want = causal_tile_schedule(L, S, block_q=bq, block_k=bk, causal_alignment=offset)
+            assert decoded == ["".join(codes[x] for x in row) for row in want], (L, S, bq, bk, offset)
 
 
 def test_roofline_point_matches_step_cost(reader, artifacts):
     f = _open(reader, "roofline")
     ridge = H100_SXM_BF16_FLOPS / H100_SXM_HBM_BYTES_PER_S
-    bounds = set()
+    bounds, mla_bounds = set(), set()
+    assert list(fig.ROOFLINE_KV_HEADS) == ["MHA", "GQA", "MQA", "MLA"]  # the switch, in order
     for variant in fig.ROOFLINE_KV_HEADS:
         f.choose("variant", variant)
         shape = fig.roofline_shape(variant)
+        assert shape.attention == variant
         for bits in (8, 16, 32):
             f.set("bits", bits)
             for B, S in ((1, 4096), (16, 128), (256, 131072), (1024, 128), (1024, 32768)):
@@ -184,7 +219,15 @@ def test_roofline_point_matches_step_cost(reader, artifacts):
                                            rtol=1e-14)
                 assert shown["bound"] == ("memory" if cost.intensity < ridge else "compute")
                 bounds.add(shown["bound"])
+                if variant == "MLA":
+                    mla_bounds.add(shown["bound"])
     assert bounds == {"memory", "compute"}  # the grid moves the decode point across the ridge
+    # With a long cache MLA's decode step does ten times the work per byte of GQA's: one more
+    # cached token costs H (4 d_c + 2 d_R) FLOPs per (d_c + d_R) numbers read, against
+    # 4 H D per 2 H_kv D.
+    assert mla_bounds == {"memory", "compute"}
+    mla, gqa = (step_cost(fig.roofline_shape(v), B=1024, L=1, S=32768) for v in ("MLA", "GQA"))
+    assert mla.intensity > 10 * gqa.intensity
     f.choose("variant", "MHA")
     f.set("bits", 16)
     f.set("B", 1)
@@ -194,6 +237,9 @@ def test_roofline_point_matches_step_cost(reader, artifacts):
     f.set("B", 1024)
     f.set("S", 128)
     f.shoot(artifacts, "roofline-mqa-batch1024")
+    f.choose("variant", "MLA")
+    f.set("S", 32768)
+    f.shoot(artifacts, "roofline-mla-batch1024")
 
 
 def test_sinks_errors_and_rope_arcs_match_the_library(reader, artifacts):

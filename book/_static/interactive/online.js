@@ -1,24 +1,25 @@
 /* Figs. 8.1 and 8.2, interactive: the online softmax of one row read block by block, and the
-   tile schedule of the causal forward pass (which tiles are computed, masked or skipped). */
+   tile schedule of the causal forward pass (which tiles are computed, masked or skipped) at a
+   causal offset: query i sees key j when j <= i + offset. */
 "use strict";
 {
   const A = AttnFig;
   const W = 360, H = 130, G = 240;
 
-  /* The kind of every (query tile, key tile), as attnmath.flash.flash_attention_forward runs
-     them: F computed without a mask, M computed with the mask, S skipped. */
-  function tileKinds(l, s, q, k, offset) {
-    const rows = [];
-    for (let i0 = 0; i0 < l; i0 += q) {
-      const i1 = Math.min(l, i0 + q), stop = Math.min(s, Math.max(0, i1 + offset));
-      let row = "";
-      for (let j0 = 0; j0 < s; j0 += k) {
-        const j1 = Math.min(s, j0 + k);
-        row += j0 >= stop ? "S" : (j1 - 1 > i0 + offset ? "M" : "F");
-      }
-      rows.push(row);
+  /* The kind of every (query tile, key tile) as attnmath.flash.causal_tile_schedule gave it
+     when the book was built: F computed without a mask, M computed with the mask, S skipped.
+     Each grid entry holds runs [first offset, rows] of equal schedules; a row is two base-36
+     digits, the number of F tiles, then of M tiles, the rest S. */
+  function tileKinds(tiles, l, s, q, k, offset) {
+    const runs = tiles[[l, s, q, k].join(",")];
+    let rows = runs[0][1];
+    for (const [first, r] of runs) if (first <= offset) rows = r;
+    const keyTiles = Math.ceil(s / k), out = [];
+    for (let i = 0; i < rows.length; i += 2) {
+      const full = parseInt(rows[i], 36), masked = parseInt(rows[i + 1], 36);
+      out.push("F".repeat(full) + "M".repeat(masked) + "S".repeat(keyTiles - full - masked));
     }
-    return rows;
+    return out;
   }
 
   /* One step of the online softmax: read the next block of the row into the running state. */
@@ -62,9 +63,8 @@
   }
 
   function drawTiles(fig) {
-    const {grid, rt} = fig, l = fig.L.value(), s = fig.S.value();
-    const offset = fig.align.value() === "bottom_right" ? s - l : 0;
-    const rows = tileKinds(l, s, fig.bq.value(), fig.bk.value(), offset);
+    const {grid, rt} = fig, l = fig.L.value(), s = fig.S.value(), offset = fig.offset.value();
+    const rows = tileKinds(fig.data.tiles, l, s, fig.bq.value(), fig.bk.value(), offset);
     const c = G / Math.max(rows.length, rows[0].length);
     grid.replaceChildren();
     rows.forEach((row, i) => [...row].forEach((kind, j) => {
@@ -75,6 +75,9 @@
     A.label(grid, 12, 4, "query tiles →", "start", {transform: "rotate(90 12 4)"});
     const all = rows.join(""), count = (k) => [...all].filter((x) => x === k).length;
     rt.offset.set(offset, String(offset));
+    const named = offset === 0 && s === l ? "top-left and bottom-right" : offset === 0 ? "top-left"
+      : offset === s - l ? "bottom-right" : "neither";
+    rt.alignment.set(named, named);
     rt.computed.set(count("F") + count("M"), (count("F") + count("M")) + " of " + all.length);
     rt.masked.set(count("M"), String(count("M")));
     rt.skipped.set(count("S"), String(count("S")));
@@ -84,13 +87,15 @@
   function controls(root, data, fig, reset) {
     const range = (a, b) => Array.from({length: b - a + 1}, (_, i) => a + i);
     const box = A.el("div", {class: "attn-controls"}, root);
-    fig.L = A.slider(box, "L", "queries L", range(1, 64), 32, String, reset);
-    fig.S = A.slider(box, "S", "keys S", range(1, data.row.length), 48, String, reset);
-    fig.bq = A.slider(box, "block_q", "block_q", range(1, 32), 8, String, reset);
-    fig.bk = A.slider(box, "block_k", "block_k", range(1, 32), 8, String, reset);
-    const alignments = [["top_left", "top-left (offset 0)"],
-                        ["bottom_right", "bottom-right (offset S − L)"]];
-    fig.align = A.choice(box, "alignment", "causal alignment", alignments, "top_left", reset);
+    const last = data.lengths[data.lengths.length - 1];
+    const tiles = () => drawTiles(fig);  // the queries, block_q and the offset leave the row alone
+    fig.L = A.slider(box, "L", "queries L", data.lengths, last, String, tiles);
+    fig.S = A.slider(box, "S", "keys S", data.lengths, last, String, reset);
+    fig.bq = A.slider(box, "block_q", "block_q", data.blocks, data.blocks[0], String, tiles);
+    fig.bk = A.slider(box, "block_k", "block_k", data.blocks, data.blocks[0], String, reset);
+    const signed = (o) => (o > 0 ? "+" : o < 0 ? "−" : "") + Math.abs(o);
+    fig.offset = A.slider(box, "offset", "causal offset", range(data.offsets[0], data.offsets[1]),
+                          0, signed, tiles);
     const buttons = A.el("div", {class: "attn-control attn-buttons"}, box);
     fig.next = A.el("button", {type: "button", "data-key": "next"}, buttons, "next block");
     A.el("button", {type: "button", "data-key": "reset"}, buttons, "start again")
@@ -119,7 +124,8 @@
     fig.grid = A.svg("svg", {viewBox: `0 0 ${G + 40} ${G + 30}`, class: "attn-plot attn-grid",
                              "aria-hidden": "true"}, root);
     const outs2 = A.el("div", {class: "attn-readouts"}, root);
-    fig.rt = Object.fromEntries([["offset", "offset ="], ["computed", "tiles computed:"],
+    fig.rt = Object.fromEntries([["offset", "offset ="], ["alignment", "alignment:"],
+                                 ["computed", "tiles computed:"],
                                  ["masked", "of them masked inside:"], ["skipped", "skipped:"],
                                  ["kinds", "schedule"]].map(([k, l]) => [k, A.readout(outs2, k, l)]));
     reset();

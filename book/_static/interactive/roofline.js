@@ -1,5 +1,6 @@
-/* Fig. 13.1, interactive: one decode step of a dense decoder on the roofline of an H100 SXM.
-   FLOPs and bytes as attnmath.serving.step_cost counts them (L = 1 new token). */
+/* Fig. 13.1, interactive: one decode step of a dense decoder on the roofline of an H100 SXM,
+   with multi-head, grouped-query, multi-query or multi-head latent attention. FLOPs and bytes
+   as attnmath.serving.step_cost counts them (L = 1 new token; MLA in its absorbed form). */
 AttnFig.register("roofline", function (root, data) {
   "use strict";
   const A = AttnFig;
@@ -9,8 +10,8 @@ AttnFig.register("roofline", function (root, data) {
   const S = A.slider(controls, "S", "cached tokens S", pow2(7, 17), 4096, String, () => draw());
   const bits = A.slider(controls, "bits", "bits per number", [8, 16, 32], 16,
                         String, () => draw());
-  const variant = A.choice(controls, "variant", "key/value heads",
-                           Object.entries(data.kv_heads).map(([k, h]) => [k, `${k} (${h})`]),
+  const variant = A.choice(controls, "variant", "attention",
+                           Object.entries(data.variants).map(([k, v]) => [k, v.label]),
                            "MHA", () => draw());
   const W = 360, H = 200, lo = 0.1, hi = 1e4;
   const plot = A.svg("svg", {viewBox: `0 0 ${W} ${H + 30}`, class: "attn-plot", "aria-hidden": "true"}, root);
@@ -38,10 +39,10 @@ AttnFig.register("roofline", function (root, data) {
 
   function draw() {
     const b = B.value(), s = S.value(), item = bits.value() / 8;
-    const hkv = data.kv_heads[variant.value()], weights = data.matmul[variant.value()];
-    const keys = s + 1;  // L = 1: the new query sees S cached keys and itself
-    const flops = 2 * weights * b + 4 * b * data.n_layers * data.H * data.D * keys;
-    const bytes = weights * item + b * (s + 1) * 2 * data.n_layers * hkv * data.D * item;
+    const v = data.variants[variant.value()];
+    const keys = s + 1;  // L = 1: the new query sees S cached tokens and itself
+    const flops = 2 * v.weights * b + v.per_key * b * keys;
+    const bytes = v.weights * item + b * keys * v.per_token * item;
     const intensity = flops / bytes;
     const attainable = Math.min(data.peak, data.bandwidth * intensity);
     point.setAttribute("cx", x(Math.min(hi, Math.max(lo, intensity))));
