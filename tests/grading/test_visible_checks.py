@@ -62,7 +62,7 @@ MISTAKES = [
      {"softmax_jacobian": ("np.diag(p) - np.outer(p, p)", "np.outer(p, p) - np.diag(p)")}),
     ("05_multihead", "heads scaled by sqrt(C) instead of sqrt(D)", "test_mha_forward",
      {"mha_forward": ("np.sqrt(q.shape[-1])", "np.sqrt(C)")}),
-    ("05_multihead", "a backward missing 1/sqrt(D)", "gradient_check",
+    ("05_multihead", "a backward missing 1/sqrt(D)", "test_mha_backward",
      {"mha_backward": ("scale = 1.0 / np.sqrt(q.shape[-1])", "scale = 1.0")}),
     ("07_efficiency", "a FLOP count off by a factor", "test_attention_costs",
      {"attention_costs": ("softmax_flops = 2 * n * n * d + 2 * n * n * d", "softmax_flops = 2 * n * n * d")}),
