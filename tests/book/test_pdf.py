@@ -275,7 +275,7 @@ def test_outline_links_and_api_appendix(built, book):
     documents = {f"/{doc}.html" for doc in toc_files()}
     outward = [uri for uri in _link_uris(reader) if urlsplit(uri).path in documents]
     assert not outward, f"links between the book's pages that leave the PDF: {outward[:5]}"
-    starts = sorted(openings(reader, titles).items(), key=lambda item: item[1])
+    starts = sorted(openings(reader, chapter_titles(built)).items(), key=lambda item: item[1])
     api = [i for i, (doc, _) in enumerate(starts) if doc == make_pdf.OMITTED_UNDER.rstrip("/")][0]
     length = (starts[api + 1][1] if api + 1 < len(starts) else len(pages)) - starts[api][1]
     assert length <= 3, f"the API reference fills {length} pages"
