@@ -43,11 +43,21 @@ KIND_MISTAKES = [
                            "return (x > 0) * (x + 1.0) + (x <= 0) * np.exp(x)")}),
     ("07_efficiency", "a cost table squeezed to one row", "test_attention_costs",
      {"attention_costs": ("np.array(rows, dtype=np.int64).reshape(len(ns), 3)", "np.array(rows, dtype=np.int64).squeeze()")}),
+    ("07_efficiency", "float32 chunked attention computed in float16", "test_chunked_attention",
+     {"chunked_attention": ("    L, D = q.shape[-2], q.shape[-1]\n",
+                            "    if q.dtype != np.float64:\n        q, k, v = (a.astype(np.float16) for a in (q, k, v))\n"
+                            "    L, D = q.shape[-2], q.shape[-1]\n")}),
+    ("07_efficiency", "float32 linear attention computed in float16", "test_linear_attention",
+     {"linear_attention": ("    phi_q, phi_k = phi(q), phi(k)",
+                           "    if np.asarray(q).dtype != np.float64:\n"
+                           "        q, k, v = (np.asarray(a, dtype=np.float16) for a in (q, k, v))\n"
+                           "    phi_q, phi_k = phi(q), phi(k)")}),
+    ("07_efficiency", "float32 causal linear attention computed in float16", "test_causal_linear_attention",
+     {"causal_linear_attention": ("    phi_q, phi_k, v = phi(q), phi(k), np.asarray(v)",
+                                  "    if np.asarray(q).dtype != np.float64:\n"
+                                  "        q, k, v = (np.asarray(a, dtype=np.float16) for a in (q, k, v))\n"
+                                  "    phi_q, phi_k, v = phi(q), phi(k), np.asarray(v)")}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.
-GAPS: dict[tuple[str, str], set[str]] = {
-    ("07_efficiency", "test_chunked_attention"): {"float32 input"},
-    ("07_efficiency", "test_linear_attention"): {"float32 input"},
-    ("07_efficiency", "test_causal_linear_attention"): {"float32 input"},
-}
+GAPS: dict[tuple[str, str], set[str]] = {}
