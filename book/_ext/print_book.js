@@ -191,6 +191,21 @@
     return length * 96 / 25.4;
   }
 
+  // A box that a page break splits before its first line leaves an empty piece (its border and
+  // padding) at the foot of one page or the head of the next; such pieces are not printed.
+  class EmptyPieces extends Paged.Handler {
+    afterRendered(pages) {
+      pages.forEach((page) => {
+        page.element.querySelectorAll('[data-split-to], [data-split-from]').forEach((piece) => {
+          if (!piece.textContent.trim() && !piece.querySelector('img, svg, canvas, mjx-container')) {
+            piece.style.display = 'none';
+          }
+        });
+      });
+    }
+  }
+  Paged.registerHandlers(EmptyPieces);
+
   // paged.js reports an element it cannot place on any page and goes on without the rest of its
   // chapter; a book with a gap is not printed.
   async function paginate(source, css) {

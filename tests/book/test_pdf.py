@@ -144,15 +144,28 @@ def _bands(rows: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(edges[::2], edges[1::2]))
 
 
-def empty_code_boxes(rgb: np.ndarray) -> list[tuple[int, int]]:
-    """Rows (first, end) of code-box background with no ink in them: a box, or the piece of one
-    that a page break left, holding no code."""
+def empty_boxes(rgb: np.ndarray) -> list[tuple[int, int]]:
+    """Rows (first, end) of a box with nothing in it: code-box background without code anywhere
+    on the page, or an edge of a box alone at the foot or head of the text area (the piece that
+    a page break leaves when it splits a box before its first line or after its last)."""
     box = (np.abs(rgb.astype(int) - CODE_BOX).max(axis=2) <= 2)
     paper = rgb.min(axis=2) >= 250
-    # A box's rows are mostly not paper (background, or code drawn on it); some are background.
-    rows = (~paper).mean(axis=1) > 0.5
-    return [(a, b) for a, b in _bands(rows)
-            if (box[a:b].mean(axis=1) > 0.5).sum() >= 3 and not ink(rgb[a:b]).any()]
+    top, bottom, edge = int(MARGIN), rgb.shape[0] - int(MARGIN), int(8 * MM)
+    found = []
+    # A box's rows are mostly not paper (background, border, or code drawn on it).
+    for a, b in _bands((~paper).mean(axis=1) > 0.5):
+        columns = np.flatnonzero(~paper[a:b].all(axis=0))
+        inside = slice(columns[0] + 4, columns[-1] - 3)  # within its coloured side borders
+        if ink(rgb[a:b, inside]).any() or a < top - 2 or b > bottom + 2:
+            continue
+        side = slice(columns[0], columns[0] + 3)  # where the box's left border runs on
+        alone_at_foot = (b > bottom - edge and paper[b:bottom, inside].all()
+                         and paper[a - 6:a - 2, side].all())
+        alone_at_head = (a < top + edge and paper[top:a, inside].all()
+                         and paper[b + 2:b + 6, side].all())
+        if (box[a:b].mean(axis=1) > 0.5).sum() >= 3 or alone_at_foot or alone_at_head:
+            found.append((a, b))
+    return found
 
 
 def test_title_page_and_contents(built, book):
@@ -231,9 +244,9 @@ def test_chapters_open_pages_with_numbers_and_running_heads(built, book):
         assert heading[1] - heading[0] > 12, f"{doc}: the chapter title is not set in large type"
 
 
-def test_no_blank_page_or_empty_code_box(book):
-    """Every page prints something in its text area, and no code box (or piece of one at a page
-    break) is empty."""
+def test_no_blank_page_or_empty_box(book):
+    """Every page prints something in its text area, and no box (a code box, or the piece of any
+    box that a page break leaves) is empty."""
     document, pages, reader = book
     blank, empty = [], []
     for index in range(len(pages)):
@@ -241,20 +254,30 @@ def test_no_blank_page_or_empty_code_box(book):
         top = int(MARGIN)
         if not ink(picture[top:-top]).any():
             blank.append(index + 1)
-        if empty_code_boxes(picture):
+        if empty_boxes(picture):
             empty.append(index + 1)
     assert not blank, f"blank pages: {blank}"
-    assert not empty, f"pages with an empty code box: {empty}"
+    assert not empty, f"pages with an empty box or piece of one: {empty}"
 
 
-def test_empty_code_box_is_found():
-    """The empty-box check finds a box of code background without code, and passes one with code."""
-    page = np.full((200, 100, 3), 255, dtype=np.uint8)
-    page[20:60, 5:95] = CODE_BOX
-    page[70:72, 5:95] = CODE_BOX  # a line of that colour (a shadow's) is not a box
-    assert empty_code_boxes(page) == [(20, 60)]
-    page[30:35, 10:40] = 30
-    assert empty_code_boxes(page) == []
+def test_empty_box_is_found():
+    """The check finds a box of code background without code, and the edge of a box alone at
+    the foot or head of the text area; it passes a box with code, a rule mid-page, and a box that
+    a page break splits between lines (its left border runs on from its edges)."""
+    page = np.full((842, 595, 3), 255, dtype=np.uint8)
+    page[200:240, 50:545] = CODE_BOX
+    page[250:252, 50:545] = CODE_BOX  # a line of that colour (a shadow's) is not a box
+    page[400:401, 50:545] = 220  # a rule between paragraphs
+    page[760:761, 50:545] = 220  # the top edge of a box whose content went to the next page
+    page[760:761, 50:52] = (16, 134, 16)  # with its coloured left border
+    page[70:71, 50:545] = 220  # the bottom edge of a box whose content stayed on the page before
+    assert empty_boxes(page) == [(70, 71), (200, 240), (760, 761)]
+    page[210:215, 60:200] = 30
+    page[71:90, 50:52] = 220  # the edges have box below, above: split between lines
+    page[740:760, 50:52] = 220
+    page[75:80, 60:200] = 30
+    page[745:750, 60:200] = 30
+    assert empty_boxes(page) == []
 
 
 def test_outline_links_and_api_appendix(built, book):
