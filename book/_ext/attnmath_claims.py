@@ -5,9 +5,9 @@ Before Sphinx reads the chapters, this extension starts the tests that carry a
 subprocess, about 20 s for all), which run while Sphinx reads, and keeps the outcome of each. A
 clean build runs them all; a later build (``make book`` after an edit) runs only those whose
 outcome may have changed: all of them when the library, the shared test code or the test
-settings changed, else the tests of each changed test file and of each chapter whose text changed (the
-claims it repeats), and it keeps the other outcomes of the last build, recorded in Sphinx's
-environment with a digest of what they depend on. The directives below then write the
+settings changed, else the tests of each changed test file (an edited chapter changes no outcome:
+the tests check the library), and it keeps the other outcomes of the last build, recorded in
+Sphinx's environment with a digest of what they depend on. The directives below then write the
 appendix from the markers and those outcomes:
 
 * ``{claims-summary}``: the counts of each verdict and of the tests that decided them;
@@ -17,8 +17,9 @@ appendix from the markers and those outcomes:
 * ``{claims-tests}``: every claim test's source, folded, so each row can link to its test.
 
 A claim test that fails, errors, is skipped or does not run is reported as a Sphinx warning, so
-the build with ``-W`` fails; the page is re-read on every build (``env-get-outdated``) so its
-outcomes are never older than the build. ``ATTNMATH_SKIP_CLAIM_TESTS=1`` skips the run for quick
+the build with ``-W`` fails, in every build until it passes. The page is re-read
+(``env-get-outdated``) whenever a test runs or what the page shows may have changed (a digest
+differs), so its outcomes are never older than the build. ``ATTNMATH_SKIP_CLAIM_TESTS=1`` skips the run for quick
 drafts: every outcome then reads "not run" and the build warns.
 """
 
@@ -116,34 +117,19 @@ def claim_inputs(markers) -> dict[str, str]:
     return {name: digest(ROOT / name) for name in names}
 
 
-def tests_to_run(markers, inputs: dict[str, str], record: dict | None, chapters: set[str]):
+def tests_to_run(markers, inputs: dict[str, str], record: dict | None):
     """The claim tests this build runs, and the outcomes it keeps from the last build.
 
     Every test, when the last build recorded none (a clean build) or a shared input changed;
-    otherwise the tests of a changed test file and those whose claims a changed chapter repeats.
+    otherwise the tests of a changed test file.
     """
     tests = sorted({m.test for m in markers})
     if not record or any(record["inputs"].get(n) != inputs[n] for n in SHARED_INPUTS):
         return tests, {}
-    run = {m.test for m in markers if m.chapter in chapters
-           or record["inputs"].get(m.test.partition("::")[0]) != inputs[m.test.partition("::")[0]]}
+    run = {m.test for m in markers
+           if record["inputs"].get(m.test.partition("::")[0]) != inputs[m.test.partition("::")[0]]}
     run |= {t for t in tests if t not in record["outcomes"]}
     return sorted(run), {t: record["outcomes"][t] for t in tests if t not in run}
-
-
-def edited_chapters(docs: dict[str, Path], record: dict | None, inputs: dict[str, str]) -> set[str]:
-    """The names of the documents ``docs`` (docname: source) whose text differs from the last
-    build's: a file saved again unchanged is no edit. Each one's digest goes into ``inputs``
-    (``chapter <name>``), with those the record keeps for the documents not read this time."""
-    before = (record or {}).get("inputs", {})
-    inputs.update({k: v for k, v in before.items() if k.startswith("chapter ")})
-    edited = set()
-    for doc, source in docs.items():
-        key = f"chapter {Path(doc).name}"
-        inputs[key] = digest(source)
-        if before.get(key) != inputs[key]:
-            edited.add(Path(doc).name)
-    return edited
 
 
 def start_tests(app, env, added, changed, removed):
@@ -157,8 +143,9 @@ def start_tests(app, env, added, changed, removed):
         return reread
     inputs = claim_inputs(markers)
     record = getattr(env, "attnmath_claim_record", None)
-    chapters = edited_chapters({doc: Path(env.doc2path(doc)) for doc in (*added, *changed)}, record, inputs)
-    run, kept = tests_to_run(markers, inputs, record, chapters)
+    run, kept = tests_to_run(markers, inputs, record)
+    if not run and record and record["inputs"] == inputs:
+        reread = []  # the same tests, sources and outcomes: the page would read the same
     env.attnmath_claim_record = {"inputs": inputs, "outcomes": {}}
     _KEPT[id(app)] = kept
     if run:

@@ -1,9 +1,10 @@
 """Which claim tests a build of the book runs again (book/_ext/attnmath_claims.py).
 
-A clean build runs every claim test; a later one runs the tests of what changed (a test file, a
-chapter) and keeps the other outcomes of the last build, unless the library or the shared test
-code changed, which runs them all again. These tests check that choice on made-up markers and
-the digests it rests on, without building the book.
+A clean build runs every claim test; a later one runs the tests of the test files that changed
+(an edited chapter runs none) and keeps the other outcomes of the last build, unless the library
+or the shared test code changed, which runs them all again; the appendix is read again only when
+a test runs or a digest changed. These tests check those choices on made-up markers and the
+digests they rest on, without building the book.
 """
 
 from __future__ import annotations
@@ -42,31 +43,31 @@ def _record(outcomes=None, **changed):
 
 
 def test_a_clean_build_runs_every_claim_test():
-    run, kept = ext.tests_to_run(MARKERS, INPUTS, None, set())
+    run, kept = ext.tests_to_run(MARKERS, INPUTS, None)
     assert run == TESTS and kept == {}
 
 
 def test_nothing_changed_runs_nothing_and_keeps_every_outcome():
     outcomes = {t: ("failed" if i % 4 == 0 else "passed") for i, t in enumerate(TESTS)}
-    run, kept = ext.tests_to_run(MARKERS, INPUTS, _record(outcomes), set())
+    run, kept = ext.tests_to_run(MARKERS, INPUTS, _record(outcomes))
     assert run == [] and kept == outcomes  # a failed outcome is kept, so the build fails again
 
 
 def test_a_change_to_the_library_or_the_shared_test_code_runs_every_test():
     for name in ext.SHARED_INPUTS:
-        run, kept = ext.tests_to_run(MARKERS, INPUTS, _record(**{name: "an older digest"}), set())
+        run, kept = ext.tests_to_run(MARKERS, INPUTS, _record(**{name: "an older digest"}))
         assert run == TESTS and kept == {}, name
 
 
 @settings(max_examples=60, deadline=None)
-@given(chapters=st.sets(st.sampled_from(CHAPTERS)), files=st.sets(st.sampled_from(FILES)),
-       new=st.sets(st.sampled_from(TESTS)))
-def test_a_later_build_runs_exactly_the_tests_of_what_changed(chapters, files, new):
-    """``chapters`` edited, ``files`` edited, ``new``: tests the last build did not run."""
+@given(files=st.sets(st.sampled_from(FILES)), new=st.sets(st.sampled_from(TESTS)))
+def test_a_later_build_runs_exactly_the_tests_of_what_changed(files, new):
+    """``files`` edited, ``new``: tests the last build did not run. An edited chapter is not among
+    the inputs: the claim tests check the library, whatever the chapter's text says."""
     record = _record(outcomes={t: "passed" for t in TESTS if t not in new},
                      **{f: "an older digest" for f in files})
-    run, kept = ext.tests_to_run(MARKERS, INPUTS, record, chapters)
-    expected = {m.test for m in MARKERS if m.chapter in chapters or m.test.partition("::")[0] in files} | new
+    run, kept = ext.tests_to_run(MARKERS, INPUTS, record)
+    expected = {m.test for m in MARKERS if m.test.partition("::")[0] in files} | new
     assert set(run) == expected
     assert set(kept) == set(TESTS) - expected and all(kept[t] == "passed" for t in kept)
 
@@ -97,22 +98,32 @@ def test_the_digests_cover_every_file_that_holds_claim_tests():
     assert all(inputs.values()), "every input exists in the repository"
 
 
-def test_a_chapter_saved_again_unchanged_is_no_edit_and_an_edited_one_is(tmp_path):
-    sources = {doc: tmp_path / f"{doc}.md" for doc in CHAPTERS}
-    for doc, path in sources.items():
-        path.write_text(f"# {doc}\n")
-    first: dict[str, str] = {}
-    assert ext.edited_chapters(sources, None, first) == set(CHAPTERS), "a clean build: every chapter is new"
-    record = {"inputs": first, "outcomes": {}}
-    sources["02_attention"].write_text("# 02_attention\n")  # saved again, same text
-    sources["04_masking"].write_text("# 04_masking\n\nA new sentence.\n")
-    read = {doc: sources[doc] for doc in ("02_attention", "04_masking")}  # Sphinx reads what is newer
-    second: dict[str, str] = {}
-    assert ext.edited_chapters(read, record, second) == {"04_masking"}
-    assert second["chapter 01_softmax"] == first["chapter 01_softmax"], "an unread chapter keeps its digest"
-    assert second["chapter 04_masking"] != first["chapter 04_masking"]
-    record = {"inputs": second, "outcomes": {}}
-    assert ext.edited_chapters(read, record, {}) == set(), "the edit is recorded: the next build has none"
+class _Env:
+    """What :func:`start_tests` reads of Sphinx's environment."""
+
+    def __init__(self, record):
+        self.found_docs = {ext.DOCNAME, "book/04_masking"}
+        self.attnmath_claim_record = record
+
+
+def test_the_appendix_is_read_again_only_when_a_test_runs_or_a_digest_changed(monkeypatch):
+    started = []
+    monkeypatch.setattr(ext.subprocess, "Popen", lambda args, **kw: started.append(args) or object())
+    markers = ext._claims_module().collect_markers(ext.ROOT / "tests")
+    inputs = ext.claim_inputs(markers)
+    outcomes = {m.test: "passed" for m in markers}
+    app = object()
+    try:
+        same = _Env({"inputs": dict(inputs), "outcomes": dict(outcomes)})
+        assert ext.start_tests(app, same, set(), {"book/04_masking"}, set()) == [] and not started
+        assert ext._KEPT[id(app)] == outcomes  # the outcomes reported again, warnings included
+        changed_file = markers[0].test.partition("::")[0]
+        older = _Env({"inputs": {**inputs, changed_file: "an older digest"}, "outcomes": dict(outcomes)})
+        assert ext.start_tests(app, older, set(), set(), set()) == [ext.DOCNAME] and len(started) == 1
+        assert set(ext._KEPT[id(app)]) == {m.test for m in markers if not m.test.startswith(changed_file)}
+    finally:
+        ext._KEPT.pop(id(app), None)
+        ext._PENDING.pop(id(app), None)
 
 
 def test_the_markers_follow_every_edit_of_a_test_file_though_files_are_parsed_once(tmp_path):
