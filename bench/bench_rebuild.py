@@ -143,7 +143,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     report = {"chapter": args.chapter, "target_seconds": TARGET_SECONDS,
               "target_cold_seconds": TARGET_COLD_SECONDS, "cpus": os.cpu_count(),
-              "load_average_before": os.getloadavg(), "command": ["python", "book/_ext/build_book.py", *COMMAND]}
+              "load_average_before": os.getloadavg(),
+              "command": ["python", "book/_ext/build_book.py", *COMMAND]}
     work = args.work or prepare(args.commit)
     try:
         if args.work is None:

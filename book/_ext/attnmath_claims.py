@@ -19,8 +19,8 @@ appendix from the markers and those outcomes:
 A claim test that fails, errors, is skipped or does not run is reported as a Sphinx warning, so
 the build with ``-W`` fails, in every build until it passes. The page is re-read
 (``env-get-outdated``) whenever a test runs or what the page shows may have changed (a digest
-differs), so its outcomes are never older than the build. ``ATTNMATH_SKIP_CLAIM_TESTS=1`` skips the run for quick
-drafts: every outcome then reads "not run" and the build warns.
+differs), so its outcomes are never older than the build. ``ATTNMATH_SKIP_CLAIM_TESTS=1`` skips
+the run for quick drafts: every outcome then reads "not run" and the build warns.
 """
 
 from __future__ import annotations

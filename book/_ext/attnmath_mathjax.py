@@ -183,8 +183,10 @@ def typeset_book(outdir: Path, macros: dict, warn) -> int:
             found[rel] = formulas_of(text)
     unique = sorted({f for formulas in found.values() for f in formulas})
     stylesheet = outdir / "_static" / STYLESHEET
-    markup = _typeset_markup(unique, macros, record, stylesheet, warn,
-                             lambda formula: [p for p, fs in found.items() if formula in fs]) if unique else {}
+    def pages_with(formula):
+        return [p for p, fs in found.items() if formula in fs]
+
+    markup = _typeset_markup(unique, macros, record, stylesheet, warn, pages_with) if unique else {}
     changed = 0
     for path, text in pages.items():
         rel = path.relative_to(outdir).as_posix()

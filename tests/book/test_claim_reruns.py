@@ -139,12 +139,13 @@ def test_the_markers_follow_every_edit_of_a_test_file_though_files_are_parsed_on
 
     write("verified")
     (tests / "test_plain.py").write_text("def test_plain():\n    pass\n")
-    assert [(m.test, m.verdict) for m in collect_markers(tests)] == [("tests/test_x.py::test_one", "verified")]
+    one, two = "tests/test_x.py::test_one", "tests/test_x.py::test_two"
+    assert [(m.test, m.verdict) for m in collect_markers(tests)] == [(one, "verified")]
     write("corrected")  # the same size: the modification time tells
     os.utime(marked, ns=(marked.stat().st_atime_ns, marked.stat().st_mtime_ns + 10**9))
     assert [m.verdict for m in collect_markers(tests)] == ["corrected"]
     write("corrected", '\n\n@pytest.mark.claim("001 §2", "b", "verified", chapter="01_softmax")\n'
                        'def test_two():\n    pass\n')
-    assert [m.test for m in collect_markers(tests)] == ["tests/test_x.py::test_one", "tests/test_x.py::test_two"]
+    assert [m.test for m in collect_markers(tests)] == [one, two]
     marked.unlink()
     assert collect_markers(tests) == []

@@ -23,7 +23,8 @@ class FakeApp:
 
     def connect(self, event, handler, priority=500):
         self.connected.append(event)
-        self.events.listeners.setdefault(event, []).append(EventListener(len(self.connected), handler, priority))
+        listener = EventListener(len(self.connected), handler, priority)
+        self.events.listeners.setdefault(event, []).append(listener)
 
 
 def test_without_the_variable_the_trace_connects_nothing(monkeypatch):
