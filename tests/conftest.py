@@ -72,7 +72,13 @@ XDIST_GROUP_FILES = {
     "tests/grading/test_nbgrader.py": "grading-nbgrader",
     # every assignment autograded by one nbgrader run (fixture graded_courses, tests/exercises)
     "tests/exercises/test_assignments.py": "exercises-graded",
+    # the PDF printed from this run's book, and read once (module fixtures of test_pdf.py)
+    "tests/book/test_pdf.py": "book-pdf",
 }
+#: Groups that wait for the book: they run where their tests stand (after the book is built),
+#: so that one worker waits for them while the other goes on. The other groups go out first,
+#: the largest first, so that their long set-ups run beside the many short tests.
+XDIST_IN_PLACE = {"book-pdf"}
 
 
 def xdist_scope(nodeid: str) -> str:
@@ -86,10 +92,31 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class GroupScheduling(LoadScopeScheduling):
+        _ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return xdist_scope(nodeid)
 
+        def _assign_work_unit(self, node) -> None:
+            if not self._ordered:  # once, before the first unit goes out
+                self._ordered = True
+                for scope in schedule_order(self.workqueue, self.collection):
+                    self.workqueue.move_to_end(scope)
+            super()._assign_work_unit(node)
+
     return GroupScheduling(config, log)
+
+
+def schedule_order(units: dict[str, dict], collection: list[str]) -> list[str]:
+    """The order in which the scheduling units ``units`` (scope -> its tests) go out: the groups
+    not in ``XDIST_IN_PLACE``, the largest first, then every other unit where its first test
+    stands in ``collection`` (the tests that read the book last, pytest_collection_modifyitems)."""
+    position: dict[str, int] = {}
+    for index, nodeid in enumerate(collection):
+        position.setdefault(xdist_scope(nodeid), index)
+    early = set(XDIST_GROUP_FILES.values()) - XDIST_IN_PLACE
+    return sorted(units, key=lambda scope: (scope not in early, -len(units[scope]) if scope in early else 0,
+                                            position.get(scope, len(collection))))
 
 
 @pytest.hookimpl(tryfirst=True)
