@@ -12,7 +12,8 @@ started and ended on which worker, then prints:
 * the shared builds under the run's ``--basetemp``: when each started and ended;
 * the bound: total busy time over the number of workers, against the wall time (what perfect
   balancing could reach), and the longest single items (what no balancing can split);
-* the slowest items (set-up, call and tear-down together) with their start time and worker.
+* the slowest items (set-up, call and tear-down together) with their start time and worker,
+  and the tests that failed.
 
 It writes ``bench/results/tests.json``. Extra arguments go to pytest; ``--from FILE`` analyses a
 timeline written by an earlier run instead of running the suite (it takes 5-15 minutes).
@@ -159,6 +160,7 @@ def analyse(records: list[dict], basetemp: Path | None, top: int) -> dict:
         "balanced_bound_s": round(busy / max(len(workers), 1), 1),
         "longest_item_s": slowest[0]["seconds"] if slowest else 0.0,
         "slowest": slowest[:top],
+        "failed": sorted({ph["id"] for ph in phases if ph["outcome"] == "failed"}),
     }
 
 
@@ -178,6 +180,8 @@ def show(run: dict | None, report: dict) -> None:
             print(f"      idle {seconds} s at {at} s before {before}")
     for name, b in report["shared_builds"].items():
         print(f"  shared build {name}: {b['start_s']}-{b['end_s']} s, ok={b['ok']}")
+    for test in report["failed"]:
+        print(f"  failed: {test}")
     print("slowest items (set-up + call + tear-down), start, worker:")
     for it in report["slowest"]:
         print(f"  {it['seconds']:7.1f} s  at {it['start_s']:6.1f} s  {it['w']:>4}  {it['id']}")
