@@ -98,7 +98,7 @@ def run_suite(timeline: Path, basetemp: Path, pytest_args: list[str]) -> dict:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     summary = [ln for ln in proc.stdout.splitlines() if " in " in ln and ("passed" in ln or "failed" in ln)]
     return {"command": " ".join(command), "returncode": proc.returncode, "wall_s": round(wall, 1),
-            "cpu_s": round(cpu, 1), "load_samples": loads, "summary": summary[-1:] }
+            "cpu_s": round(cpu, 1), "load_samples": loads, "summary": summary[-1:]}
 
 
 # --- analysis ---
@@ -146,8 +146,8 @@ def analyse(records: list[dict], basetemp: Path | None, top: int) -> dict:
     finish = max((r["t"] for r in records if r["ev"] == "finish"), default=max(p["stop"] for p in phases))
     items: dict[str, dict] = {}
     for ph in phases:
-        item = items.setdefault(ph["id"], {"id": ph["id"], "w": ph["w"], "start_s": round(ph["start"] - t0, 1),
-                                           "seconds": 0.0})
+        item = items.setdefault(ph["id"], {"id": ph["id"], "w": ph["w"],
+                                           "start_s": round(ph["start"] - t0, 1), "seconds": 0.0})
         item["seconds"] = round(item["seconds"] + ph["stop"] - ph["start"], 2)
     slowest = sorted(items.values(), key=lambda it: -it["seconds"])
     workers = per_worker(phases, collected, t0)
@@ -168,10 +168,12 @@ def show(run: dict | None, report: dict) -> None:
     if run:
         loads = run["load_samples"] or [0.0]
         print(f"wall {run['wall_s']} s, CPU {run['cpu_s']} s of the process tree "
-              f"({run['cpu_s'] / max(run['wall_s'], 1e-9):.2f} cores), load {min(loads):.1f}-{max(loads):.1f} "
-              f"(mean {sum(loads) / len(loads):.1f}); {' '.join(run['summary'])}")
-    print(f"session {report['session_s']} s; busy {report['busy_s']} s over {len(report['workers'])} workers: "
-          f"balanced bound {report['balanced_bound_s']} s; longest single item {report['longest_item_s']} s")
+              f"({run['cpu_s'] / max(run['wall_s'], 1e-9):.2f} cores), "
+              f"load {min(loads):.1f}-{max(loads):.1f} (mean {sum(loads) / len(loads):.1f}); "
+              f"{' '.join(run['summary'])}")
+    print(f"session {report['session_s']} s; busy {report['busy_s']} s over {len(report['workers'])} "
+          f"workers: balanced bound {report['balanced_bound_s']} s; "
+          f"longest single item {report['longest_item_s']} s")
     for name, w in report["workers"].items():
         idle = sum(g[1] for g in w["idle_gaps"])
         print(f"  {name}: collected at {w['collected_s']} s, tests {w['first_s']}-{w['last_s']} s, "
@@ -206,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     records = [json.loads(line) for line in timeline.read_text().splitlines() if line.strip()]
     report = analyse(records, basetemp, args.top)
     show(run, report)
-    if run is not None:
+    if run is not None and basetemp is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"run": run, **report}, indent=2) + "\n")
         shutil.rmtree(basetemp.parent, ignore_errors=True)
