@@ -103,7 +103,8 @@ def test_copies_carry_the_local_kernel_metadata_and_saved_notebooks_keep_theirs(
     info, spec = copy.metadata["language_info"], copy.metadata["kernelspec"]
     assert info["version"] == platform.python_version() and info["name"] == "python"
     assert info["codemirror_mode"] == {"name": "ipython", "version": 3} and info["file_extension"] == ".py"
-    assert spec["name"] == "python3" and spec["language"] == "python" and spec["display_name"] != "Python 3 (elsewhere)"
+    assert spec["name"] == "python3" and spec["language"] == "python"
+    assert spec["display_name"] != "Python 3 (elsewhere)"
     assert copy.cells == released.cells
     assert {k: v for k, v in copy.metadata.items() if k not in ("language_info", "kernelspec")} == {
         k: v for k, v in released.metadata.items() if k not in ("language_info", "kernelspec")}
