@@ -98,7 +98,8 @@
       node.textContent.split('\n').forEach((piece, i) => {
         if (i > 0) lines.push([]);
         if (!piece) return;
-        const copy = node.nodeType === Node.ELEMENT_NODE ? node.cloneNode(false) : document.createTextNode('');
+        const copy = node.nodeType === Node.ELEMENT_NODE ? node.cloneNode(false)
+          : document.createTextNode('');
         copy.textContent = piece;
         lines[lines.length - 1].push(copy);
       });
