@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 
 from pybtex.backends.plaintext import Backend as PlainText
-from pybtex.markup import LaTeXParser
 from pybtex.plugin import register_plugin
+from pybtex.richtext import Text
 from pybtex.style.formatting.unsrt import Style as UnsrtStyle
 from pybtex.style.labels import BaseLabelStyle
 
@@ -24,7 +24,9 @@ _PLAIN_TEXT = PlainText()
 
 
 def _plain(latex: str) -> str:
-    return LaTeXParser(latex).parse().render(_PLAIN_TEXT)
+    """``latex`` as the reader sees it: accents and other escapes decoded to Unicode ("P{\\'e}rez" is
+    "Pérez", "--" an en dash), braces dropped; the decoding pybtex gives the bibliography's entries."""
+    return Text.from_latex(latex).render(_PLAIN_TEXT)
 
 
 def author_year(entry) -> str:
