@@ -6,10 +6,18 @@ a named mistake per kind: it fails at least one hidden case of that kind, and th
 that stops it names the same kind (``check.kind`` in the test cell; a check that names no kind
 is of the kind "a visible self-check"). The kinds are read from the hidden tests themselves, so a
 new kind fails :func:`test_every_hidden_kind_has_a_visible_check` until a mistake covers it.
+
+A student sees only the first failing check of a cell, so the coverage proof also runs each test
+cell in a recording mode (here only, never in the notebooks): every ``assert`` inside a
+``with self_check(...) as check:`` block, in loops and helpers too, records ``check.kind`` as it
+stands at that moment with its message, and carries on. A mistake proves every kind K that a
+visible check of K fails in a cell and a hidden case of K of that cell's part fails as well;
+:func:`test_a_mistake_fails_the_hidden_kind_its_visible_check_names` still proves the first.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import io
@@ -17,6 +25,8 @@ import re
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gradingkit as gk
 from attngrade.notebooks import cell_grade_id
@@ -26,29 +36,85 @@ from kind_mistakes import collect_kind_mistakes
 VISIBLE_KIND = "a visible self-check"  # what a check that sets no check.kind is
 
 
-def _run(assignment: str, change: dict[str, tuple[str, str]] | None = None) -> tuple[str, dict]:
-    """Run the release's code cells with the solution's answers (``change``: grade id -> (old, new)
-    in that answer, or a list of such pairs); return ``"passed"`` or the first failing check's cell and message, and the
-    namespace the cells left."""
+def _cells(assignment: str, change: dict[str, tuple[str, str]] | None = None):
+    """The release's code cells as (grade id, source) with the solution's answers (``change``:
+    grade id -> (old, new) in that answer, or a list of such pairs), hidden tests left out."""
     answers = gk.solution_answers(assignment)
     for gid, edits in (change or {}).items():
         for old, new in [edits] if isinstance(edits, tuple) else edits:
             assert answers[gid].count(old) == 1, (gid, old)
             answers[gid] = answers[gid].replace(old, new)
-    namespace: dict = {}
     for cell in gk.release(assignment).cells:
-        if cell.cell_type != "code":
-            continue
-        gid = cell_grade_id(cell)
-        source = answers.get(gid, cell.source)
-        source = re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.S)
+        if cell.cell_type == "code":
+            gid = cell_grade_id(cell)
+            source = answers.get(gid, cell.source)
+            yield gid, re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.S)
+
+
+def _exec(code, namespace: dict) -> None:
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a mistake's overflow is expected
+        exec(code, namespace)  # noqa: S102 - our own notebooks
+
+
+def _run(assignment: str, change: dict[str, tuple[str, str]] | None = None) -> tuple[str, dict]:
+    """Run the release's code cells as the student does (see :func:`_cells`); return ``"passed"``
+    or the first failing check's cell and message, and the namespace the cells left."""
+    namespace: dict = {}
+    for gid, source in _cells(assignment, change):
         try:
-            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # a mistake's overflow is expected
-                exec(compile(source, gid or "cell", "exec"), namespace)  # noqa: S102 - our own notebooks
+            _exec(compile(source, gid or "cell", "exec"), namespace)
         except AssertionError as exc:
             return f"{gid}: {exc}", namespace
     return "passed", namespace
+
+
+# ----------------------------------------------------------------------------- recording mode
+
+RECORD = "_record_visible_failure"  # the recorder's name in a recording run's namespace
+
+
+class _RecordAsserts(ast.NodeTransformer):
+    """Turns ``assert cond, msg`` into ``if not cond: RECORD(check, msg)``, where ``check`` is the
+    self-check the asserts belong to; asserts in loops, branches and functions defined inside the
+    block are turned too, and a function's ``check`` is looked up when it is called."""
+
+    def __init__(self, check: str):
+        self.check = check
+
+    def visit_Assert(self, node: ast.Assert) -> ast.If:
+        message = node.msg if node.msg is not None else ast.Constant("")
+        call = ast.Call(ast.Name(RECORD, ast.Load()), [ast.Name(self.check, ast.Load()), message], [])
+        return ast.copy_location(ast.If(ast.UnaryOp(ast.Not(), node.test), [ast.Expr(call)], []), node)
+
+
+def recording(source: str, filename: str = "cell"):
+    """``source`` compiled so that every assert inside a ``with self_check(...) as check:`` block
+    records its failure and carries on instead of raising."""
+    tree = ast.parse(source)
+    blocks = [node for node in ast.walk(tree) if isinstance(node, ast.With)]
+    for block in blocks:
+        item = block.items[0]
+        call = item.context_expr
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "self_check"
+                and isinstance(item.optional_vars, ast.Name)):
+            _RecordAsserts(item.optional_vars.id).visit(block)
+    return compile(ast.fix_missing_locations(tree), filename, "exec")
+
+
+def _record_cells(cells, namespace: dict) -> list[tuple[str, str, str]]:
+    """Run ``cells`` ((grade id, source) pairs) in recording mode; return every failing visible
+    check as (grade id, kind, message). An exception other than a failed assert is the last
+    failure its cell records, of the kind current when it was raised."""
+    failures: list[tuple[str, str, str]] = []
+    for gid, source in cells:
+        namespace[RECORD] = lambda check, message, gid=gid: failures.append(
+            (gid, check.kind or VISIBLE_KIND, str(message)))
+        try:
+            _exec(recording(source, gid or "cell"), namespace)
+        except Exception as exc:  # noqa: BLE001 - the check's own wrapper names the kind
+            failures.append((gid, _named_kind(f"{gid}: {exc}"), str(exc)))
+    return failures
 
 
 def _run_visible(assignment: str, change: dict[str, tuple[str, str]] | None = None) -> str:
@@ -200,6 +266,64 @@ def test_no_visible_message_gives_the_flop_count_away():
         assert number not in release.source
 
 
+# ----------------------------------------------------------------------------- the recording is faithful
+
+TOY_CELL = """
+with self_check("Part 1") as check:
+    def _positive(x, what):
+        assert x > 0, f"{what} is not positive"
+    assert a < 100, "a is too large"
+    check.kind = "first"
+    for x in (a, a + 1):
+        _positive(x, "a")
+    check.kind = "second"
+    if b is not None:
+        assert b > 0, "b is not positive"
+        _positive(b + 1, "b + 1")
+"""
+
+
+def _toy_namespace(**values) -> dict:
+    namespace = dict(values)
+    _exec(compile(dict(_cells("01_softmax"))["self_check"], "self_check", "exec"), namespace)
+    return namespace
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(-3, 101), st.integers(-3, 3))
+def test_recording_keeps_every_failing_check_with_its_kind(a, b):
+    expected = [("toy", VISIBLE_KIND, "a is too large")] * (a >= 100)
+    expected += [("toy", "first", "a is not positive")] * ((a <= 0) + (a + 1 <= 0))
+    expected += [("toy", "second", "b is not positive")] * (b <= 0) + [("toy", "second", "b + 1 is not positive")] * (b <= -1)
+    assert _record_cells([("toy", TOY_CELL)], _toy_namespace(a=a, b=b)) == expected
+    namespace, message = _toy_namespace(a=a, b=b), "passed"  # the student's run stops at the first
+    try:
+        _exec(compile(TOY_CELL, "toy", "exec"), namespace)
+    except AssertionError as exc:
+        message = str(exc)
+    if expected:
+        _cell, kind, first = expected[0]
+        assert message == "Part 1 failed" + (f" [{kind}]" if kind != VISIBLE_KIND else "") + f": {first}"
+    else:
+        assert message == "passed"
+
+
+def test_recording_ends_a_cell_at_an_error_other_than_a_failed_check():
+    cell = """
+with self_check("Part 1") as check:
+    check.kind = "first"
+    assert a > 0, "a is not positive"
+    check.kind = "second"
+    b + 1
+    check.kind = "third"
+    assert False, "after the error"
+"""
+    failures = _record_cells([("toy", cell), ("next", TOY_CELL)], _toy_namespace(a=0, b=None))
+    error = "Part 1 failed [second]: TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'"
+    assert failures == [("toy", "first", "a is not positive"), ("toy", "second", error),
+                        ("next", "first", "a is not positive")]
+
+
 # ----------------------------------------------------------------------------- every hidden kind
 
 # Mistakes that each fail one kind of hidden case (the older mistakes above count too), and the
@@ -220,6 +344,18 @@ def _named_kind(message: str) -> str:
     return found.group(1) if found else VISIBLE_KIND
 
 
+def _fails_hidden(assignment: str, cell: str, kind: str, namespace: dict) -> bool:
+    """Whether the function that ``namespace`` holds for part ``cell`` fails a hidden case of ``kind``."""
+    part = load_parts(gk.SOLUTIONS / assignment / "hidden_tests.py").get(cell)
+    if part is None:  # a cell that grades nothing
+        return False
+    cases = [case for case in make_cases(part) if case.kind == kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        outcomes = compute_outputs(namespace[part.function], cases)
+    return any(not check_outputs(part, [c], [o])[0] for c, o in zip(cases, outcomes))
+
+
 @functools.lru_cache(maxsize=None)
 def _verdict(index: int) -> tuple[str, str, bool]:
     """For mistake ``index``: its visible message, the kind that message names, and whether the
@@ -227,15 +363,19 @@ def _verdict(index: int) -> tuple[str, str, bool]:
     assignment, _name, cell, change = ALL_MISTAKES[index]
     message, namespace = _run(assignment, change)
     kind = _named_kind(message)
-    part = load_parts(gk.SOLUTIONS / assignment / "hidden_tests.py").get(cell)
-    if part is None:  # caught by a cell that grades nothing (05's gradient check)
-        return message, kind, False
-    cases = [case for case in make_cases(part) if case.kind == kind]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        outcomes = compute_outputs(namespace[part.function], cases)
-    fails = any(not check_outputs(part, [c], [o])[0] for c, o in zip(cases, outcomes))
-    return message, kind, fails
+    return message, kind, _fails_hidden(assignment, cell, kind, namespace)
+
+
+@functools.lru_cache(maxsize=None)
+def _proved(index: int) -> frozenset[tuple[str, str]]:
+    """The (test cell, kind) pairs mistake ``index`` proves: a visible check of that kind fails in
+    that cell (recording mode, every failure, not only the first) and so does a hidden case."""
+    assignment, _name, _cell, change = ALL_MISTAKES[index]
+    namespace: dict = {}
+    failures = _record_cells(_cells(assignment, change), namespace)
+    hidden = _hidden_kinds(assignment)
+    seen = {(cell, kind) for cell, kind, _message in failures if kind in hidden.get(cell, ())}
+    return frozenset(key for key in seen if _fails_hidden(assignment, *key, namespace))
 
 
 @pytest.mark.slow
@@ -252,11 +392,9 @@ def test_a_mistake_fails_the_hidden_kind_its_visible_check_names(index):
 @pytest.mark.parametrize("assignment", gk.ASSIGNMENTS)
 def test_every_hidden_kind_has_a_visible_check(assignment):
     covered = set()
-    for index, (a, _name, cell, _change) in enumerate(ALL_MISTAKES):
-        if a == assignment:
-            _message, kind, fails = _verdict(index)
-            if fails:
-                covered.add((cell, kind))
+    for index, mistake in enumerate(ALL_MISTAKES):
+        if mistake[0] == assignment:
+            covered |= _proved(index)
     missing = {}
     for cell, kinds in _hidden_kinds(assignment).items():
         left = {kind for kind in kinds if (cell, kind) not in covered}
