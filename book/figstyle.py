@@ -1,10 +1,13 @@
 """The book's figure style, applied by the setup cell of every chapter (use_book_style).
 
 A legend never covers data: before a figure is drawn for the page, a legend that would cover
-data moves to a free place in its axes or beside them (:func:`place_legends`).
+data moves to a free place in its axes, or else beside or under them, never taking more than a
+quarter of the plot's width (:func:`place_legends`).
 Besides the style, every figure a chapter shows carries a report of how it reads
-(:func:`figure_report`, in the metadata of the figure's SVG output when the book is built): whether each legend covers data, and the smallest type at the size the page shows the
-figure. ``tests/book/test_figures.py`` reads those reports from the executed chapters.
+(:func:`figure_report`, in the metadata of the figure's SVG output when the book is built):
+whether each legend covers data or takes the plot's width, the smallest type at the size the page
+shows the figure, and whether tick labels run into each other. ``tests/book/test_figures.py``
+reads those reports from the executed chapters.
 
 Diagrams that show what the library does are drawn from a run of it: the tile schedule of
 flash attention's forward pass (:func:`flash_tile_schedule`, :func:`draw_tile_schedule`) is
@@ -17,7 +20,7 @@ import numpy as np
 from cycler import cycler
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Rectangle
-from matplotlib.transforms import Bbox
+from matplotlib.transforms import Bbox, ScaledTranslation
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 # The Okabe-Ito palette, distinguishable with the common colour-vision deficiencies; every
@@ -88,10 +91,17 @@ LEGEND_PLACES = ("upper right", "upper left", "lower right", "lower left", "cent
                  "center left", "upper center", "lower center")
 
 
+#: The most of its axes' width a legend beside them may take (its width over the axes' width):
+#: a wider one goes under the axes instead, where it takes height and leaves the plot its width.
+MAX_BESIDE_SHARE = 0.25
+
+
 def place_legends(fig):
     """Move every legend that covers data of its axes to the first place inside the axes where
-    it covers none (:data:`LEGEND_PLACES`), or else beside the axes, right of the plot, the
-    axes narrowed to keep the figure's width; return ``fig``. A legend that covers nothing stays where the chapter put it."""
+    it covers none (:data:`LEGEND_PLACES`), or else out of the plot: beside the axes, right of
+    the plot, when it takes at most :data:`MAX_BESIDE_SHARE` of the axes' width, or else under
+    the axes' labels, in as many columns as fit the axes' width; the axes make room and the figure
+    keeps its width. Return ``fig``. A legend that covers nothing stays where the chapter put it."""
     for _ in range(3):  # moving a legend beside its axes narrows them: the others look again
         if not _place_legends_once(fig):
             break
@@ -99,10 +109,10 @@ def place_legends(fig):
 
 
 def _place_legends_once(fig) -> bool:
-    """One pass of :func:`place_legends`; whether a legend moved beside its axes."""
+    """One pass of :func:`place_legends`; whether a legend moved out of its axes."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    beside = False
+    moved_out = False
     for ax in fig.axes:
         legend = ax.get_legend()
         if legend is None or not _data_inside(ax, legend.get_window_extent(renderer)):
@@ -114,12 +124,35 @@ def _place_legends_once(fig) -> bool:
             if not _data_inside(ax, legend.get_window_extent(renderer)):
                 break
         else:
-            legend.set_loc("upper left")
-            legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
-            beside = True
-    if beside and not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+            _place_outside(ax, legend, renderer)
+            moved_out = True
+    if moved_out and not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
         fig.tight_layout()  # the axes make room for the legend: the figure keeps its width
-    return beside
+    return moved_out
+
+
+def _place_outside(ax, legend, renderer):
+    """Put ``legend`` beside ``ax`` if it takes at most :data:`MAX_BESIDE_SHARE` of the width
+    left to the axes, else under the axes' tick labels and label, in the most columns (up to one
+    per entry) whose width fits the axes'."""
+    width = legend.get_window_extent(renderer).width
+    if width <= MAX_BESIDE_SHARE * (0.9 * ax.bbox.width - width):  # 0.9: the gap, the layout's pad
+        legend.set_loc("upper left")
+        legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
+        return
+    labels, title = [text.get_text() for text in legend.texts], legend.get_title()
+    title, title_font = title.get_text(), title.get_fontproperties()
+    for ncols in range(len(labels), 0, -1):  # the legend's entries laid out again in ncols columns
+        legend.set_ncols(ncols)
+        legend._init_legend_box(legend.legend_handles, labels)
+        legend.set_title(title, prop=title_font)  # the new layout has an empty title box
+        if ncols == 1 or legend.get_window_extent(renderer).width <= ax.bbox.width:
+            break
+    # under the x axis's tick labels and label, whatever size the layout gives the axes
+    drop = (ax.bbox.y0 - ax.xaxis.get_tightbbox(renderer).y0) / ax.figure.dpi
+    legend.set_loc("upper center")  # after the new layout: it places the new box
+    legend.set_bbox_to_anchor((0.5, 0.0), transform=ax.transAxes + ScaledTranslation(
+        0, -drop, ax.figure.dpi_scale_trans))
 
 
 def power_of_two_axis(ax, which="x"):
@@ -171,8 +204,9 @@ def _data_inside(ax, box) -> list:
 
 
 def figure_report(fig) -> dict:
-    """How a figure reads: for each legend, whether it lies inside its axes and which data it
-    covers; the smallest type, in points at the size the page shows the figure."""
+    """How a figure reads: for each legend, whether it lies inside its axes, which data it covers
+    and, for one beside its axes, the share of their width it takes; the smallest type, in points
+    at the size the page shows the figure; the axes whose tick labels run into each other."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     legends = []
@@ -181,16 +215,39 @@ def figure_report(fig) -> dict:
         if legend is None or not legend.get_visible():
             continue
         box = legend.get_window_extent(renderer)
-        legends.append({"axes": ax.get_title() or ax.get_ylabel(),
-                        "inside_axes": bool(ax.bbox.contains(box.x0, box.y0) and ax.bbox.contains(box.x1, box.y1)),
-                        "covers": _data_inside(ax, box)})
+        beside = box.y0 < ax.bbox.y1 and box.y1 > ax.bbox.y0 and (box.x0 >= ax.bbox.x1 - 1
+                                                                   or box.x1 <= ax.bbox.x0 + 1)
+        inside = ax.bbox.contains(box.x0, box.y0) and ax.bbox.contains(box.x1, box.y1)
+        legends.append({"axes": _name(ax), "inside_axes": bool(inside),
+                        "covers": _data_inside(ax, box),
+                        "beside_share": round(box.width / ax.bbox.width, 3) if beside else 0.0})
     sizes = [t.get_fontsize() for t in fig.findobj(mpl.text.Text)
              if t.get_visible() and t.get_text().strip()]
     # shown as the notebook saves it: cropped to what is drawn (bbox_inches="tight", with its pad)
     shown_inches = fig.get_tightbbox(renderer).width + 2 * mpl.rcParams["savefig.pad_inches"]
     scale = min(1.0, COLUMN_INCHES / shown_inches)
     return {"legends": legends,
-            "smallest_type_pt": round(float(min(sizes) * scale), 2) if sizes else None}
+            "smallest_type_pt": round(float(min(sizes) * scale), 2) if sizes else None,
+            "overlapping_ticks": [_name(ax) for ax in fig.axes if _ticks_overlap(ax, renderer)]}
+
+
+def _name(ax) -> str:
+    return ax.get_title() or ax.get_ylabel() or ax.get_xlabel()
+
+
+def _ticks_overlap(ax, renderer) -> bool:
+    """Whether two tick labels of an axis of ``ax`` that the axes show run into each other."""
+    for axis, lo, hi in ((ax.xaxis, "x0", "x1"), (ax.yaxis, "y0", "y1")):
+        low, high = sorted(axis.get_view_interval())
+        slack = 1e-9 * (high - low)
+        boxes = sorted((label.get_window_extent(renderer) for tick in axis.get_major_ticks()
+                        if low - slack <= tick.get_loc() <= high + slack
+                        for label in (tick.label1, tick.label2)
+                        if label.get_visible() and label.get_text().strip()),
+                       key=lambda box: getattr(box, lo))
+        if any(getattr(b, lo) < getattr(a, hi) - 0.5 for a, b in zip(boxes, boxes[1:])):
+            return True
+    return False
 
 
 #: The kinds of (query tile, key tile) in flash attention's forward pass, and how the tile

@@ -26,8 +26,8 @@ LATEX = st.lists(st.sampled_from(["a", "Z", " ", "{", "}", "-", "\\'e", '\\"o', 
 #: balanced BibTeX with every kind of escape the bibliography may hold: accents in their three
 #: spellings, special letters, dashes, ties, escaped specials and protecting braces.
 ESCAPED = st.lists(st.sampled_from(["a", "Z", " ", "\\'e", "{\\'e}", "\\'{e}", '{\\"o}', '\\"{u}', "\\~a",
-                                    "\\=a", "\\c{c}", "{\\c{c}}", "{\\ss}", "{\\L}ukasz", "\\v{s}", "--", "---",
-                                    "~", "\\&", "\\#", "\\%", "{Brain}", "{{IO}}"]),
+                                    "\\=a", "\\c{c}", "{\\c{c}}", "{\\ss}", "{\\L}ukasz", "\\v{s}",
+                                    "--", "---", "~", "\\&", "\\#", "\\%", "{Brain}", "{{IO}}"]),
                    max_size=12).map("".join)
 
 

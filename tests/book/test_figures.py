@@ -1,4 +1,5 @@
-"""Figures that read: legends off the data, type of at least 10 pt at the size the page shows.
+"""Figures that read: legends off the data and off the plot's width, type of at least 10 pt at
+the size the page shows, tick labels apart.
 
 When the book is built, book/figstyle.py attaches to every figure a chapter shows a report of
 how it reads (``figure_report``, in the metadata of its SVG output, which the pages do not show).
@@ -61,6 +62,54 @@ def test_place_legends_moves_a_covering_legend_off_the_data_and_keeps_the_width(
     report = figstyle.figure_report(figstyle.place_legends(fig))
     assert all(not legend["covers"] and not legend["inside_axes"] for legend in report["legends"])
     assert fig.get_figwidth() == width
+
+
+def _crowded(ax, labels):
+    """Lines everywhere in ``ax``: no place inside is free for its legend."""
+    x = np.linspace(0, 1, 200)
+    for n, shift in enumerate(np.linspace(0, 1, 9)):
+        ax.plot(x, (x + shift) % 1, ".", ms=2, label=labels[n] if n < len(labels) else None)
+    ax.legend(loc="center", title="curves")
+
+
+@pytest.mark.parametrize("layout", [None, "tight", "constrained"])
+@pytest.mark.parametrize("ncols", [1, 2, 3])
+def test_a_wide_legend_goes_under_the_axes_and_leaves_them_their_width(layout, ncols):
+    figstyle.use_book_style()
+    fig, axes = plt.subplots(1, ncols, figsize=(8, 3.5), layout=layout, squeeze=False)
+    for ax in axes[0]:
+        _crowded(ax, ["first curve", "second curve", "third curve"])
+    fig.canvas.draw()
+    widths = [ax.bbox.width for ax in axes[0]]
+    report = figstyle.figure_report(figstyle.place_legends(fig))
+    renderer = fig.canvas.get_renderer()
+    for ax, width, legend in zip(axes[0], widths, report["legends"]):
+        box, label = ax.get_legend().get_window_extent(renderer), ax.xaxis.get_tightbbox(renderer)
+        assert not legend["covers"] and legend["beside_share"] == 0.0
+        assert box.y1 <= label.y0 and box.width <= ax.bbox.width  # under the labels, as wide at most
+        assert ax.bbox.width >= 0.9 * width  # the plot keeps its width
+        assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1)
+        shown = ax.get_legend()  # laid out again, with its title and every entry
+        assert shown.get_title().get_text() == "curves"
+        assert [t.get_text() for t in shown.texts] == ["first curve", "second curve", "third curve"]
+
+
+def test_a_narrow_legend_beside_the_axes_takes_at_most_a_quarter_of_their_width():
+    figstyle.use_book_style()
+    fig, ax = plt.subplots(figsize=(8, 3))
+    _crowded(ax, ["a", "b"])
+    legend = figstyle.figure_report(figstyle.place_legends(fig))["legends"][0]
+    assert not legend["inside_axes"] and not legend["covers"]
+    assert 0 < legend["beside_share"] <= figstyle.MAX_BESIDE_SHARE
+
+
+@pytest.mark.parametrize("inches,overlap", [(0.5, True), (4.0, False)])
+def test_tick_labels_that_run_into_each_other_are_reported(inches, overlap):
+    fig = plt.figure(figsize=(6, 3))
+    ax = fig.add_axes((0.1, 0.2, inches / 6, 0.7), title="narrow")
+    ax.plot([1, 8], [3, 7])
+    ax.set_xticks([2.5, 5.0, 7.5])
+    assert figstyle.figure_report(fig)["overlapping_ticks"] == (["narrow"] if overlap else [])
 
 
 def test_data_clipped_by_the_axes_limits_is_not_covered():
@@ -136,6 +185,17 @@ def test_every_figure_keeps_its_legends_off_the_data(reports, doc):
     covering = [(n + 1, legend["axes"], legend["covers"]) for n, r in enumerate(reports[doc])
                 for legend in r["legends"] if legend["covers"]]
     assert not covering, f"{doc}: legends on top of data (figure, axes, data): {covering}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_every_figure_leaves_its_plots_their_width_and_ticks_apart(reports, doc):
+    shown = [(n + 1, r) for n, r in enumerate(reports[doc]) if r is not None]
+    wide = [(n, legend["axes"], legend["beside_share"]) for n, r in shown for legend in r["legends"]
+            if legend.get("beside_share", 0.0) > figstyle.MAX_BESIDE_SHARE + 0.02]
+    assert not wide, f"{doc}: legends beside the plot taking its width (figure, axes, share): {wide}"
+    crowded = [(n, r["overlapping_ticks"]) for n, r in shown if r.get("overlapping_ticks")]
+    assert not crowded, f"{doc}: tick labels running into each other (figure, axes): {crowded}"
 
 
 @pytest.mark.slow
