@@ -215,6 +215,23 @@ def data_cell(files: dict[str, bytes], chapter_folder: str) -> str:
             f"os.chdir(_root / {chapter_folder!r})")
 
 
+def inline_figstyle(source: str, style: str) -> str:
+    """``source`` with every import of the book's ``figstyle`` module (one line, or a parenthesised
+    import over several) replaced by the module's text ``style``, so a download needs no file of
+    the book."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a cell with IPython syntax: one-line imports only
+        return re.sub(r"^from figstyle import [^(\n]*$|^import figstyle$", lambda m: style, source, flags=re.M)
+    lines = source.splitlines(keepends=True)
+    for node in reversed(tree.body):
+        imported = (isinstance(node, ast.ImportFrom) and node.module == "figstyle") or (
+            isinstance(node, ast.Import) and any(alias.name == "figstyle" for alias in node.names))
+        if imported:
+            lines[node.lineno - 1:node.end_lineno] = [style + "\n"]
+    return "".join(lines)
+
+
 def standalone_notebook(nb, folder: Path, macros: dict, resolver: Resolver | None = None):
     """Convert ``nb`` (a chapter read from MyST, ``folder``: its source folder) in place."""
     import nbformat
@@ -229,8 +246,7 @@ def standalone_notebook(nb, folder: Path, macros: dict, resolver: Resolver | Non
         if cell.cell_type == "markdown":
             cell.source = markdown_cell(cell.source, folder, resolver)
         elif cell.cell_type == "code" and style.exists():
-            cell.source = re.sub(r"^from figstyle import .*$|^import figstyle$",
-                                 lambda m: style.read_text().rstrip(), cell.source, flags=re.M)
+            cell.source = inline_figstyle(cell.source, style.read_text().rstrip())
     if macros:
         note = ("*This notebook is a chapter of the book* The Mathematics of Attention. *It needs "
                 "the `attnmath` library installed.* $" + macro_definitions(macros) + "$")

@@ -178,7 +178,7 @@ class Problem(NamedTuple):
     bias: np.ndarray | None
     #: Whether query ``i`` sees only keys up to its own position (shifted by ``offset``).
     causal: bool
-    #: Query ``i`` sits on key ``i + offset``: ``S - L`` bottom-right, ``0`` top-left, or an integer given.
+    #: Query ``i`` sits on key ``i + offset`` (``S - L`` bottom-right, ``0`` top-left, or the integer given).
     offset: int
     #: How many keys back a query sees, itself included (``None`` for no bound).
     window: int | None

@@ -16,6 +16,7 @@ from attnmath_notebook import (  # noqa: E402
     Resolver,
     data_cell,
     data_files,
+    inline_figstyle,
     markdown_cell,
     standalone_notebook,
 )
@@ -74,3 +75,22 @@ def test_citations_read_as_author_and_year(tmp_path):
     text = markdown_cell("As {cite:t}`smith2020` found {cite:p}`smith2020, lee2019`; {cite:p}`absent`.",
                          tmp_path, resolver)
     assert text == "As Smith and Jones (2020) found (Smith and Jones, 2020; Lee et al., 2019); (absent)."
+
+
+def test_every_import_of_the_figure_style_is_replaced_by_its_text():
+    import ast
+
+    style = "TILE_KINDS = 3\n\ndef use_book_style():\n    return TILE_KINDS"
+    cells = [
+        "import numpy as np\nfrom figstyle import use_book_style  # one style\nuse_book_style()",
+        "from figstyle import (TILE_KINDS,  # the kinds\n                      use_book_style)  # a style\nx = 1",
+        "import figstyle\nfigstyle = None",
+        "x = 1\n%matplotlib inline\nfrom figstyle import use_book_style",  # IPython syntax: one line
+    ]
+    for source in cells:
+        out = inline_figstyle(source, style)
+        assert "from figstyle" not in out and "import figstyle" not in out, out
+        assert out.count("def use_book_style") == 1, out
+        if "%" not in out:
+            ast.parse(out)
+    assert inline_figstyle("x = 1", style) == "x = 1"
