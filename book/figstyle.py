@@ -100,8 +100,8 @@ def place_legends(fig):
     """Move every legend that covers data of its axes to the first place inside the axes where
     it covers none (:data:`LEGEND_PLACES`), or else out of the plot: beside the axes, right of
     the plot, when it takes at most :data:`MAX_BESIDE_SHARE` of the axes' width, or else under
-    the axes' labels, in as many columns as fit the axes' width; the axes make room and the figure
-    keeps its width. Return ``fig``. A legend that covers nothing stays where the chapter put it."""
+    the axes' labels, in as many columns as fit the axes' width; the axes make room, the figure
+    keeps its width and grows by the height of a legend under the axes. Return ``fig``. A legend that covers nothing stays where the chapter put it."""
     for _ in range(3):  # moving a legend beside its axes narrows them: the others look again
         if not _place_legends_once(fig):
             break
@@ -112,7 +112,7 @@ def _place_legends_once(fig) -> bool:
     """One pass of :func:`place_legends`; whether a legend moved out of its axes."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    moved_out = False
+    moved_out, under = False, [0.0]
     for ax in fig.axes:
         legend = ax.get_legend()
         if legend is None or not _data_inside(ax, legend.get_window_extent(renderer)):
@@ -124,22 +124,24 @@ def _place_legends_once(fig) -> bool:
             if not _data_inside(ax, legend.get_window_extent(renderer)):
                 break
         else:
-            _place_outside(ax, legend, renderer)
+            under.append(_place_outside(ax, legend, renderer))
             moved_out = True
+    # the figure grows by the tallest legend put under its axes, so that the plots keep their height
+    fig.set_figheight(fig.get_figheight() + max(under))
     if moved_out and not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
         fig.tight_layout()  # the axes make room for the legend: the figure keeps its width
     return moved_out
 
 
-def _place_outside(ax, legend, renderer):
+def _place_outside(ax, legend, renderer) -> float:
     """Put ``legend`` beside ``ax`` if it takes at most :data:`MAX_BESIDE_SHARE` of the width
     left to the axes, else under the axes' tick labels and label, in the most columns (up to one
-    per entry) whose width fits the axes'."""
+    per entry) whose width fits the axes'. Return the height it takes under the axes, in inches."""
     width = legend.get_window_extent(renderer).width
     if width <= MAX_BESIDE_SHARE * (0.9 * ax.bbox.width - width):  # 0.9: the gap, the layout's pad
         legend.set_loc("upper left")
         legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
-        return
+        return 0.0
     labels, title = [text.get_text() for text in legend.texts], legend.get_title()
     title, title_font = title.get_text(), title.get_fontproperties()
     for ncols in range(len(labels), 0, -1):  # the legend's entries laid out again in ncols columns
@@ -153,6 +155,8 @@ def _place_outside(ax, legend, renderer):
     legend.set_loc("upper center")  # after the new layout: it places the new box
     legend.set_bbox_to_anchor((0.5, 0.0), transform=ax.transAxes + ScaledTranslation(
         0, -drop, ax.figure.dpi_scale_trans))
+    pad = legend.borderaxespad * legend.prop.get_size_in_points() / 72  # points to inches
+    return legend.get_window_extent(renderer).height / ax.figure.dpi + pad
 
 
 def power_of_two_axis(ax, which="x"):

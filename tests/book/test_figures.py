@@ -74,20 +74,21 @@ def _crowded(ax, labels):
 
 @pytest.mark.parametrize("layout", [None, "tight", "constrained"])
 @pytest.mark.parametrize("ncols", [1, 2, 3])
-def test_a_wide_legend_goes_under_the_axes_and_leaves_them_their_width(layout, ncols):
+def test_a_wide_legend_goes_under_the_axes_and_leaves_them_their_size(layout, ncols):
     figstyle.use_book_style()
     fig, axes = plt.subplots(1, ncols, figsize=(8, 3.5), layout=layout, squeeze=False)
     for ax in axes[0]:
         _crowded(ax, ["first curve", "second curve", "third curve"])
     fig.canvas.draw()
-    widths = [ax.bbox.width for ax in axes[0]]
+    sizes = [(ax.bbox.width, ax.bbox.height) for ax in axes[0]]
     report = figstyle.figure_report(figstyle.place_legends(fig))
     renderer = fig.canvas.get_renderer()
-    for ax, width, legend in zip(axes[0], widths, report["legends"]):
+    assert fig.get_figwidth() == 8 and fig.get_figheight() > 3.5  # grown for the legends
+    for ax, (width, height), legend in zip(axes[0], sizes, report["legends"]):
         box, label = ax.get_legend().get_window_extent(renderer), ax.xaxis.get_tightbbox(renderer)
         assert not legend["covers"] and legend["beside_share"] == 0.0
         assert box.y1 <= label.y0 and box.width <= ax.bbox.width  # under the labels, as wide at most
-        assert ax.bbox.width >= 0.9 * width  # the plot keeps its width
+        assert ax.bbox.width >= 0.9 * width and ax.bbox.height >= 0.9 * height  # the plot's size
         assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1)
         shown = ax.get_legend()  # laid out again, with its title and every entry
         assert shown.get_title().get_text() == "curves"
