@@ -101,8 +101,9 @@ def place_legends(fig):
     it covers none (:data:`LEGEND_PLACES`), or else out of the plot: beside the axes, right of
     the plot, when it takes at most :data:`MAX_BESIDE_SHARE` of the axes' width, or else under
     the axes' labels, in as many columns as fit the axes' width; the axes make room, the figure
-    keeps its width and grows by the height of a legend under the axes. Return ``fig``. A legend that covers nothing stays where the chapter put it."""
-    for _ in range(3):  # moving a legend beside its axes narrows them: the others look again
+    keeps its width and grows by the height of a legend under the axes. Return ``fig``. A legend
+    that covers nothing stays where the chapter put it."""
+    for _ in range(3):  # moving a legend out of its axes resizes them: the others look again
         if not _place_legends_once(fig):
             break
     return fig
