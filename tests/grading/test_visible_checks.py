@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import functools
 import io
+import os
 import re
 import warnings
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -334,9 +337,15 @@ KIND_MISTAKES, GAPS = collect_kind_mistakes(gk.ASSIGNMENTS)
 ALL_MISTAKES = [m for m in MISTAKES] + KIND_MISTAKES
 
 
-def _hidden_kinds(assignment: str) -> dict[str, set[str]]:
+@functools.lru_cache(maxsize=None)
+def _hidden_cases(assignment: str) -> dict:
+    """Test cell -> (its part, the part's hidden cases); made once, as they take a while."""
     parts = load_parts(gk.SOLUTIONS / assignment / "hidden_tests.py")
-    return {gid: {case.kind for case in make_cases(part)} for gid, part in parts.items()}
+    return {gid: (part, make_cases(part)) for gid, part in parts.items()}
+
+
+def _hidden_kinds(assignment: str) -> dict[str, set[str]]:
+    return {gid: {case.kind for case in cases} for gid, (_part, cases) in _hidden_cases(assignment).items()}
 
 
 def _named_kind(message: str) -> str:
@@ -346,10 +355,10 @@ def _named_kind(message: str) -> str:
 
 def _fails_hidden(assignment: str, cell: str, kind: str, namespace: dict) -> bool:
     """Whether the function that ``namespace`` holds for part ``cell`` fails a hidden case of ``kind``."""
-    part = load_parts(gk.SOLUTIONS / assignment / "hidden_tests.py").get(cell)
-    if part is None:  # a cell that grades nothing
+    if cell not in _hidden_cases(assignment):  # a cell that grades nothing
         return False
-    cases = [case for case in make_cases(part) if case.kind == kind]
+    part, cases = _hidden_cases(assignment)[cell]
+    cases = [copy.deepcopy(case) for case in cases if case.kind == kind]  # an answer may write to its input
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         outcomes = compute_outputs(namespace[part.function], cases)
@@ -371,7 +380,8 @@ def _recorded(index: int) -> tuple[set[tuple[str, str]], dict]:
     mode: every failing check, not only the first), and the namespace its cells left."""
     assignment, _name, _cell, change = ALL_MISTAKES[index]
     namespace: dict = {}
-    failures = _record_cells(_cells(assignment, change), namespace)
+    with mock.patch.dict(os.environ, {"NBGRADER_EXECUTION": "autograde"}):  # ungraded demos skip, as graded
+        failures = _record_cells(_cells(assignment, change), namespace)
     hidden = _hidden_kinds(assignment)
     return {(cell, kind) for cell, kind, _message in failures if kind in hidden.get(cell, ())}, namespace
 
