@@ -10,10 +10,16 @@ reading then finds every chapter in the cache. A chapter whose execution fails i
 myst-nb executes it again while reading and reports the error with its traceback, as without
 this extension. A build that has at most one chapter to execute (``make book`` after editing a
 chapter) leaves it to myst-nb.
+
+The execution cache knows a chapter by its code cells only, but the chapters' outputs also come
+from the library and the book's own modules (``book/figstyle.py``). When any of those files
+changes (:func:`code_digest`), every cached execution is dropped and every chapter is read and
+executed again, so a build never shows outputs of code that is no longer there.
 """
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -64,19 +70,52 @@ def _uncached(env, docs) -> list[tuple[str, object]]:
     return todo
 
 
+def code_digest(root: Path) -> str:
+    """SHA-256 over the files the chapters' outputs depend on besides their own cells: the library
+    (``lib/attnmath``) and the book's modules (``book/*.py``), by path and content."""
+    digest = hashlib.sha256()
+    files = sorted((root / "lib" / "attnmath").rglob("*.py")) + sorted((root / "book").glob("*.py"))
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def drop_stale_executions(cache, record: Path, digest: str) -> bool:
+    """Drop every cached execution when ``digest`` differs from the one in ``record`` (then store
+    it); True when something was dropped. A first build (no record) drops nothing."""
+    before = record.read_text().strip() if record.exists() else None
+    stale = before is not None and before != digest
+    if stale:
+        for entry in cache.list_cache_records():
+            cache.remove_cache(entry.pk)
+    if before != digest:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(digest + "\n")
+    return stale
+
+
 def execute_ahead(app, env, added, changed, removed):
-    """Execute, in parallel, the notebooks this build would execute one by one."""
+    """Execute, in parallel, the notebooks this build would execute one by one; when the library or
+    the book's modules changed, every chapter first (returned, so that Sphinx reads them again)."""
     config = getattr(env, "mystnb_config", None)
     if config is None or config.execution_mode != "cache" or app.builder.format != "html":
         return []
-    todo = _uncached(env, set(added) | set(changed))
-    if len(todo) < 2:
-        return []
-    import nbformat
     from jupyter_cache import get_cache
+
+    cache_path = Path(config.execution_cache_path or ".jupyter_cache")
+    cache = get_cache(str(cache_path))
+    record = cache_path.with_name(cache_path.name + ".code-digest")
+    again = set()
+    if drop_stale_executions(cache, record, code_digest(Path(app.srcdir))):
+        again = {doc for doc in env.found_docs if doc not in added and doc not in changed}
+        logger.info("the library or the book's modules changed: every chapter is executed again")
+    todo = _uncached(env, set(added) | set(changed) | again)
+    again = sorted(doc for doc in again if str(env.doc2path(doc)) in {path for path, _nb in todo})
+    if len(todo) < 2:
+        return again
+    import nbformat
     from jupyter_cache.base import CacheBundleIn
 
-    cache = get_cache(config.execution_cache_path or ".jupyter_cache")
     workers = min(len(todo), os.cpu_count() or 1)
     logger.info(f"executing {len(todo)} notebooks, {workers} at a time ...")
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -90,7 +129,7 @@ def execute_ahead(app, env, added, changed, removed):
             cache.cache_notebook_bundle(
                 CacheBundleIn(nbformat.reads(executed, as_version=4), path, data={"execution_seconds": seconds}),
                 check_validity=False, overwrite=True)
-    return []
+    return again
 
 
 def setup(app):
