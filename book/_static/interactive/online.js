@@ -71,7 +71,7 @@
       A.svg("rect", {x: 30 + j * c, y: 4 + i * c, width: c, height: c,
                      class: "attn-tile attn-tile-" + kind}, grid);
     }));
-    A.label(grid, 30, G + 24, "key tiles →");
+    A.label(grid, 30, 4 + rows.length * c + 16, "key tiles →");  // under the grid, however many rows
     A.label(grid, 12, 4, "query tiles →", "start", {transform: "rotate(90 12 4)"});
     const all = rows.join(""), count = (k) => [...all].filter((x) => x === k).length;
     rt.offset.set(offset, String(offset));

@@ -16,7 +16,7 @@ AttnFig.register("roofline", function (root, data) {
   const W = 360, H = 200, lo = 0.1, hi = 1e4;
   const plot = A.svg("svg", {viewBox: `0 0 ${W} ${H + 30}`, class: "attn-plot", "aria-hidden": "true"}, root);
   const ridge = data.peak / data.bandwidth;
-  const x = A.scale(lo, hi, 40, W - 8, true), y = A.scale(data.bandwidth * lo, data.peak * 2, H, 6, true);
+  const x = A.scale(lo, hi, 56, W - 8, true), y = A.scale(data.bandwidth * lo, data.peak * 2, H, 6, true);
   const roof = [[lo, data.bandwidth * lo], [ridge, data.peak], [hi, data.peak]];
   A.svg("polyline", {points: roof.map(([i, f]) => `${x(i)},${y(f)}`).join(" "),
                      class: "attn-line attn-roof"}, plot);
@@ -25,6 +25,12 @@ AttnFig.register("roofline", function (root, data) {
   ticks.forEach(([t, label]) => {
     A.label(plot, x(t), H + 14, label, "middle");
   });
+  [[1e12, "1"], [1e13, "10"], [1e14, "100"], [1e15, "1000"]].forEach(([f, label]) => {
+    A.svg("line", {x1: x(lo) - 4, x2: x(lo), y1: y(f), y2: y(f), class: "attn-line"}, plot);
+    A.label(plot, x(lo) - 6, y(f) + 4, label, "end");
+  });
+  A.svg("line", {x1: x(lo), x2: x(lo), y1: 6, y2: H, class: "attn-faint"}, plot);
+  A.label(plot, 12, H / 2, "attainable TFLOP/s", "middle", {transform: `rotate(-90 12 ${H / 2})`});
   A.label(plot, W - 8, y(data.peak) + 12, A.fmt(data.peak / 1e12, 3) + " TFLOP/s", "end");
   A.label(plot, W / 2, H + 28, "FLOP per byte", "middle");
   A.label(plot, x(ridge) + 4, 16, "ridge");
