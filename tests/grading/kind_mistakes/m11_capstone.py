@@ -49,6 +49,4 @@ KIND_MISTAKES = [
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.
-GAPS: dict[tuple[str, str], set[str]] = {
-    ("11_capstone", "test_encoder_block"): {"another shape, padding mask"},
-}
+GAPS: dict[tuple[str, str], set[str]] = {}
