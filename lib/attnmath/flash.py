@@ -99,7 +99,7 @@ class FlashCache(NamedTuple):
     scale: float
     #: Whether the forward was causal.
     causal: bool
-    #: ``"top_left"``, ``"bottom_right"`` or an integer offset: where the causal diagonal sits.
+    #: Where the causal diagonal sits (``"top_left"``, ``"bottom_right"`` or an integer offset).
     causal_alignment: str | int
     #: Sliding-window length (keys a query sees, itself included), ``None`` for no window.
     window: int | None
