@@ -1026,12 +1026,15 @@ def test_recurrent_gradients_vanish_with_distance_when_the_steps_contract_attent
     # LSTM: the forget gate decides (sigmoid(0) = 1/2 halves the cell path at every step)
     forget_half = np.median([_lstm_input_jacobian_norms(0.0, seed=seed + i) for i in range(3)], axis=0)
     forget_near_one = np.median([_lstm_input_jacobian_norms(4.0, seed=seed + i) for i in range(3)], axis=0)
-    assert _far_over_near(forget_half) < 1e-6  # 62 steps back: gone
-    assert _far_over_near(forget_near_one) > 1e-2  # the same distance: kept (3e-2 to 1 over seeds)
-    # attention (T = 32): the same order of magnitude at every distance (0.66 to 1.5 over seeds)
+    # 62 steps back. Over 1,716 seeds (one in 38 of 0..2^16): forget gates at 1/2 leave at most 6e-10
+    # of the gradient, gates near 1 keep 6e-3 to 1 of it, and the second is at least 3e8 times the first.
+    assert _far_over_near(forget_half) < 1e-6  # gone
+    assert _far_over_near(forget_near_one) > 1e-3  # kept
+    assert _far_over_near(forget_near_one) > 1e6 * _far_over_near(forget_half)
+    # attention (T = 32): the same order of magnitude at every distance (0.53 to 1.6 over 676 seeds)
     att = np.median([_attention_input_jacobian_norms(1.0, T=32, seed=seed + i) for i in range(8)], axis=0)
     near, far = np.median(att[16:-1]), np.median(att[:16])
-    assert 0.5 < far / near < 2.0
+    assert 0.25 < far / near < 4.0
 
 
 @pytest.mark.claim(
