@@ -23,6 +23,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from headless_chromium import HOW_TO_GET, find_chromium  # noqa: E402  (book/_ext)
+from hypothesis import settings  # noqa: E402
+
+# Under CI the property tests draw the same examples on every run (derandomized, no example
+# database), so a landing is decided by the code, not by the draw; elsewhere each run draws anew.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    settings.load_profile("ci")
 BROWSER_DIR = Path(__file__).resolve().parent / "browser"
 
 
