@@ -36,9 +36,9 @@ KIND_MISTAKES = [
      {"ring_attention": ("    L = q.shape[0]\n",
                          "    if q.dtype != np.float64:\n        q, k, v = (a.astype(np.float16) for a in (q, k, v))\n"
                          "    L = q.shape[0]\n")}),
+    ("14_long_context", "an NTK exponent without its brackets", "test_ntk_frequencies",
+     {"ntk_frequencies": ("scale ** (D / (D - 2))", "scale ** D / (D - 2)")}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.
-GAPS: dict[tuple[str, str], set[str]] = {
-    ("14_long_context", "test_ntk_frequencies"): {"a factor of 1, no extension"},
-}
+GAPS: dict[tuple[str, str], set[str]] = {}
