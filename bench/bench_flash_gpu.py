@@ -8,9 +8,9 @@ Measures, on a CUDA GPU, the throughput (TFLOP/s) and the peak memory of
   ``torch.nn.attention.sdpa_kernel`` (FlashAttention-2, memory-efficient, cuDNN, and the plain
   math implementation that materialises the ``(N, N)`` matrix),
 
-for float16 inputs ``(B, H, N, d)`` with ``B * N = 16384`` tokens, ``N`` from 512 to 16384,
-``d`` in {64, 128} and ``H = 2048 / d`` heads (model width 2048, as in the FlashAttention-2
-paper's benchmarks), causal and not, in two modes:
+for bfloat16 and float16 inputs ``(B, H, N, d)`` with ``B * N = 16384`` tokens, ``N`` from 512
+to 16384, ``d`` in {64, 128} and ``H = 2048 / d`` heads (model width 2048, as in the
+FlashAttention-2 paper's benchmarks), causal and not, in two modes:
 
 * ``fwd``: the forward pass, without autograd;
 * ``fwd_bwd``: forward and ``out.backward(dout)``, gradients of ``q``, ``k``, ``v``.
@@ -26,20 +26,31 @@ call minus what was allocated before it (inputs and ``dout`` excluded; outputs, 
 tensors, gradients and workspaces included). A backend that cannot run a configuration, or
 runs out of memory, gets no row and is printed as ``n/a`` or ``OOM``.
 
+**Tuning** (``--tune``): before the grid, each ``(d, causal)`` tries the forward settings and
+the backward settings of :func:`tuning_candidates` (float16, ``N = 4096``; candidates screened
+for registers and shared memory by ``bench/compile_flash_triton.py`` without a GPU) and the
+grid's ``triton`` rows use the fastest; the record's ``tuning`` lists every candidate's time.
+
 Usage::
 
-    python bench/bench_flash_gpu.py            # every N, d, causal, mode: several minutes
-    python bench/bench_flash_gpu.py --quick    # N in {512, 2048}, d = 64
+    python bench/bench_flash_gpu.py                 # every dtype, N, d, causal, mode
+    python bench/bench_flash_gpu.py --tune          # tune first, then the grid with the best
+    python bench/bench_flash_gpu.py --quick         # N in {512, 2048}, d = 64, float16
+    python bench/bench_flash_gpu.py --budget-s 200  # stop starting new rows after 200 s
 
 Writes ``book/data/flash_gpu.json`` (``--out`` overrides), the format read by the flash
 chapter::
 
     {"device": str, "date": str, "torch": str, "triton": str,
-     "rows": [{"impl": str, "N": int, "d": int, "causal": bool, "mode": "fwd" | "fwd_bwd",
-               "tflops": float, "peak_mem_bytes": int}]}
+     "rows": [{"impl": str, "dtype": "float16" | "bfloat16", "N": int, "d": int,
+               "causal": bool, "mode": "fwd" | "fwd_bwd", "tflops": float,
+               "peak_mem_bytes": int}],
+     "tuning": [...], "checks": [...]}   # the last two only when measured
 
-and prints a table with each implementation's TFLOP/s and its ratio to ``sdpa_flash``. Without
-a CUDA device it prints "no CUDA device: GPU benchmark skipped", writes nothing and exits 0.
+and prints a table with each implementation's TFLOP/s and its ratio to ``sdpa_flash``. The
+record is written again after every configuration, so a run stopped by a time limit keeps
+what it measured. Without a CUDA device it prints "no CUDA device: GPU benchmark skipped",
+writes nothing and exits 0.
 """
 
 from __future__ import annotations
@@ -58,6 +69,7 @@ TOKENS = 16 * 1024  # B * N
 MODEL_WIDTH = 2048  # H * d
 NS = (512, 1024, 2048, 4096, 8192, 16384)
 DS = (64, 128)
+DTYPES = ("float16", "bfloat16")
 MODES = ("fwd", "fwd_bwd")
 IMPLS = ("triton", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math")
 REFERENCE = "sdpa_flash"
@@ -79,19 +91,27 @@ def shapes(N: int, d: int) -> tuple[int, int]:
 
 
 def make_record(rows: list[dict], *, device: str, torch_version: str, triton_version: str,
-                date: str | None = None) -> dict:
+                date: str | None = None, tuning: list | None = None,
+                checks: list | None = None) -> dict:
     """The JSON document read by the flash chapter, with its fields checked."""
     checked = []
     for r in rows:
         if r["mode"] not in MODES:
             raise ValueError(f"row mode must be one of {MODES}, got {r['mode']!r}")
-        checked.append({"impl": str(r["impl"]), "N": int(r["N"]), "d": int(r["d"]),
-                        "causal": bool(r["causal"]), "mode": str(r["mode"]),
+        if r["dtype"] not in DTYPES:
+            raise ValueError(f"row dtype must be one of {DTYPES}, got {r['dtype']!r}")
+        checked.append({"impl": str(r["impl"]), "dtype": str(r["dtype"]), "N": int(r["N"]),
+                        "d": int(r["d"]), "causal": bool(r["causal"]), "mode": str(r["mode"]),
                         "tflops": float(r["tflops"]), "peak_mem_bytes": int(r["peak_mem_bytes"])})
     if date is None:
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return {"device": str(device), "date": str(date), "torch": str(torch_version),
-            "triton": str(triton_version), "rows": checked}
+    record = {"device": str(device), "date": str(date), "torch": str(torch_version),
+              "triton": str(triton_version), "rows": checked}
+    if tuning:
+        record["tuning"] = list(tuning)
+    if checks:
+        record["checks"] = list(checks)
+    return record
 
 
 def write_record(record: dict, path: Path) -> Path:
@@ -102,35 +122,62 @@ def write_record(record: dict, path: Path) -> Path:
 
 
 def format_table(rows: list[dict], failures: dict | None = None, impls=IMPLS) -> str:
-    """One line per (mode, causal, d, N): TFLOP/s, peak MiB and ratio to ``sdpa_flash`` per impl.
+    """One line per (mode, dtype, causal, d, N): TFLOP/s, peak MiB and ratio to ``sdpa_flash``.
 
-    ``failures`` maps ``(impl, mode, causal, d, N)`` to a short reason ("n/a", "OOM") shown in
-    place of a number.
+    ``failures`` maps ``(impl, mode, dtype, causal, d, N)`` to a short reason ("n/a", "OOM")
+    shown in place of a number.
     """
     failures = failures or {}
-    by_key = {(r["impl"], r["mode"], r["causal"], r["d"], r["N"]): r for r in rows}
-    configs = sorted({(r["mode"], r["causal"], r["d"], r["N"]) for r in rows}
+    by_key = {(r["impl"], r["mode"], r["dtype"], r["causal"], r["d"], r["N"]): r for r in rows}
+    configs = sorted({(r["mode"], r["dtype"], r["causal"], r["d"], r["N"]) for r in rows}
                      | {key[1:] for key in failures})
-    head = f"{'mode':>8} {'causal':>6} {'d':>4} {'N':>6} " + " ".join(f"{i:>24}" for i in impls)
+    head = (f"{'mode':>8} {'dtype':>8} {'causal':>6} {'d':>4} {'N':>6} "
+            + " ".join(f"{i:>24}" for i in impls))
     lines = [f"TFLOP/s (peak MiB) [ratio to {REFERENCE}]", head, "-" * len(head)]
-    for mode, causal, d, N in configs:
-        ref = by_key.get((REFERENCE, mode, causal, d, N))
+    for config in configs:
+        ref = by_key.get((REFERENCE, *config))
         cells = []
         for impl in impls:
-            r = by_key.get((impl, mode, causal, d, N))
+            r = by_key.get((impl, *config))
             if r is None:
-                cells.append(f"{failures.get((impl, mode, causal, d, N), '-'):>24}")
+                cells.append(f"{failures.get((impl, *config), '-'):>24}")
                 continue
             ratio = f"[{r['tflops'] / ref['tflops']:.2f}x]" if ref and ref["tflops"] > 0 else "[  -  ]"
             cells.append(f"{r['tflops']:7.1f} ({r['peak_mem_bytes'] / MiB:7.0f}) {ratio:>7}")
-        lines.append(f"{mode:>8} {causal!s:>6} {d:>4} {N:>6} " + " ".join(cells))
+        mode, dtype, causal, d, N = config
+        lines.append(f"{mode:>8} {dtype:>8} {causal!s:>6} {d:>4} {N:>6} " + " ".join(cells))
     return "\n".join(lines)
+
+
+def tuning_candidates(d: int) -> list:
+    """Kernel settings tried by ``--tune`` for head dim ``d`` (the default first).
+
+    Each is an :class:`attnmath.flash_triton.KernelConfig`; forward fields and backward fields
+    are tuned separately, so a candidate changes one side only. Chosen for Hopper: 128-row
+    query tiles for the forward (a warpgroup's matrix instruction takes 64 rows per warpgroup),
+    4 or 8 warps, 2 to 4 pipeline stages; shared memory stays under the 227 KiB of a program.
+    """
+    from attnmath.flash_triton import kernel_config
+
+    base = kernel_config(d)
+    if d <= 64:
+        fwd = [(128, 128, 8, 3), (128, 64, 4, 4), (128, 64, 8, 3)]
+        bwd = [(64, 128, 128, 64, 8, 8, 3), (32, 128, 128, 32, 8, 8, 4)]
+    else:
+        fwd = [(128, 128, 8, 3), (128, 64, 8, 2), (64, 64, 4, 3)]
+        bwd = [(64, 64, 64, 64, 8, 8, 2), (64, 64, 64, 64, 8, 8, 3)]
+    out = [base]
+    out += [base._replace(fwd_m=m, fwd_n=n, fwd_warps=w, fwd_stages=s) for m, n, w, s in fwd]
+    out += [base._replace(dkdv_m=a, dkdv_n=b, dq_m=c, dq_n=e, dkdv_warps=w1, dq_warps=w2, bwd_stages=s)
+            for a, b, c, e, w1, w2, s in bwd]
+    return [c for i, c in enumerate(out) if c not in out[:i]]
+
 
 
 # --------------------------------------------------------------------------- GPU part
 
 
-def _attention_fn(impl: str, causal: bool):
+def _attention_fn(impl: str, causal: bool, config=None):
     """``f(q, k, v) -> out`` for one implementation (torch and triton imported by the caller)."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -138,7 +185,7 @@ def _attention_fn(impl: str, causal: bool):
     if impl == "triton":
         from attnmath.flash_triton import flash_attention
 
-        return lambda q, k, v: flash_attention(q, k, v, causal)
+        return lambda q, k, v: flash_attention(q, k, v, causal, config=config)
     backend = {"sdpa_flash": SDPBackend.FLASH_ATTENTION,
                "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
                "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION,
@@ -151,18 +198,19 @@ def _attention_fn(impl: str, causal: bool):
     return fn
 
 
-def measure(impl: str, N: int, d: int, causal: bool, mode: str) -> dict:
-    """One row: TFLOP/s and peak memory of ``impl``; raises on an unsupported configuration."""
+def _time_ms(impl: str, N: int, d: int, causal: bool, mode: str, dtype: str, config=None,
+             *, with_peak: bool = True) -> tuple[float, int]:
+    """Median milliseconds of one call and its peak memory beyond the inputs."""
     import torch
     from triton.testing import do_bench
 
     B, H = shapes(N, d)
-    fn = _attention_fn(impl, causal)
+    fn = _attention_fn(impl, causal, config)
     g = torch.Generator(device="cuda").manual_seed(0)
     grad = mode == "fwd_bwd"
-    q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.float16, generator=g)
+    q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=getattr(torch, dtype), generator=g)
                .requires_grad_(grad) for _ in range(3))
-    dout = torch.randn(B, H, N, d, device="cuda", dtype=torch.float16, generator=g)
+    dout = torch.randn(B, H, N, d, device="cuda", dtype=getattr(torch, dtype), generator=g)
 
     if grad:
         def call():
@@ -174,44 +222,145 @@ def measure(impl: str, N: int, d: int, causal: bool, mode: str) -> dict:
 
     call()  # compile (Triton), select kernels, surface unsupported configurations
     torch.cuda.synchronize()
+    peak = 0
+    if with_peak:
+        for x in (q, k, v):
+            x.grad = None
+        torch.cuda.empty_cache()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        call()
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - before
     for x in (q, k, v):
         x.grad = None
-    torch.cuda.empty_cache()
-    before = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    call()
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated() - before
-    for x in (q, k, v):
-        x.grad = None
-    ms = do_bench(call, warmup=25, rep=100, grad_to_none=[q, k, v] if grad else None,
+    ms = do_bench(call, warmup=10, rep=40, grad_to_none=[q, k, v] if grad else None,
                   return_mode="median")
+    return ms, int(peak)
+
+
+def measure(impl: str, N: int, d: int, causal: bool, mode: str, dtype: str = "float16",
+            config=None) -> dict:
+    """One row: TFLOP/s and peak memory of ``impl``; raises on an unsupported configuration."""
+    ms, peak = _time_ms(impl, N, d, causal, mode, dtype, config)
+    B, H = shapes(N, d)
     tflops = attention_flops(B, H, N, d, causal=causal, mode=mode) / (ms * 1e-3) / 1e12
-    return {"impl": impl, "N": N, "d": d, "causal": causal, "mode": mode, "tflops": tflops,
-            "peak_mem_bytes": int(peak)}
+    return {"impl": impl, "dtype": dtype, "N": N, "d": d, "causal": causal, "mode": mode,
+            "tflops": tflops, "peak_mem_bytes": peak}
 
 
-def check_correctness(d: int = 64, N: int = 1024) -> str:
-    """Max |triton - sdpa_flash| of out, dq, dk, dv (float16, causal) at one size: a sanity line."""
+def check_correctness(dtype: str, d: int, causal: bool, N: int = 1024) -> dict:
+    """Relative errors ``|x - ref| / |ref|`` (Frobenius) of out, dq, dk, dv of the Triton
+    kernels and of SDPA's flash backend, against float32 SDPA on the same rounded inputs, on
+    fresh random inputs; the outputs are poisoned first, so an unwritten element shows as NaN."""
     import torch
 
-    B, H = 2, 4
-    g = torch.Generator(device="cuda").manual_seed(1)
-    q, k, v, dout = (torch.randn(B, H, N, d, device="cuda", dtype=torch.float16, generator=g)
+    B, H = 2, 8
+    q, k, v, dout = (torch.randn(B, H, N, d, device="cuda", dtype=getattr(torch, dtype))
                      for _ in range(4))
-    results = []
+
+    def run(impl, cast):
+        qq, kk, vv = (x.to(cast).clone().requires_grad_(True) for x in (q, k, v))
+        poison = torch.full((8 * q.numel(),), float("nan"), device="cuda", dtype=torch.float32)
+        del poison  # its NaN-filled block is what the allocator hands out next
+        out = _attention_fn(impl, causal)(qq, kk, vv)
+        out.backward(dout.to(cast))
+        return [out.detach(), qq.grad, kk.grad, vv.grad]
+
+    ref = run("sdpa_math", torch.float32)
+    result = {"dtype": dtype, "d": d, "causal": causal, "N": N}
     for impl in ("triton", "sdpa_flash"):
-        qq, kk, vv = (x.clone().requires_grad_(True) for x in (q, k, v))
-        out = _attention_fn(impl, True)(qq, kk, vv)
-        out.backward(dout)
-        results.append([out.detach(), qq.grad, kk.grad, vv.grad])
-    errs = [float((a.float() - b.float()).abs().max()) for a, b in zip(*results)]
-    return "max |triton - sdpa_flash| (out, dq, dk, dv): " + ", ".join(f"{e:.1e}" for e in errs)
+        got = run(impl, getattr(torch, dtype))
+        result[impl] = {name: float((a.float() - r).norm() / r.norm())
+                        for name, a, r in zip(("out", "dq", "dk", "dv"), got, ref)}
+    return result
+
+
+def tune(ds, causals, N: int = 4096, log=print) -> tuple[dict, list]:
+    """The fastest candidate's forward and backward settings per ``(d, causal)`` (float16, ``N``),
+    and every candidate's times."""
+    import torch
+
+    best, trials = {}, []
+    for d in ds:
+        candidates = tuning_candidates(d)
+        base = candidates[0]
+        for causal in causals:
+            fwd_ms, bwd_ms = {}, {}
+            for cfg in candidates:
+                fwd_key = cfg[0:2] + (cfg.fwd_warps, cfg.fwd_stages)
+                bwd_key = cfg[2:6] + (cfg.dkdv_warps, cfg.dq_warps, cfg.bwd_stages)
+                try:
+                    f, _ = _time_ms("triton", N, d, causal, "fwd", "float16", cfg, with_peak=False)
+                    fb, _ = _time_ms("triton", N, d, causal, "fwd_bwd", "float16", cfg, with_peak=False)
+                except (RuntimeError, ValueError) as exc:  # out of resources, compile error
+                    log(f"  tune d={d} causal={causal} {tuple(cfg)}: {str(exc).splitlines()[0][:100]}")
+                    continue
+                finally:
+                    torch.cuda.empty_cache()
+                fwd_ms.setdefault(fwd_key, f)
+                bwd_ms.setdefault(bwd_key, fb - f)
+                trials.append({"d": d, "causal": causal, "N": N, "config": list(cfg),
+                               "fwd_ms": f, "fwd_bwd_ms": fb})
+                log(f"  tune d={d} causal={causal} {tuple(cfg)}: fwd {f:.3f} ms, fwd+bwd {fb:.3f} ms")
+            fk = min(fwd_ms, key=fwd_ms.get, default=None)
+            bk = min(bwd_ms, key=bwd_ms.get, default=None)
+            cfg = base
+            if fk is not None:
+                cfg = cfg._replace(fwd_m=fk[0], fwd_n=fk[1], fwd_warps=fk[2], fwd_stages=fk[3])
+            if bk is not None:
+                cfg = cfg._replace(dkdv_m=bk[0], dkdv_n=bk[1], dq_m=bk[2], dq_n=bk[3],
+                                   dkdv_warps=bk[4], dq_warps=bk[5], bwd_stages=bk[6])
+            best[(d, causal)] = cfg
+            log(f"  best d={d} causal={causal}: {tuple(cfg)} (default {tuple(base)})")
+    return best, trials
+
+
+def run_grid(dtypes, ds, ns, best: dict, deadline: float, save, log=print) -> tuple[list, dict]:
+    """Every row of the grid, in order, until ``deadline`` (``time.monotonic()``)."""
+    import time
+
+    import torch
+
+    rows, failures = [], {}
+    for mode in MODES:
+        for dtype in dtypes:
+            for causal in (False, True):
+                for d in ds:
+                    for N in ns:
+                        if time.monotonic() > deadline:
+                            log(f"  time budget spent: stopped before {mode} {dtype} causal={causal} d={d} N={N}")
+                            return rows, failures
+                        for impl in IMPLS:
+                            key = (impl, mode, dtype, causal, d, N)
+                            try:
+                                rows.append(measure(impl, N, d, causal, mode, dtype,
+                                                    best.get((d, causal)) if impl == "triton" else None))
+                            except torch.cuda.OutOfMemoryError:
+                                failures[key] = "OOM"
+                            except RuntimeError as exc:  # no kernel of this backend for the config
+                                failures[key] = "n/a"
+                                log(f"  {impl} {mode} {dtype} causal={causal} d={d} N={N}: "
+                                    f"{str(exc).splitlines()[0][:120]}")
+                            finally:
+                                torch.cuda.empty_cache()
+                        done = [r for r in rows if (r["mode"], r["dtype"], r["causal"], r["d"], r["N"])
+                                == (mode, dtype, causal, d, N)]
+                        log(f"  {mode} {dtype} causal={causal} d={d} N={N}: "
+                            + ", ".join(f"{r['impl']} {r['tflops']:.1f}" for r in done))
+                        save(rows)
+    return rows, failures
 
 
 def main(argv=None) -> int:
+    import time
+
+    start = time.monotonic()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="N in {512, 2048}, d = 64 only")
+    parser.add_argument("--quick", action="store_true", help="N in {512, 2048}, d = 64, float16 only")
+    parser.add_argument("--tune", action="store_true", help="tune the Triton settings first")
+    parser.add_argument("--budget-s", type=float, default=float("inf"),
+                        help="start no new configuration after this many seconds")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON path (default {DEFAULT_OUT})")
     args = parser.parse_args(argv)
 
@@ -231,37 +380,26 @@ def main(argv=None) -> int:
         print("TRITON_INTERPRET=1 is set: unset it to benchmark the compiled kernels", file=sys.stderr)
         return 1
 
-    ns, ds = ((512, 2048), (64,)) if args.quick else (NS, DS)
+    ns, ds, dtypes = ((512, 2048), (64,), ("float16",)) if args.quick else (NS, DS, DTYPES)
     device = torch.cuda.get_device_name(0)
-    print(f"{device}; torch {torch.__version__}, triton {triton.__version__}; float16, "
-          f"B * N = {TOKENS} tokens, H * d = {MODEL_WIDTH}")
-    print(check_correctness())
-    rows, failures = [], {}
-    for mode in MODES:
-        for causal in (False, True):
-            for d in ds:
-                for N in ns:
-                    for impl in IMPLS:
-                        key = (impl, mode, causal, d, N)
-                        try:
-                            rows.append(measure(impl, N, d, causal, mode))
-                        except torch.cuda.OutOfMemoryError:
-                            failures[key] = "OOM"
-                        except RuntimeError as exc:  # no kernel of this backend for the config
-                            failures[key] = "n/a"
-                            print(f"  {impl} {mode} causal={causal} d={d} N={N}: "
-                                  f"{str(exc).splitlines()[0][:120]}", file=sys.stderr)
-                        finally:
-                            torch.cuda.empty_cache()
-                    config = (mode, causal, d, N)
-                    done = [r for r in rows if (r["mode"], r["causal"], r["d"], r["N"]) == config]
-                    print("  " + f"{mode} causal={causal} d={d} N={N}: "
-                          + ", ".join(f"{r['impl']} {r['tflops']:.1f}" for r in done), flush=True)
-    record = make_record(rows, device=device, torch_version=torch.__version__,
-                         triton_version=triton.__version__)
-    path = write_record(record, args.out)
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    log(f"{device}; torch {torch.__version__}, triton {triton.__version__}; "
+        f"B * N = {TOKENS} tokens, H * d = {MODEL_WIDTH}")
+    checks = [check_correctness(dtype, d, causal) for dtype in dtypes for d in ds for causal in (False, True)]
+    for c in checks:
+        log(f"  relative error vs float32 ({c['dtype']}, d={c['d']}, causal={c['causal']}): "
+            + "; ".join(f"{impl} " + ", ".join(f"{k} {v:.1e}" for k, v in c[impl].items())
+                        for impl in ("triton", "sdpa_flash")))
+    best, trials = tune(ds, (False, True), log=log) if args.tune else ({}, [])
+    versions = {"device": device, "torch_version": torch.__version__, "triton_version": triton.__version__}
+
+    def save(rows):
+        write_record(make_record(rows, tuning=trials, checks=checks, **versions), args.out)
+
+    rows, failures = run_grid(dtypes, ds, ns, best, start + args.budget_s, save, log)
+    save(rows)
     print(format_table(rows, failures))
-    print(f"wrote {path}")
+    print(f"wrote {args.out}")
     return 0
 
 

@@ -126,27 +126,48 @@ def _to_dtype(x, DTYPE: tl.constexpr, EMULATE_BF16: tl.constexpr):
 
 
 @triton.jit
+def _load_rows(base, offs_r, offs_d, stride_r, n_rows, EVEN: tl.constexpr, TRANSPOSED: tl.constexpr):
+    """Rows ``offs_r`` of the ``(n_rows, D)`` matrix at ``base``: a ``(R, D)`` tile, or its
+    transpose ``(D, R)`` with ``TRANSPOSED``. Rows past ``n_rows`` read as 0; ``EVEN`` says
+    there are none (``n_rows`` a multiple of the tile), so the load needs no mask."""
+    if TRANSPOSED:
+        ptrs = base + offs_r[None, :] * stride_r + offs_d[:, None]
+        if EVEN:
+            tile = tl.load(ptrs)
+        else:
+            tile = tl.load(ptrs, mask=(offs_r < n_rows)[None, :], other=0.0)
+    else:
+        ptrs = base + offs_r[:, None] * stride_r + offs_d[None, :]
+        if EVEN:
+            tile = tl.load(ptrs)
+        else:
+            tile = tl.load(ptrs, mask=(offs_r < n_rows)[:, None], other=0.0)
+    return tile
+
+
+@triton.jit
 def _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_m, offs_d,
                start, stop, S, qk_scale,
-               BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, DTYPE: tl.constexpr,
-               DOT_PRECISION: tl.constexpr, EMULATE_BF16: tl.constexpr):
-    """Online-softmax update of one query tile over the key tiles ``start, ..., stop - 1``."""
+               BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, EVEN_N: tl.constexpr,
+               DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr, EMULATE_BF16: tl.constexpr):
+    """Online-softmax update of one query tile over the key tiles ``start, ..., stop - 1``.
+
+    ``EVEN_N``: ``S`` is a multiple of ``BLOCK_N``, so no key tile is ragged and the tiles
+    without the causal mask need no mask at all (no compare and select per score)."""
     offs_n0 = tl.arange(0, BLOCK_N)
     for start_n in range(start, stop, BLOCK_N):
         offs_n = start_n + offs_n0  # (BLOCK_N,)
-        kv_ok = offs_n < S
-        kT = tl.load(k_base + offs_n[None, :] * stride_kn + offs_d[:, None],
-                     mask=kv_ok[None, :], other=0.0)  # (D, BLOCK_N)
-        v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :],
-                    mask=kv_ok[:, None], other=0.0)  # (BLOCK_N, D)
+        kT = _load_rows(k_base, offs_n, offs_d, stride_kn, S, EVEN_N, True)  # (D, BLOCK_N)
+        v = _load_rows(v_base, offs_n, offs_d, stride_vn, S, EVEN_N, False)  # (BLOCK_N, D)
         if EMULATE_BF16:
             kT = kT.to(tl.float32)
             v = v.to(tl.float32)
         s = tl.dot(q, kT, input_precision=DOT_PRECISION) * qk_scale  # (BLOCK_M, BLOCK_N), base 2
-        allowed = kv_ok[None, :]  # (1, BLOCK_N) -> (BLOCK_M, BLOCK_N)
         if CAUSAL_MASK:
-            allowed = allowed & (offs_n[None, :] <= offs_m[:, None])
-        s = tl.where(allowed, s, float("-inf"))
+            allowed = (offs_n[None, :] <= offs_m[:, None]) & (offs_n < S)[None, :]
+            s = tl.where(allowed, s, float("-inf"))
+        elif not EVEN_N:
+            s = tl.where((offs_n < S)[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))  # (BLOCK_M,), finite: see _flash_fwd_kernel
         p = tl.exp2(s - m_new[:, None])  # (BLOCK_M, BLOCK_N), P~
         alpha = tl.exp2(m_i - m_new)  # (BLOCK_M,), rescales the old sums; 0 on the first tile
@@ -166,7 +187,7 @@ def _flash_fwd_kernel(Q, K, V, Out, Lse,
                       stride_ob, stride_oh, stride_om,
                       H, L, S, GROUP, qk_scale,
                       HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                      CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                      CAUSAL: tl.constexpr, EVEN_N: tl.constexpr, DOT_PRECISION: tl.constexpr,
                       EMULATE_BF16: tl.constexpr):
     """Forward: program ``(i, b * H + h)`` computes ``out`` and ``lse`` of query tile ``i``."""
     pid_m = tl.program_id(0)
@@ -196,14 +217,14 @@ def _flash_fwd_kernel(Q, K, V, Out, Lse,
         n_mid = tl.minimum((m0 // BLOCK_N) * BLOCK_N, S)
         hi = tl.minimum(m0 + BLOCK_M, S)
         acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn,
-                                   offs_m, offs_d, 0, n_mid, S, qk_scale, BLOCK_N, False, DTYPE,
+                                   offs_m, offs_d, 0, n_mid, S, qk_scale, BLOCK_N, False, EVEN_N, DTYPE,
                                    DOT_PRECISION, EMULATE_BF16)
         acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn,
-                                   offs_m, offs_d, n_mid, hi, S, qk_scale, BLOCK_N, True, DTYPE,
+                                   offs_m, offs_d, n_mid, hi, S, qk_scale, BLOCK_N, True, EVEN_N, DTYPE,
                                    DOT_PRECISION, EMULATE_BF16)
     else:
         acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn,
-                                   offs_m, offs_d, 0, S, S, qk_scale, BLOCK_N, False, DTYPE,
+                                   offs_m, offs_d, 0, S, S, qk_scale, BLOCK_N, False, EVEN_N, DTYPE,
                                    DOT_PRECISION, EMULATE_BF16)
     out = acc / l_i[:, None]  # (BLOCK_M, D)
     lse = (m_i + tl.log2(l_i)) * _LN2  # (BLOCK_M,), natural log
@@ -237,27 +258,30 @@ def _flash_bwd_delta_kernel(Out, DOut, Delta,
 @triton.jit
 def _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_qm, stride_dom,
                     offs_n, offs_d, start, stop, L, qk_scale,
-                    BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr, DTYPE: tl.constexpr,
-                    DOT_PRECISION: tl.constexpr, EMULATE_BF16: tl.constexpr):
-    """Accumulate ``dK_j``, ``dV_j`` of one key tile over the query tiles ``start, ..., stop - 1``."""
+                    BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr, EVEN_M: tl.constexpr,
+                    DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr, EMULATE_BF16: tl.constexpr):
+    """Accumulate ``dK_j``, ``dV_j`` of one key tile over the query tiles ``start, ..., stop - 1``
+    (``EVEN_M``: ``L`` is a multiple of ``BLOCK_M``, no query tile is ragged)."""
     offs_m0 = tl.arange(0, BLOCK_M)
     for start_m in range(start, stop, BLOCK_M):
         offs_m = start_m + offs_m0  # (BLOCK_M,)
-        q_ok = offs_m < L
-        qT = tl.load(q_base + offs_m[None, :] * stride_qm + offs_d[:, None],
-                     mask=q_ok[None, :], other=0.0)  # (D, BLOCK_M)
-        do = tl.load(do_base + offs_m[:, None] * stride_dom + offs_d[None, :],
-                     mask=q_ok[:, None], other=0.0)  # (BLOCK_M, D)
+        qT = _load_rows(q_base, offs_m, offs_d, stride_qm, L, EVEN_M, True)  # (D, BLOCK_M)
+        do = _load_rows(do_base, offs_m, offs_d, stride_dom, L, EVEN_M, False)  # (BLOCK_M, D)
         if EMULATE_BF16:
             qT = qT.to(tl.float32)
             do = do.to(tl.float32)
-        lse2 = tl.load(lse_base + offs_m, mask=q_ok, other=0.0) * _LOG2E  # (BLOCK_M,), base 2
-        delta = tl.load(delta_base + offs_m, mask=q_ok, other=0.0)  # (BLOCK_M,)
+        if EVEN_M:
+            lse2 = tl.load(lse_base + offs_m) * _LOG2E  # (BLOCK_M,), base 2
+            delta = tl.load(delta_base + offs_m)  # (BLOCK_M,)
+        else:
+            lse2 = tl.load(lse_base + offs_m, mask=offs_m < L, other=0.0) * _LOG2E
+            delta = tl.load(delta_base + offs_m, mask=offs_m < L, other=0.0)
         sT = tl.dot(k, qT, input_precision=DOT_PRECISION) * qk_scale  # (BLOCK_N, BLOCK_M)
-        allowed = q_ok[None, :]
+        pT = tl.exp2(sT - lse2[None, :])  # (BLOCK_N, BLOCK_M), P^T
         if CAUSAL_MASK:
-            allowed = allowed & (offs_m[None, :] >= offs_n[:, None])
-        pT = tl.where(allowed, tl.exp2(sT - lse2[None, :]), 0.0)  # (BLOCK_N, BLOCK_M), P^T
+            pT = tl.where((offs_m[None, :] >= offs_n[:, None]) & (offs_m < L)[None, :], pT, 0.0)
+        elif not EVEN_M:
+            pT = tl.where((offs_m < L)[None, :], pT, 0.0)
         dv = tl.dot(_to_dtype(pT, DTYPE, EMULATE_BF16), do, dv,
                     input_precision=DOT_PRECISION)  # (BLOCK_N, D)
         dpT = tl.dot(v, tl.trans(do), input_precision=DOT_PRECISION)  # (BLOCK_N, BLOCK_M), dP^T
@@ -277,7 +301,7 @@ def _flash_bwd_dkdv_kernel(Q, K, V, DOut, DK, DV, Lse, Delta,
                            stride_dvb, stride_dvh, stride_dvn,
                            H, H_kv, L, S, GROUP, qk_scale, sm_scale,
                            HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                           CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                           CAUSAL: tl.constexpr, EVEN_M: tl.constexpr, DOT_PRECISION: tl.constexpr,
                            EMULATE_BF16: tl.constexpr):
     """Backward: program ``(j, b * H_kv + h_kv)`` computes ``dK``, ``dV`` of key tile ``j``,
     summing the ``GROUP = H // H_kv`` query heads of the key/value head (no atomics)."""
@@ -312,14 +336,14 @@ def _flash_bwd_dkdv_kernel(Q, K, V, DOut, DK, DV, Lse, Delta,
             m_mid = tl.minimum(((n0 + BLOCK_N + BLOCK_M - 1) // BLOCK_M) * BLOCK_M, L)
             dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
                                      stride_qm, stride_dom, offs_n, offs_d, m_lo, m_mid, L,
-                                     qk_scale, BLOCK_M, True, DTYPE, DOT_PRECISION, EMULATE_BF16)
+                                     qk_scale, BLOCK_M, True, EVEN_M, DTYPE, DOT_PRECISION, EMULATE_BF16)
             dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
                                      stride_qm, stride_dom, offs_n, offs_d, m_mid, L, L,
-                                     qk_scale, BLOCK_M, False, DTYPE, DOT_PRECISION, EMULATE_BF16)
+                                     qk_scale, BLOCK_M, False, EVEN_M, DTYPE, DOT_PRECISION, EMULATE_BF16)
         else:
             dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
                                      stride_qm, stride_dom, offs_n, offs_d, 0, L, L,
-                                     qk_scale, BLOCK_M, False, DTYPE, DOT_PRECISION, EMULATE_BF16)
+                                     qk_scale, BLOCK_M, False, EVEN_M, DTYPE, DOT_PRECISION, EMULATE_BF16)
     dk = dk * sm_scale
     dk = _to_dtype(dk, DTYPE, EMULATE_BF16).to(DTYPE)
     dv = _to_dtype(dv, DTYPE, EMULATE_BF16).to(DTYPE)
@@ -332,25 +356,24 @@ def _flash_bwd_dkdv_kernel(Q, K, V, DOut, DK, DV, Lse, Delta,
 @triton.jit
 def _bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m, offs_d,
                   start, stop, S, qk_scale,
-                  BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, DTYPE: tl.constexpr,
-                  DOT_PRECISION: tl.constexpr, EMULATE_BF16: tl.constexpr):
-    """Accumulate ``dQ_i`` of one query tile over the key tiles ``start, ..., stop - 1``."""
+                  BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, EVEN_N: tl.constexpr,
+                  DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr, EMULATE_BF16: tl.constexpr):
+    """Accumulate ``dQ_i`` of one query tile over the key tiles ``start, ..., stop - 1``
+    (``EVEN_N``: ``S`` is a multiple of ``BLOCK_N``, no key tile is ragged)."""
     offs_n0 = tl.arange(0, BLOCK_N)
     for start_n in range(start, stop, BLOCK_N):
         offs_n = start_n + offs_n0  # (BLOCK_N,)
-        kv_ok = offs_n < S
-        kT = tl.load(k_base + offs_n[None, :] * stride_kn + offs_d[:, None],
-                     mask=kv_ok[None, :], other=0.0)  # (D, BLOCK_N)
-        vT = tl.load(v_base + offs_n[None, :] * stride_vn + offs_d[:, None],
-                     mask=kv_ok[None, :], other=0.0)  # (D, BLOCK_N)
+        kT = _load_rows(k_base, offs_n, offs_d, stride_kn, S, EVEN_N, True)  # (D, BLOCK_N)
+        vT = _load_rows(v_base, offs_n, offs_d, stride_vn, S, EVEN_N, True)  # (D, BLOCK_N)
         if EMULATE_BF16:
             kT = kT.to(tl.float32)
             vT = vT.to(tl.float32)
         s = tl.dot(q, kT, input_precision=DOT_PRECISION) * qk_scale  # (BLOCK_M, BLOCK_N), base 2
-        allowed = kv_ok[None, :]
+        p = tl.exp2(s - lse2[:, None])  # (BLOCK_M, BLOCK_N), P
         if CAUSAL_MASK:
-            allowed = allowed & (offs_n[None, :] <= offs_m[:, None])
-        p = tl.where(allowed, tl.exp2(s - lse2[:, None]), 0.0)  # (BLOCK_M, BLOCK_N), P
+            p = tl.where((offs_n[None, :] <= offs_m[:, None]) & (offs_n < S)[None, :], p, 0.0)
+        elif not EVEN_N:
+            p = tl.where((offs_n < S)[None, :], p, 0.0)
         dp = tl.dot(do, vT, input_precision=DOT_PRECISION)  # (BLOCK_M, BLOCK_N), dP
         ds = p * (dp - delta[:, None])  # (BLOCK_M, BLOCK_N), dZ
         dq = tl.dot(_to_dtype(ds, DTYPE, EMULATE_BF16), tl.trans(kT), dq,
@@ -367,7 +390,7 @@ def _flash_bwd_dq_kernel(Q, K, V, DOut, DQ, Lse, Delta,
                          stride_dqb, stride_dqh, stride_dqm,
                          H, L, S, GROUP, qk_scale, sm_scale,
                          HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                         CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                         CAUSAL: tl.constexpr, EVEN_N: tl.constexpr, DOT_PRECISION: tl.constexpr,
                          EMULATE_BF16: tl.constexpr):
     """Backward: program ``(i, b * H + h)`` computes ``dQ`` of query tile ``i``."""
     pid_m = tl.program_id(0)
@@ -397,14 +420,14 @@ def _flash_bwd_dq_kernel(Q, K, V, DOut, DQ, Lse, Delta,
         n_mid = tl.minimum((m0 // BLOCK_N) * BLOCK_N, S)
         hi = tl.minimum(m0 + BLOCK_M, S)
         dq = _bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m,
-                           offs_d, 0, n_mid, S, qk_scale, BLOCK_N, False, DTYPE, DOT_PRECISION,
+                           offs_d, 0, n_mid, S, qk_scale, BLOCK_N, False, EVEN_N, DTYPE, DOT_PRECISION,
                            EMULATE_BF16)
         dq = _bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m,
-                           offs_d, n_mid, hi, S, qk_scale, BLOCK_N, True, DTYPE, DOT_PRECISION,
+                           offs_d, n_mid, hi, S, qk_scale, BLOCK_N, True, EVEN_N, DTYPE, DOT_PRECISION,
                            EMULATE_BF16)
     else:
         dq = _bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m,
-                           offs_d, 0, S, S, qk_scale, BLOCK_N, False, DTYPE, DOT_PRECISION,
+                           offs_d, 0, S, S, qk_scale, BLOCK_N, False, EVEN_N, DTYPE, DOT_PRECISION,
                            EMULATE_BF16)
     dq = dq * sm_scale
     dq = _to_dtype(dq, DTYPE, EMULATE_BF16).to(DTYPE)
@@ -462,7 +485,7 @@ class KernelConfig(NamedTuple):
 
 
 def kernel_config(D: int, dtype: torch.dtype = torch.float16, *, block_q: int | None = None,
-                  block_k: int | None = None) -> KernelConfig:
+                  block_k: int | None = None, config: KernelConfig | None = None) -> KernelConfig:
     r"""Tile sizes and launch settings for head dim ``D`` and input ``dtype``.
 
     Parameters
@@ -475,6 +498,10 @@ def kernel_config(D: int, dtype: torch.dtype = torch.float16, *, block_q: int | 
     block_q, block_k : int, optional
         Override every query tile (``fwd_m``, ``dkdv_m``, ``dq_m``) and every key tile
         (``fwd_n``, ``dkdv_n``, ``dq_n``); powers of two in ``[16, 256]``.
+    config : KernelConfig, optional
+        Use these settings instead of the defaults for ``D`` and ``dtype`` (``block_q`` and
+        ``block_k`` still override its tiles): tiles powers of two in ``[16, 256]``, warps
+        1, 2, 4, 8 or 16, stages 1 to 8. The GPU benchmark tunes with it.
 
     Returns
     -------
@@ -495,6 +522,18 @@ def kernel_config(D: int, dtype: torch.dtype = torch.float16, *, block_q: int | 
     _check_head_dim(D)
     if dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"dtype must be torch.float16, bfloat16 or float32, got {dtype!r}")
+    cfg = _default_config(D, dtype) if config is None else _check_config(config)
+    if block_q is not None:
+        bq = _check_block(block_q, "block_q")
+        cfg = cfg._replace(fwd_m=bq, dkdv_m=bq, dq_m=bq)
+    if block_k is not None:
+        bk = _check_block(block_k, "block_k")
+        cfg = cfg._replace(fwd_n=bk, dkdv_n=bk, dq_n=bk)
+    return cfg
+
+
+def _default_config(D: int, dtype: torch.dtype) -> KernelConfig:
+    """The settings :func:`kernel_config` returns without overrides."""
     #                     fwd_m  n  dkdv_m  n  dq_m  n  warps: fwd dkdv dq  stages: fwd bwd
     if D <= 64:
         cfg = KernelConfig(128, 64, 32, 128, 128, 32, 4, 8, 8, 3, 3)
@@ -507,13 +546,24 @@ def kernel_config(D: int, dtype: torch.dtype = torch.float16, *, block_q: int | 
         if D >= 128:  # IEEE float32 products run on the FMA units and hold more registers
             half[0] = min(half[0], 32)
         cfg = KernelConfig(half[0], half[1], half[2], half[3], half[4], half[5], 8, 8, 8, 1, 1)
-    if block_q is not None:
-        bq = _check_block(block_q, "block_q")
-        cfg = cfg._replace(fwd_m=bq, dkdv_m=bq, dq_m=bq)
-    if block_k is not None:
-        bk = _check_block(block_k, "block_k")
-        cfg = cfg._replace(fwd_n=bk, dkdv_n=bk, dq_n=bk)
     return cfg
+
+
+def _check_config(config) -> KernelConfig:
+    """A :class:`KernelConfig` with tiles, warps and stages a launch can take."""
+    if not isinstance(config, KernelConfig):
+        raise TypeError(f"config must be a KernelConfig, got {type(config).__name__}")
+    for field in KernelConfig._fields[:6]:
+        _check_block(getattr(config, field), f"config.{field}")
+    for field in ("fwd_warps", "dkdv_warps", "dq_warps"):
+        value = getattr(config, field)
+        if isinstance(value, bool) or value not in (1, 2, 4, 8, 16):
+            raise ValueError(f"config.{field} must be 1, 2, 4, 8 or 16 warps, got {value!r}")
+    for field in ("fwd_stages", "bwd_stages"):
+        value = getattr(config, field)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= 8:
+            raise ValueError(f"config.{field} must be an integer from 1 to 8, got {value!r}")
+    return KernelConfig(*(int(x) for x in config))
 
 
 def _is_power_of_two(n: int) -> bool:
@@ -539,11 +589,24 @@ def _check_block(value, name: str) -> int:
     return int(value)
 
 
-def _check_finite(x: torch.Tensor, name: str) -> None:
-    """The non-finite policy of :mod:`attnmath.core`: NaN or an infinity raises, naming ``x``."""
-    if x.numel() and not bool(torch.isfinite(x).all()):
-        kind = "NaN" if bool(torch.isnan(x).any()) else "an infinity"
-        raise ValueError(f"{name} contains {kind}; attention inputs must be finite")
+def _check_finite(named: dict) -> None:
+    """The non-finite policy of :mod:`attnmath.core`: NaN or an infinity raises, naming the tensor.
+
+    ``named`` maps names to tensors. A float32 sum of a tensor is finite only if every element
+    is (NaN and infinities propagate through a sum), so one reduction per tensor and one wait
+    for the device settle the common case; only a non-finite sum (an infinity or NaN, or
+    finite values whose sum overflows) looks at each element.
+    """
+    tensors = {name: x for name, x in named.items() if x.numel()}
+    if not tensors:
+        return
+    sums = torch.stack([x.sum(dtype=torch.float32) for x in tensors.values()])
+    if bool(torch.isfinite(sums).all()):
+        return
+    for name, x in tensors.items():
+        if not bool(torch.isfinite(x).all()):
+            kind = "NaN" if bool(torch.isnan(x).any()) else "an infinity"
+            raise ValueError(f"{name} contains {kind}; attention inputs must be finite")
 
 
 def _check_tensors(q, k, v):
@@ -585,8 +648,7 @@ def _check_tensors(q, k, v):
             f"the number of query heads H={H} must be a multiple of the key/value heads H_kv={H_kv}"
         )
     _check_head_dim(D)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        _check_finite(x, name)
+    _check_finite({"q": q, "k": k, "v": v})
     # The interpreter runs CPU tensors, and CUDA tensors through host copies.
     if q.device.type != "cuda" and not INTERPRETED:
         raise ValueError(
@@ -664,7 +726,8 @@ class TritonFlashCache(NamedTuple):
 
 def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
                            scale: float | None = None, block_q: int | None = None,
-                           block_k: int | None = None) -> tuple[torch.Tensor, TritonFlashCache]:
+                           block_k: int | None = None,
+                           config: KernelConfig | None = None) -> tuple[torch.Tensor, TritonFlashCache]:
     r"""Exact attention with the Triton FlashAttention-2 forward kernel; returns ``(out, cache)``.
 
     .. math::
@@ -687,6 +750,8 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
         Score scale :math:`s`, ``1/sqrt(D)`` by default.
     block_q, block_k : int, optional
         Override the query and key tile sizes (:func:`kernel_config`).
+    config : KernelConfig, optional
+        Tiles, warps and stages instead of the defaults (:func:`kernel_config`).
 
     Returns
     -------
@@ -707,12 +772,15 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     causal = check_bool(causal, "causal")
     B, H, H_kv, L, S, D = _check_tensors(q, k, v)
     scale = check_scale(scale, D)
-    cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k)
+    cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k, config=config)
     q, k, v = (_last_dim_contiguous(x) for x in (q, k, v))
-    out = torch.zeros((B, H, L, D), dtype=q.dtype, device=q.device)  # (B, H, L, D)
-    lse = torch.full((B, H, L), float("-inf"), dtype=torch.float32, device=q.device)  # (B, H, L)
-    if L and S and B * H:  # else nothing to attend: zeros and -inf, as torch, and no launch
+    if L and S and B * H:  # the kernel writes every element of out and lse
+        out = torch.empty((B, H, L, D), dtype=q.dtype, device=q.device)  # (B, H, L, D)
+        lse = torch.empty((B, H, L), dtype=torch.float32, device=q.device)  # (B, H, L)
         _launch_forward(q, k, v, out, lse, cfg, scale, causal)
+    else:  # nothing to attend: zeros and -inf, as torch, and no launch
+        out = torch.zeros((B, H, L, D), dtype=q.dtype, device=q.device)
+        lse = torch.full((B, H, L), float("-inf"), dtype=torch.float32, device=q.device)
     return out, TritonFlashCache(q, k, v, out, lse, scale, causal)
 
 
@@ -729,7 +797,7 @@ def _launch_forward(q, k, v, out, lse, cfg, scale: float, causal: bool) -> None:
             out.stride(0), out.stride(1), out.stride(2),
             H, L, S, H // H_kv, scale * LOG2E,
             HEAD_DIM=D, BLOCK_M=cfg.fwd_m, BLOCK_N=cfg.fwd_n, CAUSAL=causal,
-            DOT_PRECISION=precision, EMULATE_BF16=emulate_bf16,
+            EVEN_N=S % cfg.fwd_n == 0, DOT_PRECISION=precision, EMULATE_BF16=emulate_bf16,
             **_launch_kwargs(cfg.fwd_warps, cfg.fwd_stages),
         )
 
@@ -752,13 +820,13 @@ def _check_backward(dout: torch.Tensor, cache: TritonFlashCache):
             raise TypeError(f"{name} must have dtype {dtype}, got {x.dtype}")
         if x.device != q.device:
             raise ValueError(f"{name} must be on q's device {q.device}, got {x.device}")
-    _check_finite(dout, "dout")
+    _check_finite({"dout": dout})
     return (q, k, v, out, lse, scale, causal), (B, H, H_kv, L, S, D)
 
 
 def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache, *,
-                                    block_q: int | None = None,
-                                    block_k: int | None = None) -> AttentionGrads:
+                                    block_q: int | None = None, block_k: int | None = None,
+                                    config: KernelConfig | None = None) -> AttentionGrads:
     r"""Gradients of :func:`flash_attention_triton` from ``dout``, recomputing ``P`` from ``lse``.
 
     .. math::
@@ -778,6 +846,8 @@ def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache,
         Another method's cache raises ``TypeError``; fields that disagree ``ValueError``.
     block_q, block_k : int, optional
         Tile overrides for the backward kernels (they need not match the forward's).
+    config : KernelConfig, optional
+        Tiles, warps and stages instead of the defaults (:func:`kernel_config`).
 
     Returns
     -------
@@ -793,7 +863,14 @@ def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache,
     ``torch.nn.functional.scaled_dot_product_attention`` on float32 copies of the inputs.
     """
     (q, k, v, out, lse, scale, causal), (B, H, H_kv, L, S, D) = _check_backward(dout, cache)
-    cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k)
+    cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k, config=config)
+    return _backward(dout, TritonFlashCache(q, k, v, out, lse, scale, causal), cfg)
+
+
+def _backward(dout: torch.Tensor, cache: TritonFlashCache, cfg: KernelConfig) -> AttentionGrads:
+    """The backward launches on checked inputs (``dout`` finite, ``cache`` consistent)."""
+    q, k, v, out, lse, scale, causal = cache
+    (B, H, L, D), (H_kv, S) = q.shape, k.shape[1:3]
     if L == 0 or S == 0 or B * H == 0:  # no attention weights: every gradient is zero
         return AttentionGrads(torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v))
     q, k, v, out, dout = (_last_dim_contiguous(x) for x in (q, k, v, out, dout))
@@ -828,7 +905,7 @@ def _launch_gradients(q, k, v, dout, lse, delta, grads, cfg, scale: float, causa
         dk.stride(0), dk.stride(1), dk.stride(2),
         dv.stride(0), dv.stride(1), dv.stride(2),
         H, H_kv, L, S, H // H_kv, scale * LOG2E, scale,
-        BLOCK_M=cfg.dkdv_m, BLOCK_N=cfg.dkdv_n, **common,
+        BLOCK_M=cfg.dkdv_m, BLOCK_N=cfg.dkdv_n, EVEN_M=L % cfg.dkdv_m == 0, **common,
         **_launch_kwargs(cfg.dkdv_warps, cfg.bwd_stages),
     )
     _flash_bwd_dq_kernel[(triton.cdiv(L, cfg.dq_m), B * H)](
@@ -839,7 +916,7 @@ def _launch_gradients(q, k, v, dout, lse, delta, grads, cfg, scale: float, causa
         dout.stride(0), dout.stride(1), dout.stride(2),
         dq.stride(0), dq.stride(1), dq.stride(2),
         H, L, S, H // H_kv, scale * LOG2E, scale,
-        BLOCK_M=cfg.dq_m, BLOCK_N=cfg.dq_n, **common,
+        BLOCK_M=cfg.dq_m, BLOCK_N=cfg.dq_n, EVEN_N=S % cfg.dq_n == 0, **common,
         **_launch_kwargs(cfg.dq_warps, cfg.bwd_stages),
     )
 
@@ -847,30 +924,34 @@ def _launch_gradients(q, k, v, dout, lse, delta, grads, cfg, scale: float, causa
 class FlashAttentionTriton(torch.autograd.Function):
     r"""Autograd wrapper: forward and backward by the Triton kernels.
 
-    ``FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k) -> out (B, H, L, D)``;
-    the context keeps ``q, k, v, out`` and ``lse (B, H, L)``, never a ``(L, S)`` array, and the
-    forward's ``scale`` and ``causal`` (the :class:`TritonFlashCache` fields).
+    ``FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k, config) -> out
+    (B, H, L, D)``; the context keeps ``q, k, v, out`` and ``lse (B, H, L)``, never a ``(L, S)``
+    array, the forward's ``scale`` and ``causal`` (the :class:`TritonFlashCache` fields) and
+    the kernel settings. The backward checks only ``dout``: the rest was checked by the forward.
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, causal=False, scale=None, block_q=None, block_k=None):
+    def forward(ctx, q, k, v, causal=False, scale=None, block_q=None, block_k=None, config=None):
         out, cache = flash_attention_triton(q, k, v, causal=causal, scale=scale, block_q=block_q,
-                                            block_k=block_k)
+                                            block_k=block_k, config=config)
         ctx.save_for_backward(cache.q, cache.k, cache.v, cache.out, cache.lse)
         ctx.settings = {"scale": cache.scale, "causal": cache.causal}
-        ctx.blocks = {"block_q": block_q, "block_k": block_k}
+        ctx.config = kernel_config(q.shape[-1], q.dtype, block_q=block_q, block_k=block_k,
+                                   config=config)
         return out
 
     @staticmethod
     def backward(ctx, dout):
         cache = TritonFlashCache(*ctx.saved_tensors, **ctx.settings)
-        dq, dk, dv = flash_attention_triton_backward(dout.to(cache.q.dtype), cache, **ctx.blocks)
-        return dq, dk, dv, None, None, None, None
+        dout = dout.to(cache.q.dtype)
+        _check_finite({"dout": dout})
+        dq, dk, dv = _backward(dout, cache, ctx.config)
+        return dq, dk, dv, None, None, None, None, None
 
 
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                     scale: float | None = None, *, block_q: int | None = None,
-                    block_k: int | None = None) -> torch.Tensor:
+                    block_k: int | None = None, config: KernelConfig | None = None) -> torch.Tensor:
     r"""Differentiable flash attention: :func:`flash_attention_triton` forward, Triton backward.
 
     .. math:: O = \operatorname{softmax}\!\left(s\, Q K^\top + M_{\text{causal}}\right) V
@@ -885,6 +966,8 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
         ``1/sqrt(D)`` by default.
     block_q, block_k : int, optional
         Tile overrides (:func:`kernel_config`).
+    config : KernelConfig, optional
+        Tiles, warps and stages instead of the defaults, for the forward and the backward.
 
     Returns
     -------
@@ -897,4 +980,4 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     is_causal=causal, scale=scale, enable_gqa=True)`` without ``attn_mask`` and dropout.
     Oracle: that function and ``torch.autograd``, on float32 copies of the inputs.
     """
-    return FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k)
+    return FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k, config)

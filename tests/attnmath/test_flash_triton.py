@@ -49,14 +49,23 @@ EPS = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float32: 2.0**-23
 
 # Served by the child besides the module's public functions (attnmath.testing.TritonProcess).
 _HELPERS = r"""
-def fwd_bwd(q, k, v, dout, causal=False, scale=None, block_q=None, block_k=None):
+def fwd_bwd(q, k, v, dout, causal=False, scale=None, block_q=None, block_k=None, config=None):
     # out and the gradients through the autograd function; lse from the functional forward.
+    # config: a dict of KernelConfig fields.
+    config = None if config is None else ft.KernelConfig(**config)
     q, k, v = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
-    out = ft.flash_attention(q, k, v, causal, scale, block_q=block_q, block_k=block_k)
+    out = ft.flash_attention(q, k, v, causal, scale, block_q=block_q, block_k=block_k,
+                             config=config)
     out.backward(dout)
     _, cache = ft.flash_attention_triton(q.detach(), k.detach(), v.detach(), causal=causal,
-                                         scale=scale, block_q=block_q, block_k=block_k)
+                                         scale=scale, block_q=block_q, block_k=block_k,
+                                         config=config)
     return out.detach(), cache.lse, q.grad, k.grad, v.grad
+
+
+def checked_finite(**named):
+    # The finite check alone: None, or the error it raises.
+    ft._check_finite(named)
 
 
 def saved_shapes(q, k, v, causal=False):
@@ -71,7 +80,13 @@ def forward_history(q, k, v):
     return out, cache.lse, out.grad_fn is None and cache.lse.grad_fn is None
 
 
-def kernel_config(*args, **kwargs):
+def kernel_config(*args, config=None, **kwargs):
+    config = None if config is None else ft.KernelConfig(**config)
+    return ft.kernel_config(*args, config=config, **kwargs)._asdict()
+
+
+def kernel_config_raw(*args, **kwargs):
+    # kernel_config with its arguments as given (a config that is not a KernelConfig).
     return ft.kernel_config(*args, **kwargs)._asdict()
 """
 
@@ -136,6 +151,7 @@ def _logsumexp_reference(q, k, *, causal, scale=None):
         (16, 64, None, None),  # one tile, shorter than a tile
         (40, 128, None, None),  # D = 128, L not a multiple of any tile
         (64 + 7, 64, 16, 32),  # several query and key tiles, a ragged last one
+        (64, 32, 16, 32),  # tiles that divide L = S: the loads and scores without a mask
     ],
 )
 def test_float32_kernels_match_the_numpy_flash_reference(kernels, causal, L, D, block_q, block_k):
@@ -282,6 +298,50 @@ def test_kernel_config_shrinks_tiles_for_large_head_dims_and_float32(kernels):
     assert [over[k] for k in ("fwd_m", "dkdv_m", "dq_m", "fwd_n", "dkdv_n", "dq_n")] == [16] * 3 + [32] * 3
 
 
+_TUNED = {"fwd_m": 64, "fwd_n": 32, "dkdv_m": 16, "dkdv_n": 64, "dq_m": 32, "dq_n": 16,
+          "fwd_warps": 4, "dkdv_warps": 4, "dq_warps": 4, "fwd_stages": 2, "bwd_stages": 2}
+
+
+def test_a_given_config_replaces_the_defaults_and_keeps_the_result(kernels):
+    assert kernels.kernel_config(64, config=_TUNED) == _TUNED
+    assert kernels.kernel_config(64, config=_TUNED, block_k=16)["fwd_n"] == 16
+    for causal in (False, True):
+        q, k, v, dout = _qkv(L=64 + 5, D=32, seed=21 + causal)
+        ref = kernels.fwd_bwd(q, k, v, dout, causal=causal)
+        got = kernels.fwd_bwd(q, k, v, dout, causal=causal, config=_TUNED)
+        for name, a, e in zip(("out", "lse", "dq", "dk", "dv"), got, ref):
+            assert_close(a, e, rtol=1e-5, atol=2e-6, name=f"{name}, causal={causal}")
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("fwd_m", 48, "config.fwd_m must be a power of two"),
+    ("dq_n", 512, "config.dq_n must be a power of two"),
+    ("dkdv_warps", 3, "config.dkdv_warps must be 1, 2, 4, 8 or 16 warps"),
+    ("fwd_warps", True, "config.fwd_warps must be 1, 2, 4, 8 or 16 warps"),
+    ("bwd_stages", 0, "config.bwd_stages must be an integer from 1 to 8"),
+    ("fwd_stages", 2.5, "config.fwd_stages must be an integer from 1 to 8"),
+])
+def test_a_bad_config_gets_a_clear_error(kernels, field, value, message):
+    with pytest.raises(ValueError, match=message):
+        kernels.kernel_config(64, config=dict(_TUNED, **{field: value}))
+
+
+def test_a_config_that_is_not_a_kernel_config_is_refused(kernels):
+    with pytest.raises(TypeError, match="config must be a KernelConfig, got dict"):
+        kernels.kernel_config_raw(64, config=_TUNED)
+
+
+def test_the_finite_check_names_the_tensor_and_passes_sums_that_overflow(kernels):
+    big = torch.full((1, 1, 8, 16), 3e38, dtype=torch.bfloat16, device=DEVICE)  # finite; sum is not
+    assert kernels.checked_finite(q=big, k=-big, v=big) is None
+    with pytest.raises(ValueError, match="k contains NaN"):
+        kernels.checked_finite(q=big, k=torch.where(big > 0, float("nan"), 0.0).to(big.dtype), v=big)
+    with pytest.raises(ValueError, match="v contains an infinity"):
+        kernels.checked_finite(q=big, k=big, v=big * 2)
+    empty = big[:, :, :0]
+    assert kernels.checked_finite(q=empty, k=empty, v=empty) is None
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -359,12 +419,12 @@ import attnmath.flash_triton as ft
 assert not ft.INTERPRETED
 D = 128
 cfg = ft.kernel_config(D, torch.float16)
-jobs = [(ft._flash_fwd_kernel, cfg.fwd_m, cfg.fwd_n, cfg.fwd_warps, cfg.fwd_stages),
-        (ft._flash_bwd_dkdv_kernel, cfg.dkdv_m, cfg.dkdv_n, cfg.dkdv_warps, cfg.bwd_stages),
-        (ft._flash_bwd_dq_kernel, cfg.dq_m, cfg.dq_n, cfg.dq_warps, cfg.bwd_stages)]
-for kernel, block_m, block_n, warps, stages in jobs:
-    consts = dict(HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=True, DOT_PRECISION="tf32",
-                  EMULATE_BF16=False)
+jobs = [(ft._flash_fwd_kernel, cfg.fwd_m, cfg.fwd_n, cfg.fwd_warps, cfg.fwd_stages, "EVEN_N"),
+        (ft._flash_bwd_dkdv_kernel, cfg.dkdv_m, cfg.dkdv_n, cfg.dkdv_warps, cfg.bwd_stages, "EVEN_M"),
+        (ft._flash_bwd_dq_kernel, cfg.dq_m, cfg.dq_n, cfg.dq_warps, cfg.bwd_stages, "EVEN_N")]
+for kernel, block_m, block_n, warps, stages, even in jobs:
+    consts = {"HEAD_DIM": D, "BLOCK_M": block_m, "BLOCK_N": block_n, "CAUSAL": True, even: False,
+              "DOT_PRECISION": "tf32", "EMULATE_BF16": False}
     signature = {}
     for name in kernel.arg_names:
         if name in consts:
@@ -431,18 +491,54 @@ def test_gpu_benchmark_writes_the_chapter_format_and_a_ratio_table(tmp_path):
     fwd_causal = 4 * 2 * 16 * 1024**2 * 64 / 2
     assert bench.attention_flops(2, 16, 1024, 64, causal=True, mode="fwd_bwd") == 3.5 * fwd_causal
     assert bench.shapes(512, 64) == (32, 32) and bench.shapes(16384, 128) == (1, 16)
-    rows = [{"impl": impl, "N": 1024, "d": 64, "causal": True, "mode": "fwd", "tflops": tf,
-             "peak_mem_bytes": 3 * 2**20} for impl, tf in (("triton", 150.0), ("sdpa_flash", 200.0))]
+    rows = [{"impl": impl, "dtype": "bfloat16", "N": 1024, "d": 64, "causal": True, "mode": "fwd",
+             "tflops": tf, "peak_mem_bytes": 3 * 2**20}
+            for impl, tf in (("triton", 150.0), ("sdpa_flash", 200.0))]
+    rows.append(dict(rows[0], dtype="float16", tflops=300.0))  # no float16 reference: no ratio
     record = bench.make_record(rows, device="Fake GPU", torch_version="0", triton_version="0",
-                               date="2000-01-01")
+                               date="2000-01-01", tuning=[{"d": 64}])
     path = bench.write_record(record, tmp_path / "data" / "flash_gpu.json")
     loaded = json.loads(path.read_text())
-    assert set(loaded) == {"device", "date", "torch", "triton", "rows"}
-    assert loaded["rows"][0] == {"impl": "triton", "N": 1024, "d": 64, "causal": True, "mode": "fwd",
-                                 "tflops": 150.0, "peak_mem_bytes": 3 * 2**20}
-    table = bench.format_table(rows, {("sdpa_math", "fwd", True, 64, 1024): "OOM"})
-    line = next(ln for ln in table.splitlines() if ln.lstrip().startswith("fwd"))
-    assert "150.0" in line and "[0.75x]" in line and "[1.00x]" in line and "OOM" in line
+    assert set(loaded) == {"device", "date", "torch", "triton", "rows", "tuning"}
+    assert loaded["rows"][0] == {"impl": "triton", "dtype": "bfloat16", "N": 1024, "d": 64,
+                                 "causal": True, "mode": "fwd", "tflops": 150.0,
+                                 "peak_mem_bytes": 3 * 2**20}
+    table = bench.format_table(rows, {("sdpa_math", "fwd", "bfloat16", True, 64, 1024): "OOM"})
+    lines = [ln for ln in table.splitlines() if ln.lstrip().startswith("fwd")]
+    bf16 = next(ln for ln in lines if "bfloat16" in ln)
+    assert "150.0" in bf16 and "[0.75x]" in bf16 and "[1.00x]" in bf16 and "OOM" in bf16
+    fp16 = next(ln for ln in lines if "float16" in ln.split())
+    assert "300.0" in fp16 and "[  -  ]" in fp16 and "x]" not in fp16
+    with pytest.raises(ValueError, match="row dtype must be one of"):
+        bench.make_record([dict(rows[0], dtype="float32")], device="", torch_version="",
+                          triton_version="")
+
+
+_CANDIDATES_SOURCE = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import attnmath.flash_triton as ft
+from bench_flash_gpu import tuning_candidates
+print(json.dumps({d: [list(ft.kernel_config(d))] + [list(c) for c in tuning_candidates(d)]
+                  for d in (64, 128)}))
+"""
+
+
+def test_tuning_candidates_are_valid_distinct_settings_with_the_default_first():
+    # In a child: this process never imports attnmath.flash_triton (module docstring).
+    bench_dir = str(Path(__file__).resolve().parents[2] / "bench")
+    result = subprocess.run([sys.executable, "-c", _CANDIDATES_SOURCE, bench_dir], check=True,
+                            capture_output=True, text=True, env=_child_env(False), timeout=120)
+    for d, (default, *candidates) in json.loads(result.stdout).items():
+        assert candidates[0] == default, d
+        assert len({tuple(c) for c in candidates}) == len(candidates) >= 3
+        fwd = {0, 1, 6, 9}  # fwd_m, fwd_n, fwd_warps, fwd_stages
+        for c in candidates:
+            assert all(16 <= b <= 256 and b & (b - 1) == 0 for b in c[:6]), c
+            assert all(w in (1, 2, 4, 8, 16) for w in c[6:9]) and all(1 <= s <= 8 for s in c[9:]), c
+            # each candidate changes the forward side or the backward side, not both
+            changed = {i for i, (x, y) in enumerate(zip(c, default)) if x != y}
+            assert changed <= fwd or not (changed & fwd), c
 
 
 @pytest.mark.skipif(NATIVE, reason="checks the run without a CUDA device")
