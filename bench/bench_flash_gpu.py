@@ -2,7 +2,10 @@
 
 Measures, on a CUDA GPU, the throughput (TFLOP/s) and the peak memory of
 
-* ``triton``: :func:`attnmath.flash_triton.flash_attention` (forward and backward kernels),
+* ``triton``: :func:`attnmath.flash_triton.flash_attention` (forward and backward kernels), as
+  called by default, with its check that the inputs are finite (one reduction per tensor and
+  one wait for the GPU per pass),
+* ``triton_nocheck``: the same with ``check_finite=False``, the kernels and their launches alone,
 * ``sdpa_flash``, ``sdpa_efficient``, ``sdpa_cudnn``, ``sdpa_math``:
   ``torch.nn.functional.scaled_dot_product_attention`` restricted to one backend with
   ``torch.nn.attention.sdpa_kernel`` (FlashAttention-2, memory-efficient, cuDNN, and the plain
@@ -71,7 +74,7 @@ NS = (512, 1024, 2048, 4096, 8192, 16384)
 DS = (64, 128)
 DTYPES = ("float16", "bfloat16")
 MODES = ("fwd", "fwd_bwd")
-IMPLS = ("triton", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math")
+IMPLS = ("triton", "triton_nocheck", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math")
 REFERENCE = "sdpa_flash"
 SKIP_MESSAGE = "no CUDA device: GPU benchmark skipped"
 MiB = 2**20
@@ -182,10 +185,11 @@ def _attention_fn(impl: str, causal: bool, config=None):
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    if impl == "triton":
+    if impl in ("triton", "triton_nocheck"):
         from attnmath.flash_triton import flash_attention
 
-        return lambda q, k, v: flash_attention(q, k, v, causal, config=config)
+        check = impl == "triton"
+        return lambda q, k, v: flash_attention(q, k, v, causal, config=config, check_finite=check)
     backend = {"sdpa_flash": SDPBackend.FLASH_ATTENTION,
                "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
                "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION,
@@ -334,8 +338,8 @@ def run_grid(dtypes, ds, ns, best: dict, deadline: float, save, log=print) -> tu
                         for impl in IMPLS:
                             key = (impl, mode, dtype, causal, d, N)
                             try:
-                                rows.append(measure(impl, N, d, causal, mode, dtype,
-                                                    best.get((d, causal)) if impl == "triton" else None))
+                                config = best.get((d, causal)) if impl.startswith("triton") else None
+                                rows.append(measure(impl, N, d, causal, mode, dtype, config))
                             except torch.cuda.OutOfMemoryError:
                                 failures[key] = "OOM"
                             except Exception as exc:  # no kernel of this backend, a compile error  # noqa: BLE001

@@ -5,6 +5,7 @@
 # and the benchmark's JSON go to $OUT (default /tmp/gpu-check).
 #
 #   bash bench/gpu_check.sh [SECONDS]    # SECONDS: the whole run's budget, 400 by default
+#   BENCH_ARGS= bash bench/gpu_check.sh  # the benchmark without its tuning pass (default --tune)
 #
 # The benchmark starts no new configuration once the budget is spent, and writes its JSON after
 # every configuration, so a run cut short keeps what it measured.
@@ -37,8 +38,9 @@ echo "pytest exit code $?" >> "$OUT/tests.txt"
 tail -n 25 "$OUT/tests.txt"
 
 left=$(( budget - ($(date +%s) - start) - 20 ))
-echo "== bench/bench_flash_gpu.py --tune, ${left} s left"
-"$PY" bench/bench_flash_gpu.py --tune --budget-s "$left" --out "$OUT/flash_gpu.json" \
+bench_args=${BENCH_ARGS---tune}
+echo "== bench/bench_flash_gpu.py $bench_args, ${left} s left"
+"$PY" bench/bench_flash_gpu.py $bench_args --budget-s "$left" --out "$OUT/flash_gpu.json" \
   > "$OUT/bench.txt" 2>&1
 echo "bench exit code $?" >> "$OUT/bench.txt"
 grep -v '^  ' "$OUT/bench.txt" | tail -n 120

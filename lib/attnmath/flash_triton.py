@@ -190,7 +190,10 @@ def _flash_fwd_kernel(Q, K, V, Out, Lse,
                       CAUSAL: tl.constexpr, EVEN_N: tl.constexpr, DOT_PRECISION: tl.constexpr,
                       EMULATE_BF16: tl.constexpr):
     """Forward: program ``(i, b * H + h)`` computes ``out`` and ``lse`` of query tile ``i``."""
-    pid_m = tl.program_id(0)
+    if CAUSAL:  # the last query tiles see the most keys: they start first, the short ones end
+        pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    else:
+        pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
     h = (pid_bh % H).to(tl.int64)
@@ -393,7 +396,10 @@ def _flash_bwd_dq_kernel(Q, K, V, DOut, DQ, Lse, Delta,
                          CAUSAL: tl.constexpr, EVEN_N: tl.constexpr, DOT_PRECISION: tl.constexpr,
                          EMULATE_BF16: tl.constexpr):
     """Backward: program ``(i, b * H + h)`` computes ``dQ`` of query tile ``i``."""
-    pid_m = tl.program_id(0)
+    if CAUSAL:  # the last query tiles see the most keys: they start first, the short ones end
+        pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    else:
+        pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
     h = (pid_bh % H).to(tl.int64)
@@ -538,7 +544,7 @@ def _default_config(D: int, dtype: torch.dtype) -> KernelConfig:
     if D <= 64:
         cfg = KernelConfig(128, 64, 32, 128, 128, 32, 4, 8, 8, 3, 3)
     elif D == 128:
-        cfg = KernelConfig(128, 64, 32, 64, 64, 32, 8, 8, 4, 3, 2)
+        cfg = KernelConfig(128, 64, 64, 64, 64, 64, 8, 8, 8, 3, 3)
     else:  # D == 256
         cfg = KernelConfig(64, 32, 16, 32, 32, 16, 8, 8, 8, 2, 1)
     if dtype == torch.float32:
@@ -609,8 +615,9 @@ def _check_finite(named: dict) -> None:
             raise ValueError(f"{name} contains {kind}; attention inputs must be finite")
 
 
-def _check_tensors(q, k, v):
-    """Validate ``q (B, H, L, D)``, ``k, v (B, H_kv, S, D)``; return ``(B, H, H_kv, L, S, D)``."""
+def _check_tensors(q, k, v, finite: bool = True):
+    """Validate ``q (B, H, L, D)``, ``k, v (B, H_kv, S, D)`` (their values too if ``finite``);
+    return ``(B, H, H_kv, L, S, D)``."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
@@ -648,7 +655,8 @@ def _check_tensors(q, k, v):
             f"the number of query heads H={H} must be a multiple of the key/value heads H_kv={H_kv}"
         )
     _check_head_dim(D)
-    _check_finite({"q": q, "k": k, "v": v})
+    if finite:
+        _check_finite({"q": q, "k": k, "v": v})
     # The interpreter runs CPU tensors, and CUDA tensors through host copies.
     if q.device.type != "cuda" and not INTERPRETED:
         raise ValueError(
@@ -726,8 +734,8 @@ class TritonFlashCache(NamedTuple):
 
 def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
                            scale: float | None = None, block_q: int | None = None,
-                           block_k: int | None = None,
-                           config: KernelConfig | None = None) -> tuple[torch.Tensor, TritonFlashCache]:
+                           block_k: int | None = None, config: KernelConfig | None = None,
+                           check_finite: bool = True) -> tuple[torch.Tensor, TritonFlashCache]:
     r"""Exact attention with the Triton FlashAttention-2 forward kernel; returns ``(out, cache)``.
 
     .. math::
@@ -752,6 +760,10 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
         Override the query and key tile sizes (:func:`kernel_config`).
     config : KernelConfig, optional
         Tiles, warps and stages instead of the defaults (:func:`kernel_config`).
+    check_finite : bool
+        Raise ``ValueError`` on NaN or an infinity in ``q``, ``k``, ``v`` (the default). The
+        check reads each input once and waits for the GPU once per call; ``False`` skips it
+        for inputs known to be finite, and a non-finite input then goes undetected.
 
     Returns
     -------
@@ -770,7 +782,7 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     ``scaled_dot_product_attention`` and ``logsumexp`` on float32 copies of the inputs.
     """
     causal = check_bool(causal, "causal")
-    B, H, H_kv, L, S, D = _check_tensors(q, k, v)
+    B, H, H_kv, L, S, D = _check_tensors(q, k, v, check_bool(check_finite, "check_finite"))
     scale = check_scale(scale, D)
     cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k, config=config)
     q, k, v = (_last_dim_contiguous(x) for x in (q, k, v))
@@ -802,13 +814,13 @@ def _launch_forward(q, k, v, out, lse, cfg, scale: float, causal: bool) -> None:
         )
 
 
-def _check_backward(dout: torch.Tensor, cache: TritonFlashCache):
+def _check_backward(dout: torch.Tensor, cache: TritonFlashCache, finite: bool = True):
     """The cache's fields and ``dout`` checked: ``(q, k, v, out, lse, scale, causal)`` and the
     sizes ``(B, H, H_kv, L, S, D)``."""
     check_cache(cache, TritonFlashCache, "flash_attention_triton", "flash_attention_triton_backward")
     q, k, v, out, lse, scale, causal = cache
     causal = check_bool(causal, "cache.causal")
-    B, H, H_kv, L, S, D = _check_tensors(q, k, v)
+    B, H, H_kv, L, S, D = _check_tensors(q, k, v, finite)
     scale = check_scale(scale, D)
     for name, x, shape, dtype in (("dout", dout, (B, H, L, D), q.dtype), ("cache.out", out, (B, H, L, D), q.dtype),
                                   ("cache.lse", lse, (B, H, L), torch.float32)):
@@ -820,13 +832,15 @@ def _check_backward(dout: torch.Tensor, cache: TritonFlashCache):
             raise TypeError(f"{name} must have dtype {dtype}, got {x.dtype}")
         if x.device != q.device:
             raise ValueError(f"{name} must be on q's device {q.device}, got {x.device}")
-    _check_finite({"dout": dout})
+    if finite:
+        _check_finite({"dout": dout})
     return (q, k, v, out, lse, scale, causal), (B, H, H_kv, L, S, D)
 
 
 def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache, *,
                                     block_q: int | None = None, block_k: int | None = None,
-                                    config: KernelConfig | None = None) -> AttentionGrads:
+                                    config: KernelConfig | None = None,
+                                    check_finite: bool = True) -> AttentionGrads:
     r"""Gradients of :func:`flash_attention_triton` from ``dout``, recomputing ``P`` from ``lse``.
 
     .. math::
@@ -848,6 +862,9 @@ def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache,
         Tile overrides for the backward kernels (they need not match the forward's).
     config : KernelConfig, optional
         Tiles, warps and stages instead of the defaults (:func:`kernel_config`).
+    check_finite : bool
+        Raise ``ValueError`` on NaN or an infinity in ``dout`` or the cached inputs (the
+        default; one read of each and one wait for the GPU); ``False`` skips it.
 
     Returns
     -------
@@ -862,7 +879,8 @@ def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache,
     :func:`attnmath.flash.flash_attention_backward` and ``torch.autograd`` through
     ``torch.nn.functional.scaled_dot_product_attention`` on float32 copies of the inputs.
     """
-    (q, k, v, out, lse, scale, causal), (B, H, H_kv, L, S, D) = _check_backward(dout, cache)
+    finite = check_bool(check_finite, "check_finite")
+    (q, k, v, out, lse, scale, causal), (B, H, H_kv, L, S, D) = _check_backward(dout, cache, finite)
     cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k, config=config)
     return _backward(dout, TritonFlashCache(q, k, v, out, lse, scale, causal), cfg)
 
@@ -924,16 +942,18 @@ def _launch_gradients(q, k, v, dout, lse, delta, grads, cfg, scale: float, causa
 class FlashAttentionTriton(torch.autograd.Function):
     r"""Autograd wrapper: forward and backward by the Triton kernels.
 
-    ``FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k, config) -> out
-    (B, H, L, D)``; the context keeps ``q, k, v, out`` and ``lse (B, H, L)``, never a ``(L, S)``
+    ``FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k, config, check_finite)
+    -> out (B, H, L, D)``; the context keeps ``q, k, v, out`` and ``lse (B, H, L)``, never a ``(L, S)``
     array, the forward's ``scale`` and ``causal`` (the :class:`TritonFlashCache` fields) and
     the kernel settings. The backward checks only ``dout``: the rest was checked by the forward.
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, causal=False, scale=None, block_q=None, block_k=None, config=None):
+    def forward(ctx, q, k, v, causal=False, scale=None, block_q=None, block_k=None, config=None,
+                check_finite=True):
         out, cache = flash_attention_triton(q, k, v, causal=causal, scale=scale, block_q=block_q,
-                                            block_k=block_k, config=config)
+                                            block_k=block_k, config=config, check_finite=check_finite)
+        ctx.check_finite = check_finite
         ctx.save_for_backward(cache.q, cache.k, cache.v, cache.out, cache.lse)
         ctx.settings = {"scale": cache.scale, "causal": cache.causal}
         ctx.config = kernel_config(q.shape[-1], q.dtype, block_q=block_q, block_k=block_k,
@@ -944,14 +964,16 @@ class FlashAttentionTriton(torch.autograd.Function):
     def backward(ctx, dout):
         cache = TritonFlashCache(*ctx.saved_tensors, **ctx.settings)
         dout = dout.to(cache.q.dtype)
-        _check_finite({"dout": dout})
+        if ctx.check_finite:
+            _check_finite({"dout": dout})
         dq, dk, dv = _backward(dout, cache, ctx.config)
-        return dq, dk, dv, None, None, None, None, None
+        return dq, dk, dv, None, None, None, None, None, None
 
 
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                     scale: float | None = None, *, block_q: int | None = None,
-                    block_k: int | None = None, config: KernelConfig | None = None) -> torch.Tensor:
+                    block_k: int | None = None, config: KernelConfig | None = None,
+                    check_finite: bool = True) -> torch.Tensor:
     r"""Differentiable flash attention: :func:`flash_attention_triton` forward, Triton backward.
 
     .. math:: O = \operatorname{softmax}\!\left(s\, Q K^\top + M_{\text{causal}}\right) V
@@ -968,6 +990,10 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
         Tile overrides (:func:`kernel_config`).
     config : KernelConfig, optional
         Tiles, warps and stages instead of the defaults, for the forward and the backward.
+    check_finite : bool
+        Raise ``ValueError`` on NaN or an infinity in the inputs, and in ``dout`` in the
+        backward (the default; one read of each tensor and one wait for the GPU per pass).
+        ``False`` skips both checks, for inputs known to be finite.
 
     Returns
     -------
@@ -980,4 +1006,5 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     is_causal=causal, scale=scale, enable_gqa=True)`` without ``attn_mask`` and dropout.
     Oracle: that function and ``torch.autograd``, on float32 copies of the inputs.
     """
-    return FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k, config)
+    return FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k, config,
+                                      check_bool(check_finite, "check_finite"))

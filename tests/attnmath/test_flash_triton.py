@@ -331,6 +331,23 @@ def test_a_config_that_is_not_a_kernel_config_is_refused(kernels):
         kernels.kernel_config_raw(64, config=_TUNED)
 
 
+def test_check_finite_false_skips_the_check_and_keeps_the_result(kernels):
+    q, k, v, dout = _qkv(L=40, D=32, seed=31)
+    out, cache = kernels.flash_attention_triton(q, k, v, causal=True)
+    fast, fast_cache = kernels.flash_attention_triton(q, k, v, causal=True, check_finite=False)
+    assert_close(fast, out, rtol=0, atol=0, name="out")
+    grads = kernels.flash_attention_triton_backward(dout, cache)
+    fast_grads = kernels.flash_attention_triton_backward(dout, fast_cache, check_finite=False)
+    for name, a, e in zip(("dq", "dk", "dv"), fast_grads, grads):
+        assert_close(a, e, rtol=0, atol=0, name=name)
+    nan_out, _ = kernels.flash_attention_triton(q * float("nan"), k, v, check_finite=False)
+    assert bool(torch.isnan(nan_out).all())  # not raised, and not hidden either
+    with pytest.raises(TypeError, match="check_finite must be True or False"):
+        kernels.flash_attention_triton(q, k, v, check_finite=1)
+    with pytest.raises(TypeError, match="check_finite must be True or False"):
+        kernels.flash_attention_triton_backward(dout, cache, check_finite="no")
+
+
 def test_the_finite_check_names_the_tensor_and_passes_sums_that_overflow(kernels):
     big = torch.full((1, 1, 8, 16), 3e38, dtype=torch.bfloat16, device=DEVICE)  # finite; sum is not
     assert kernels.checked_finite(q=big, k=-big, v=big) is None
