@@ -11,6 +11,11 @@ myst-nb executes it again while reading and reports the error with its traceback
 this extension. A build that has at most one chapter to execute (``make book`` after editing a
 chapter) leaves it to myst-nb.
 
+Two costs of starting each chapter's kernel are paid once per build instead: every kernel is
+forked from a kernel server that has imported NumPy, PyTorch and matplotlib already
+(``book/_ext/attnmath_kernels.py``), and a kernel is killed after its last cell rather than shut
+down (its outputs are all in by then; the shutdown costs half a second of CPU).
+
 The execution cache knows a chapter by its code cells only, but the chapters' outputs also come
 from the library and the book's own modules (``book/figstyle.py``). When any of those files
 changes (:func:`code_digest`), every cached execution is dropped and every chapter is read and
@@ -30,8 +35,28 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 
 
-def _execute(text: str, cwd: str, timeout: int | None) -> tuple[str | None, float, str | None]:
-    """Execute the notebook ``text`` (JSON) in ``cwd``: the executed notebook, the seconds, the error."""
+def _forked_kernel_manager(server: str):
+    """A Jupyter kernel manager class whose Python kernels are forked by the kernel server
+    listening on ``server`` (:mod:`attnmath_kernels`)."""
+    from attnmath_kernels import kernel_command
+    from jupyter_client import AsyncKernelManager
+
+    class ForkedKernelManager(AsyncKernelManager):
+        @property
+        def kernel_spec(self):
+            if self._kernel_spec is None:
+                spec = AsyncKernelManager.kernel_spec.fget(self)
+                if spec is not None and spec.language == "python":
+                    spec.argv = [*kernel_command(server), "-f", "{connection_file}"]
+            return self._kernel_spec
+
+    return ForkedKernelManager
+
+
+def _execute(text: str, cwd: str, timeout: int | None, server: str | None = None
+             ) -> tuple[str | None, float, str | None]:
+    """Execute the notebook ``text`` (JSON) in ``cwd``, its kernel forked by the kernel server
+    ``server`` if given: the executed notebook, the seconds, the error."""
     from build_book import skip_iri_grammar  # book/_ext/build_book.py: a worker starts 1-2 s sooner
 
     skip_iri_grammar()
@@ -39,7 +64,9 @@ def _execute(text: str, cwd: str, timeout: int | None) -> tuple[str | None, floa
     from jupyter_cache.executors.utils import single_nb_execution
 
     nb = nbformat.reads(text, as_version=4)
-    result = single_nb_execution(nb, cwd=cwd, timeout=timeout, allow_errors=False, meta_override=True)
+    options = {} if server is None else {"kernel_manager_class": _forked_kernel_manager(server)}
+    result = single_nb_execution(nb, cwd=cwd, timeout=timeout, allow_errors=False, meta_override=True,
+                                 shutdown_kernel="immediate", **options)
     if result.err is not None:
         return None, result.time, f"{type(result.err).__name__}: {result.err}"
     return nbformat.writes(nb), result.time, None
@@ -116,10 +143,14 @@ def execute_ahead(app, env, added, changed, removed):
     import nbformat
     from jupyter_cache.base import CacheBundleIn
 
+    from attnmath_kernels import kernel_server
+
     workers = min(len(todo), os.cpu_count() or 1)
     logger.info(f"executing {len(todo)} notebooks, {workers} at a time ...")
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        jobs = {path: pool.submit(_execute, nbformat.writes(nb), str(Path(path).parent), config.execution_timeout)
+    with kernel_server() as server, \
+            ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        jobs = {path: pool.submit(_execute, nbformat.writes(nb), str(Path(path).parent), config.execution_timeout,
+                                  server)
                 for path, nb in todo}
         for path, job in jobs.items():
             executed, seconds, error = job.result()
