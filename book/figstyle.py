@@ -121,6 +121,10 @@ def _place_legends_once(fig) -> bool:
         legend.set_bbox_to_anchor(None)
         for place in LEGEND_PLACES:
             legend.set_loc(place)
+            # where the legend lands follows from its place and the axes, without drawing: only
+            # a place that looks free is drawn to confirm it (the layout may shift it a little)
+            if _data_inside(ax, legend.get_window_extent(renderer)):
+                continue
             fig.canvas.draw()
             if not _data_inside(ax, legend.get_window_extent(renderer)):
                 break

@@ -149,8 +149,8 @@ def execute_ahead(app, env, added, changed, removed):
     logger.info(f"executing {len(todo)} notebooks, {workers} at a time ...")
     with kernel_server() as server, \
             ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        jobs = {path: pool.submit(_execute, nbformat.writes(nb), str(Path(path).parent), config.execution_timeout,
-                                  server)
+        jobs = {path: pool.submit(_execute, nbformat.writes(nb), str(Path(path).parent),
+                                  config.execution_timeout, server)
                 for path, nb in todo}
         for path, job in jobs.items():
             executed, seconds, error = job.result()

@@ -1,7 +1,8 @@
 """Kernels forked from one process that has already imported what every chapter imports.
 
-Each chapter's kernel spends about 1.5 s of CPU starting: the IPython kernel itself, then the
-chapter's first cell imports NumPy, PyTorch and matplotlib. A cold build executes every chapter,
+Each chapter's kernel spends about 2 s of CPU starting: the IPython kernel itself, then the
+chapter's first cell imports NumPy, PyTorch and matplotlib, and its first ``glue`` (myst_nb)
+imports nbformat. A cold build executes every chapter,
 so it pays that once per chapter. While a build executes chapters ahead
 (``book/_ext/attnmath_execute.py``), a *kernel server* (:func:`serve`) imports those modules once
 and forks a fresh kernel process for each chapter: the kernel starts with the modules in memory,
@@ -38,7 +39,10 @@ import sys
 import tempfile
 
 #: Imported once by the server, before it forks any kernel.
-PRELOADED = ("numpy", "torch", "matplotlib", "matplotlib.figure", "ipykernel.kernelapp", "attnmath")
+#: (myst_nb's ``glue``, which every chapter calls, imports nbformat and with it jsonschema, whose
+#: optional IRI checker compiles a grammar on import: 0.7 s of CPU in each kernel otherwise.)
+PRELOADED = ("numpy", "torch", "matplotlib", "matplotlib.figure", "ipykernel.kernelapp", "attnmath",
+             "myst_nb.ext.glue")
 #: Environment the server imports them under (what the kernel and the timing chapters set).
 PRELOAD_ENV = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", "OPENBLAS_NUM_THREADS": "1"}
 

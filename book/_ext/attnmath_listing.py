@@ -28,6 +28,7 @@ gone fails at its ``automodule``.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import io
 import pkgutil
@@ -289,6 +290,7 @@ def _syntax_tree(code: str) -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=1024)  # a chapter's cells are laid out for its page and its download
 def fit_code(code: str, width: int = WIDTH) -> str:
     """``code`` with its long lines laid out again (see the module docstring).
 

@@ -25,7 +25,7 @@ _LOOK = [
     "print(sorted(k for k in os.environ if k.startswith(('OPENBLAS', 'MPLBACKEND', 'ATTNMATH_TEST'))))",
     "import numpy as np\nimport matplotlib.pyplot as plt\nprint(plt.get_backend(), np.ones(3) @ np.ones(3))",
     "fig, ax = plt.subplots()\nax.plot([0, 1], [1, 0])\nplt.show()",
-    "print('x' in globals(), [name for name in ('torch', 'matplotlib.pyplot') if name in sys.modules])",
+    "print('x' in globals(), [m for m in ('torch', 'nbformat', 'matplotlib.pyplot') if m in sys.modules])",
 ]
 
 
@@ -63,12 +63,13 @@ def test_a_forked_kernel_runs_a_notebook_as_one_started_on_its_own(server, tmp_p
     assert fresh[3] == [["image/png", "text/plain"]]  # the inline backend's figure
     # the one difference: the forked kernel has the server's modules already, not pyplot
     assert fresh[-1] == ["False ['matplotlib.pyplot']\n"]
-    assert forked[-1] == ["False ['torch', 'matplotlib.pyplot']\n"]
-    assert "torch" in PRELOADED and "matplotlib.pyplot" not in PRELOADED
+    assert forked[-1] == ["False ['torch', 'nbformat', 'matplotlib.pyplot']\n"]
+    assert {"torch", "myst_nb.ext.glue"} <= set(PRELOADED) and "matplotlib.pyplot" not in PRELOADED
 
 
 def test_each_kernel_is_its_own_process_with_its_own_seeds(server, tmp_path):
-    look = "import os, torch, numpy\nx = 1\nprint(os.getpid(), torch.initial_seed(), numpy.random.randint(2**62))"
+    look = ("import os, torch, numpy\nx = 1\n"
+            "print(os.getpid(), torch.initial_seed(), numpy.random.randint(2**62))")
     first, second = (_run(tmp_path, server, look, "print('x' in globals())") for _ in range(2))
     pid_1, *seeds_1 = first[0][0].split()
     pid_2, *seeds_2 = second[0][0].split()
