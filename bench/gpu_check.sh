@@ -6,6 +6,7 @@
 #
 #   bash bench/gpu_check.sh [SECONDS]    # SECONDS: the whole run's budget, 400 by default
 #   BENCH_ARGS= bash bench/gpu_check.sh  # the benchmark without its tuning pass (default --tune)
+#   GPU_TESTS=0 bash bench/gpu_check.sh  # the benchmark alone, without the tests
 #
 # The benchmark starts no new configuration once the budget is spent, and writes its JSON after
 # every configuration, so a run cut short keeps what it measured.
@@ -31,11 +32,13 @@ print(f"python {sys.version.split()[0]}; torch {torch.__version__} (CUDA {torch.
 EOF
 } 2>&1 | tee "$OUT/versions.txt"
 
+if [ "${GPU_TESTS:-1}" != 0 ]; then
 echo "== tests/attnmath/test_flash_triton.py, natively"
 timeout 170 "$PY" -m pytest tests/attnmath/test_flash_triton.py -p no:cacheprovider -q -n 8 \
   --junitxml="$OUT/tests.xml" > "$OUT/tests.txt" 2>&1
 echo "pytest exit code $?" >> "$OUT/tests.txt"
 tail -n 25 "$OUT/tests.txt"
+fi
 
 left=$(( budget - ($(date +%s) - start) - 20 ))
 bench_args=${BENCH_ARGS---tune}

@@ -348,13 +348,15 @@ def test_check_finite_false_skips_the_check_and_keeps_the_result(kernels):
         kernels.flash_attention_triton_backward(dout, cache, check_finite="no")
 
 
-def test_the_finite_check_names_the_tensor_and_passes_sums_that_overflow(kernels):
-    big = torch.full((1, 1, 8, 16), 3e38, dtype=torch.bfloat16, device=DEVICE)  # finite; sum is not
+def test_the_finite_check_names_the_tensor_and_passes_large_finite_values(kernels):
+    big = torch.full((1, 1, 8, 16), 3e38, dtype=torch.bfloat16, device=DEVICE)  # finite; its sum is not
     assert kernels.checked_finite(q=big, k=-big, v=big) is None
     with pytest.raises(ValueError, match="k contains NaN"):
         kernels.checked_finite(q=big, k=torch.where(big > 0, float("nan"), 0.0).to(big.dtype), v=big)
     with pytest.raises(ValueError, match="v contains an infinity"):
         kernels.checked_finite(q=big, k=big, v=big * 2)
+    with pytest.raises(ValueError, match="q contains an infinity"):
+        kernels.checked_finite(q=big * -2, k=big, v=big)
     empty = big[:, :, :0]
     assert kernels.checked_finite(q=empty, k=empty, v=empty) is None
 
