@@ -65,8 +65,11 @@ def _execute(text: str, cwd: str, timeout: int | None, server: str | None = None
 
     nb = nbformat.reads(text, as_version=4)
     options = {} if server is None else {"kernel_manager_class": _forked_kernel_manager(server)}
-    result = single_nb_execution(nb, cwd=cwd, timeout=timeout, allow_errors=False, meta_override=True,
-                                 shutdown_kernel="immediate", **options)
+    try:
+        result = single_nb_execution(nb, cwd=cwd, timeout=timeout, allow_errors=False, meta_override=True,
+                                     shutdown_kernel="immediate", **options)
+    except Exception as exc:  # noqa: BLE001  a kernel that died or did not start: myst-nb tries again
+        return None, 0.0, f"{type(exc).__name__}: {exc}"
     if result.err is not None:
         return None, result.time, f"{type(result.err).__name__}: {result.err}"
     return nbformat.writes(nb), result.time, None

@@ -116,3 +116,8 @@ def test_a_kernel_ends_with_its_stand_in_and_with_the_server(server, tmp_path):
         stand_in, pid = _start_kernel(tmp_path, sock, "left")
     assert _gone(pid)
     assert stand_in.wait(timeout=30) != 0  # its kernel went without an exit status
+
+
+def test_a_kernel_the_server_cannot_give_is_an_execution_error_not_a_crash(tmp_path):
+    executed, _seconds, error = _execute(_notebook("print(1)"), str(tmp_path), 60, str(tmp_path / "no-server"))
+    assert executed is None and error  # the build leaves the chapter to myst-nb, which reports it
