@@ -41,8 +41,8 @@ KIND_MISTAKES = [
      {"capacity_keep": ("capacity = math.ceil(capacity_factor * N * K / num_experts)",
                         "capacity = math.ceil(capacity_factor * N * K / len(np.unique(expert_index)))")}),
     ("09_moe", "a single expert answered with a vector of True", "test_capacity_keep",
-     {"capacity_keep": ("    used = np.zeros(", "    if num_experts == 1:\n        return np.ones(N, dtype=bool)\n"
-                                            "    used = np.zeros(")}),
+     {"capacity_keep": ("    used = np.zeros(",
+                        "    if num_experts == 1:\n        return np.ones(N, dtype=bool)\n    used = np.zeros(")}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.
