@@ -40,6 +40,7 @@ Usage::
     python bench/bench_flash_gpu.py --tune          # tune first, then the grid with the best
     python bench/bench_flash_gpu.py --quick         # N in {512, 2048}, d = 64, float16
     python bench/bench_flash_gpu.py --budget-s 200  # stop starting new rows after 200 s
+    python bench/bench_flash_gpu.py --report book/data/flash_gpu.json  # a record's ratios, no GPU
 
 Writes ``book/data/flash_gpu.json`` (``--out`` overrides), the format read by the flash
 chapter::
@@ -149,6 +150,26 @@ def format_table(rows: list[dict], failures: dict | None = None, impls=IMPLS) ->
             cells.append(f"{r['tflops']:7.1f} ({r['peak_mem_bytes'] / MiB:7.0f}) {ratio:>7}")
         mode, dtype, causal, d, N = config
         lines.append(f"{mode:>8} {dtype:>8} {causal!s:>6} {d:>4} {N:>6} " + " ".join(cells))
+    return "\n".join(lines)
+
+
+def ratio_grid(record: dict, impls=("triton", "triton_nocheck")) -> str:
+    """Each ``impls`` entry's TFLOP/s over ``sdpa_flash``'s, one line per (mode, dtype, causal,
+    d) and one column per ``N``, cells ``a/b`` in the order of ``impls`` (no GPU needed)."""
+    rows = {(r["impl"], r["mode"], r["dtype"], r["causal"], r["d"], r["N"]): r["tflops"]
+            for r in record["rows"]}
+    ns = sorted({r["N"] for r in record["rows"]})
+    lines = [f"{record['device']}, {record['date']}; torch {record['torch']}, triton {record['triton']}",
+             f"ratio to {REFERENCE}: " + " / ".join(impls),
+             f"{'mode':>8} {'dtype':>8} {'causal':>6} {'d':>4} " + " ".join(f"{n:>11}" for n in ns)]
+    configs = sorted({key[1:5] for key in rows})
+    for mode, dtype, causal, d in configs:
+        cells = []
+        for n in ns:
+            ref = rows.get((REFERENCE, mode, dtype, causal, d, n))
+            got = [rows.get((impl, mode, dtype, causal, d, n)) for impl in impls]
+            cells.append("/".join("-" if g is None or not ref else f"{g / ref:.2f}" for g in got))
+        lines.append(f"{mode:>8} {dtype:>8} {causal!s:>6} {d:>4} " + " ".join(f"{c:>11}" for c in cells))
     return "\n".join(lines)
 
 
@@ -366,7 +387,11 @@ def main(argv=None) -> int:
     parser.add_argument("--budget-s", type=float, default=float("inf"),
                         help="start no new configuration after this many seconds")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON path (default {DEFAULT_OUT})")
+    parser.add_argument("--report", type=Path, help="print the ratios of a recorded JSON and exit")
     args = parser.parse_args(argv)
+    if args.report is not None:
+        print(ratio_grid(json.loads(args.report.read_text())))
+        return 0
 
     import torch
 
