@@ -354,7 +354,8 @@ def run_grid(dtypes, ds, ns, best: dict, deadline: float, save, log=print) -> tu
                 for d in ds:
                     for N in ns:
                         if time.monotonic() > deadline:
-                            log(f"  time budget spent: stopped before {mode} {dtype} causal={causal} d={d} N={N}")
+                            log(f"  time budget spent: stopped before {mode} {dtype} "
+                                f"causal={causal} d={d} N={N}")
                             return rows, failures
                         for impl in IMPLS:
                             key = (impl, mode, dtype, causal, d, N)
@@ -363,7 +364,7 @@ def run_grid(dtypes, ds, ns, best: dict, deadline: float, save, log=print) -> tu
                                 rows.append(measure(impl, N, d, causal, mode, dtype, config))
                             except torch.cuda.OutOfMemoryError:
                                 failures[key] = "OOM"
-                            except Exception as exc:  # no kernel of this backend, a compile error  # noqa: BLE001
+                            except Exception as exc:  # noqa: BLE001  (no kernel for it, a compile error)
                                 failures[key] = "n/a"
                                 log(f"  {impl} {mode} {dtype} causal={causal} d={d} N={N}: "
                                     f"{str(exc).splitlines()[0][:120]}")
@@ -375,6 +376,25 @@ def run_grid(dtypes, ds, ns, best: dict, deadline: float, save, log=print) -> tu
                             + ", ".join(f"{r['impl']} {r['tflops']:.1f}" for r in done))
                         save(rows)
     return rows, failures
+
+
+def run_checks(dtypes, ds, log=print) -> list:
+    """:func:`check_correctness` for every dtype, d and causal; a failure is recorded, not raised."""
+    checks = []
+    for dtype in dtypes:
+        for d in ds:
+            for causal in (False, True):
+                try:
+                    c = check_correctness(dtype, d, causal)
+                except Exception as exc:  # noqa: BLE001  (a compile or launch error: recorded)
+                    checks.append({"dtype": dtype, "d": d, "causal": causal, "error": repr(exc)[:300]})
+                    log(f"  check {dtype} d={d} causal={causal} FAILED: {repr(exc)[:300]}")
+                    continue
+                checks.append(c)
+                log(f"  relative error vs float32 ({dtype}, d={d}, causal={causal}): "
+                    + "; ".join(f"{impl} " + ", ".join(f"{k} {v:.1e}" for k, v in c[impl].items())
+                                for impl in ("triton", "sdpa_flash")))
+    return checks
 
 
 def main(argv=None) -> int:
@@ -414,20 +434,7 @@ def main(argv=None) -> int:
     log = lambda line: print(line, flush=True)  # noqa: E731
     log(f"{device}; torch {torch.__version__}, triton {triton.__version__}; "
         f"B * N = {TOKENS} tokens, H * d = {MODEL_WIDTH}")
-    checks = []
-    for dtype in dtypes:
-        for d in ds:
-            for causal in (False, True):
-                try:
-                    c = check_correctness(dtype, d, causal)
-                except Exception as exc:  # a compile or launch error: recorded, the rest goes on  # noqa: BLE001
-                    checks.append({"dtype": dtype, "d": d, "causal": causal, "error": repr(exc)[:300]})
-                    log(f"  check {dtype} d={d} causal={causal} FAILED: {repr(exc)[:300]}")
-                    continue
-                checks.append(c)
-                log(f"  relative error vs float32 ({dtype}, d={d}, causal={causal}): "
-                    + "; ".join(f"{impl} " + ", ".join(f"{k} {v:.1e}" for k, v in c[impl].items())
-                                for impl in ("triton", "sdpa_flash")))
+    checks = run_checks(dtypes, ds, log)
     best, trials = tune(ds, (False, True), log=log) if args.tune else ({}, [])
     versions = {"device": device, "torch_version": torch.__version__, "triton_version": triton.__version__}
 

@@ -519,11 +519,12 @@ def kernel_config(D: int, dtype: torch.dtype = torch.float16, *, block_q: int | 
     (each program reuses its ``Q`` tile across all keys), a large key tile with short query
     tiles for ``dK, dV`` (two ``(BLOCK_N, D)`` float32 accumulators live in registers), the
     transpose of that for ``dQ``; tiles shrink as ``D`` grows. They were checked by compiling
-    every kernel for sm_90 (H100) and sm_80 (A100) with the Triton ``ptxas``, not by timing:
-    shared memory is at most 65 KiB per program; on sm_90 float16 and bfloat16 spill at most
-    36 bytes of registers (the causal ``D = 128`` ``dK, dV`` kernel), float32 (a checking
-    path with IEEE products) at most 144 bytes; on sm_80 float16 spills at most 168 bytes. The GPU benchmark
-    (``bench/bench_flash_gpu.py``) is the place to tune them by time.
+    every kernel for sm_90 (H100) and sm_80 (A100) with the Triton ``ptxas``
+    (``bench/compile_flash_triton.py`` prints registers, spills and shared memory), then timed
+    on an H100 (``bench/bench_flash_gpu.py --tune``, 2026-11-27, ``bench/results/gpu/NOTES.md``):
+    no candidate forward beat these beyond the run-to-run spread; the ``D = 128`` backward tiles
+    (64 x 64, 8 warps, 3 stages) come from that pass and run as fast as the previous ones.
+    Float32 (a checking path with IEEE products) gets half the tiles and no pipelining.
     """
     _check_head_dim(D)
     if dtype not in SUPPORTED_DTYPES:
@@ -563,11 +564,12 @@ def _check_config(config) -> KernelConfig:
         _check_block(getattr(config, field), f"config.{field}")
     for field in ("fwd_warps", "dkdv_warps", "dq_warps"):
         value = getattr(config, field)
-        if isinstance(value, bool) or value not in (1, 2, 4, 8, 16):
+        integral = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        if not integral or int(value) not in (1, 2, 4, 8, 16):
             raise ValueError(f"config.{field} must be 1, 2, 4, 8 or 16 warps, got {value!r}")
     for field in ("fwd_stages", "bwd_stages"):
         value = getattr(config, field)
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= 8:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= int(value) <= 8:
             raise ValueError(f"config.{field} must be an integer from 1 to 8, got {value!r}")
     return KernelConfig(*(int(x) for x in config))
 
@@ -762,10 +764,8 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     config : KernelConfig, optional
         Tiles, warps and stages instead of the defaults (:func:`kernel_config`).
     check_finite : bool
-        Raise ``ValueError`` on NaN or an infinity in ``q``, ``k``, ``v`` (the default). The
-        check reads each input once (its extremes) and waits for the GPU once per call;
-        ``False`` skips it for inputs known to be finite, and a non-finite input then goes
-        undetected.
+        Raise ``ValueError`` on NaN or an infinity in ``q``, ``k``, ``v`` (default; one read
+        of each and one wait for the GPU); ``False`` skips it, for inputs known to be finite.
 
     Returns
     -------
@@ -776,9 +776,8 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
 
     Notes
     -----
-    NaN or an infinity in ``q``, ``k``, ``v`` raises ``ValueError``; ``L = 0`` or ``S = 0``
-    returns zeros (and ``lse = -inf``) without a launch. No autograd history (use
-    :func:`flash_attention`). Unlike :func:`attnmath.flash.flash_attention_forward`: no mask,
+    ``L = 0`` or ``S = 0`` returns zeros (and ``lse = -inf``) without a launch. No autograd
+    history (use :func:`flash_attention`). Unlike :func:`attnmath.flash.flash_attention_forward`: no mask,
     no bottom-right alignment, so no row is fully masked. Numerics and cost: the module
     docstring. Oracles: :func:`attnmath.flash.flash_attention_forward` and torch's
     ``scaled_dot_product_attention`` and ``logsumexp`` on float32 copies of the inputs.
