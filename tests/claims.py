@@ -58,6 +58,10 @@ from pathlib import Path
 VERDICTS = ("verified", "verified on", "corrected", "clarified")
 UNVERIFIABLE = "not verifiable here"
 ROOT = Path(__file__).resolve().parents[1]
+#: Set for a book build by a test run that runs every claim test itself (tests/book/build.py):
+#: that build does not run them a second time, and each of their outcomes reads RUN_BY_THE_SUITE.
+IN_SUITE = "ATTNMATH_CLAIM_TESTS_IN_SUITE"
+RUN_BY_THE_SUITE = "run by the test suite"
 
 #: The chapter that repeats the claims of each test module, unless a marker names another.
 MODULE_CHAPTER = {
@@ -311,6 +315,15 @@ def inconsistent_groups(tests_dir: str | Path | None = None) -> list[str]:
             if len({getattr(m, field) for m in ms}) > 1:
                 problems.append(f"{source} {text!r}: the markers on {[m.test for m in ms]} disagree on {field}")
     return problems
+
+
+def runs_every_claim_test(test_ids, tests_dir: str | Path | None = None) -> bool:
+    """Whether the test ids ``test_ids`` (pytest node ids, ``[...]`` of a parametrised case
+    allowed) hold every test that carries a claim marker under ``tests_dir``."""
+    if isinstance(test_ids, (str, bytes)):
+        raise TypeError("test_ids must be a collection of test ids, not one string")
+    selected = {str(test_id).partition("[")[0] for test_id in test_ids}
+    return all(m.test in selected for m in collect_markers(tests_dir))
 
 
 def run_claim_tests(root: str | Path = ROOT, *, timeout: float = 300, only=None) -> dict[str, str]:

@@ -197,7 +197,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             sys.path.insert(0, str(ROOT / "tests" / "book"))
         from build import start_in_background as start_book  # tests/book/build.py
 
-        start_book(factory)
+        start_book(factory, [item.nodeid for item in session.items if _will_run(item, found)])
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -10,10 +10,12 @@ import dataclasses
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
-from claims import CHAPTERS, DISTINCT, NOT_VERIFIABLE, UNVERIFIABLE, VERDICTS, Claim, \
-    claim_tests_without_assertions, collect_claims, collect_markers, draws_with_hypothesis, \
-    inconsistent_groups, near_identical_claims, run_claim_tests
+import pytest
+from claims import CHAPTERS, DISTINCT, IN_SUITE, NOT_VERIFIABLE, RUN_BY_THE_SUITE, UNVERIFIABLE, VERDICTS, \
+    Claim, claim_tests_without_assertions, collect_claims, collect_markers, draws_with_hypothesis, \
+    inconsistent_groups, near_identical_claims, run_claim_tests, runs_every_claim_test
 
 SEEDS = {"000", "001", "002", "003", "004"}
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,3 +188,89 @@ def test_a_domain_says_hypothesis_exactly_when_its_test_draws_with_hypothesis():
         assert says == draws_with_hypothesis(m.test, ROOT), (
             f"{m.test}: the domain {'says' if says else 'does not say'} hypothesis, the test "
             f"{'does not draw' if says else 'draws'} with it")
+
+
+def test_the_selected_tests_hold_every_claim_test_only_when_none_is_missing(tmp_path):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.claim('001 X', 'one claim', 'verified', domain='one case')\n"
+        "@pytest.mark.parametrize('n', [1, 2])\n"
+        "def test_one(n):\n    assert n\n"
+        "@pytest.mark.claim('001 X', 'another claim', 'verified', domain='one case')\n"
+        "def test_two():\n    assert True\n"
+        "def test_plain():\n    assert True\n")
+    every = ["tests/test_a.py::test_one[1]", "tests/test_a.py::test_one[2]", "tests/test_a.py::test_two"]
+    assert runs_every_claim_test(every + ["tests/test_a.py::test_plain"], tests)
+    assert runs_every_claim_test(every[1:], tests), "one case of a parametrised test selects it"
+    assert not runs_every_claim_test(every[:2] + ["tests/test_a.py::test_plain"], tests)
+    assert not runs_every_claim_test(["tests/test_a.py::test_two"], tests)
+    assert not runs_every_claim_test([], tests)
+    assert runs_every_claim_test([], tmp_path / "no_tests"), "no claim test: nothing to run"
+    with pytest.raises(TypeError, match="test_ids"):
+        runs_every_claim_test("tests/test_a.py::test_two", tests)
+
+
+class _App:
+    """What the appendix's extension reads and writes of a Sphinx application."""
+
+    def __init__(self):
+        self.env = SimpleNamespace(found_docs={"book/claims"}, attnmath_claim_record=None)
+
+
+def _start(monkeypatch, env_vars: dict[str, str]):
+    """The appendix's extension at the start of a clean build with ``env_vars`` set: the claim
+    runs it started, its warnings and the outcomes it recorded."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import attnmath_claims as ext
+
+    for name in ("ATTNMATH_SKIP_CLAIM_TESTS", IN_SUITE):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env_vars.items():
+        monkeypatch.setenv(name, value)
+    started, warned = [], []
+    monkeypatch.setattr(ext.subprocess, "Popen", lambda args, **kw: started.append(args) or object())
+    monkeypatch.setattr(ext.logger, "warning", lambda message, **kw: warned.append(message))
+    app = _App()
+    try:
+        assert ext.start_tests(app, app.env, set(), set(), set()) == ["book/claims"]
+    finally:
+        ext._KEPT.pop(id(app), None)
+        ext._PENDING.pop(id(app), None)
+    return started, warned, getattr(app.env, "attnmath_claim_outcomes", None)
+
+
+def test_a_build_for_a_run_of_every_claim_test_runs_none_and_says_who_ran_them(monkeypatch):
+    tests = {m.test for m in collect_markers(Path(__file__).parent)}
+    started, warned, outcomes = _start(monkeypatch, {})
+    assert len(started) == 1 and "run_claim_tests" in " ".join(started[0]), "a clean build runs them"
+    started, warned, outcomes = _start(monkeypatch, {IN_SUITE: "1"})
+    assert started == [] and warned == []
+    assert outcomes == {t: RUN_BY_THE_SUITE for t in tests}
+    started, warned, outcomes = _start(monkeypatch, {"ATTNMATH_SKIP_CLAIM_TESTS": "1", IN_SUITE: "1"})
+    assert started == [] and outcomes == {t: "not run" for t in tests}
+    assert len(warned) == len(tests), "a draft that skips them warns for each, so -W fails"
+
+    import attnmath_claims as ext
+
+    test = sorted(tests)[0]
+    row = ext.claim_row(Claim("001 X", "a claim", "verified", None, "01_softmax", None, ((test, "d"),)),
+                        {test: RUN_BY_THE_SUITE})
+    assert "`run by the test suite`" in row[2] and "not run" not in row[2]
+
+
+def test_the_suites_book_build_leaves_the_claim_tests_to_the_suite_only_when_it_runs_them(monkeypatch):
+    sys.path.insert(0, str(ROOT / "tests" / "book"))
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import build
+    import build_book
+
+    monkeypatch.setenv(IN_SUITE, "1")  # a variable left in the caller's environment counts for nothing
+    for in_suite in (False, True):
+        command, env = build.build_command(Path("/tmp/out"), in_suite)
+        assert command[1:] == [str(ROOT / "book" / "_ext" / "build_book.py"), *build_book.COMMAND,
+                               "--path-output", "/tmp/out"], "make book's command"
+        assert (env.get(IN_SUITE) == "1") == in_suite
+    makefile = (ROOT / "Makefile").read_text()
+    assert "book/_ext/build_book.py" in makefile and IN_SUITE not in makefile, "make book runs them"

@@ -20,7 +20,9 @@ A claim test that fails, errors, is skipped or does not run is reported as a Sph
 the build with ``-W`` fails, in every build until it passes. The page is re-read
 (``env-get-outdated``) whenever a test runs or what the page shows may have changed (a digest
 differs), so its outcomes are never older than the build. ``ATTNMATH_SKIP_CLAIM_TESTS=1`` skips
-the run for quick drafts: every outcome then reads "not run" and the build warns.
+the run for quick drafts: every outcome then reads "not run" and the build warns. A test run that
+runs every claim test itself builds its book with ``claims.IN_SUITE`` set (tests/book/build.py):
+that build runs none, each outcome reads "run by the test suite", and a failure is the suite's.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ BADGE = {"verified": "success", "verified on": "primary", "corrected": "danger",
 SOURCE_NAMES = {"000": "the reference sheet", "001": "the interview summary",
                 "002": "the deep-dive survey", "003": "the textbook chapter", "004": "the lecture notes"}
 OUTCOME = {"passed": "{bdg-success-line}`passed`", "failed": "{bdg-danger}`FAILED`",
-           "error": "{bdg-danger}`ERROR`", "skipped": "{bdg-warning}`skipped`", "not run": "{bdg-warning}`not run`"}
+           "error": "{bdg-danger}`ERROR`", "skipped": "{bdg-warning}`skipped`",
+           "not run": "{bdg-warning}`not run`",
+           "run by the test suite": "{bdg-info-line}`run by the test suite`"}
 
 
 def _claims_module():
@@ -137,9 +141,11 @@ def start_tests(app, env, added, changed, removed):
     claims = _claims_module()
     markers = claims.collect_markers(ROOT / "tests")
     reread = [DOCNAME] if DOCNAME in env.found_docs else []
-    if os.environ.get("ATTNMATH_SKIP_CLAIM_TESTS"):
+    skipped = "not run" if os.environ.get("ATTNMATH_SKIP_CLAIM_TESTS") else (
+        claims.RUN_BY_THE_SUITE if os.environ.get(claims.IN_SUITE) else None)
+    if skipped:
         env.attnmath_claim_record = None
-        _record(app, {m.test: "not run" for m in markers})
+        _record(app, {m.test: skipped for m in markers})
         return reread
     inputs = claim_inputs(markers)
     record = getattr(env, "attnmath_claim_record", None)
@@ -186,7 +192,7 @@ def _record(app, outcomes: dict[str, str]) -> None:
     for problem in claims.inconsistent_groups(ROOT / "tests"):
         logger.warning(f"claim markers: {problem}", type="attnmath", subtype="claims")
     for test, outcome in sorted(outcomes.items()):
-        if outcome != "passed":
+        if outcome not in ("passed", claims.RUN_BY_THE_SUITE):
             logger.warning(f"claim test {test}: {outcome}", type="attnmath", subtype="claims")
     app.env.attnmath_claim_outcomes = outcomes
 
@@ -240,8 +246,10 @@ class ClaimsSummary(_ClaimsDirective):
         tests = sorted({t for c in rows for t, _ in c.tests})
         passed = sum(self.outcomes.get(t) == "passed" for t in tests)
         parts = ", ".join(f"{{bdg-{BADGE[v]}}}`{v}` {n}" for v, n in counts.items())
-        return self._parse([f"{len(rows)} claims: {parts}. In this build {passed} of the "
-                            f"{len(tests)} claim tests passed."])
+        ran = (f"The {len(tests)} claim tests ran in the test suite that made this build."
+               if tests and all(self.outcomes.get(t) == claims.RUN_BY_THE_SUITE for t in tests)
+               else f"In this build {passed} of the {len(tests)} claim tests passed.")
+        return self._parse([f"{len(rows)} claims: {parts}. {ran}"])
 
 
 class ClaimsTable(_ClaimsDirective):

@@ -1,12 +1,15 @@
 """Build the book once per test run; tests/book and tests/browser share the result.
 
-``book_html(tmp_path_factory)`` runs ``jupyter-book build <root> --path-output <tmp> -n -W
---keep-going`` the first time it is called in a test run and returns the HTML folder; later
-calls return the same folder (or fail with the same message) without building again, in every
-pytest-xdist worker (``tests/support.py``'s ``shared_build``).
+``book_html(tmp_path_factory)`` builds the book as ``make book`` does (``book/_ext/build_book.py``,
+``jupyter-book build . -n -W --keep-going``) into ``--path-output <tmp>`` the first time it is
+called in a test run and returns the HTML folder; later calls return the same folder (or fail with
+the same message) without building again, in every pytest-xdist worker (``tests/support.py``'s
+``shared_build``).
 
 ``tests/conftest.py`` starts that build in the background as soon as the tests are collected
-(``start_in_background``), when some selected test needs the book.
+(``start_in_background``), when some selected test needs the book. When the selected tests hold
+every claim test, the build runs none of them (``claims.IN_SUITE``): the run itself does, and the
+claims appendix says so; otherwise the build runs them, as ``make book`` does.
 
 ``ATTNMATH_BOOK_HTML=/path/to/_build/html`` skips the build and uses that folder, for example
 the output of ``make book``, to rerun the book and browser tests quickly while writing.
@@ -25,14 +28,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import support  # noqa: E402  (tests/support.py)
+from claims import IN_SUITE, runs_every_claim_test  # noqa: E402  (tests/claims.py)
 from support import shared_build  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from build_book import COMMAND  # noqa: E402  (book/_ext/build_book.py: make book's command)
 from make_pdf import toc_files  # noqa: E402,F401  (book/_ext/make_pdf.py; the tests import it from here)
 ENV_HTML = "ATTNMATH_BOOK_HTML"
 
 _result: dict = {}
+#: Whether this run's book build leaves the claim tests to the run (set by start_in_background).
+_claims_in_suite = False
 
 
 def is_notebook(doc: str, root: Path = ROOT) -> bool:
@@ -51,13 +58,24 @@ def is_notebook(doc: str, root: Path = ROOT) -> bool:
 _RUNNING: dict[str, subprocess.Popen] = {}
 
 
-def _build(out: Path) -> Path:
+def build_command(out: Path, claims_in_suite: bool) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of the build into ``out``: ``make book``'s, with the claim
+    tests left to the test run when ``claims_in_suite``."""
     bindir = os.path.dirname(sys.executable)
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+    env.pop(IN_SUITE, None)
+    if claims_in_suite:
+        env[IN_SUITE] = "1"
+    command = [sys.executable, str(ROOT / "book" / "_ext" / "build_book.py"), *COMMAND,
+               "--path-output", str(out)]
+    return command, env
+
+
+def _build(out: Path) -> Path:
+    command, env = build_command(out, _claims_in_suite)
     start = time.perf_counter()
-    with subprocess.Popen([os.path.join(bindir, "jupyter-book"), "build", str(ROOT),
-                           "--path-output", str(out), "-n", "-W", "--keep-going"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env) as proc:
         _RUNNING["book"] = proc
         try:
             stdout, stderr = proc.communicate(timeout=1800)
@@ -70,11 +88,14 @@ def _build(out: Path) -> Path:
     return out / "_build" / "html"
 
 
-def start_in_background(tmp_path_factory) -> threading.Thread | None:
+def start_in_background(tmp_path_factory, test_ids=()) -> threading.Thread | None:
     """Start this run's book build now in a thread (``support.start_in_background``), unless
-    ``ATTNMATH_BOOK_HTML`` names a build."""
+    ``ATTNMATH_BOOK_HTML`` names a build. ``test_ids``: the run's selected tests; when they hold
+    every claim test, the build runs none of them."""
+    global _claims_in_suite
     if os.environ.get(ENV_HTML):
         return None
+    _claims_in_suite = runs_every_claim_test(test_ids, ROOT / "tests")
     return support.start_in_background(tmp_path_factory, "book", _build)
 
 
