@@ -227,7 +227,11 @@ def serve(sock: str) -> None:
 @contextlib.contextmanager
 def kernel_server():
     """A kernel server for the duration of the ``with`` block: yields the socket to give
-    :func:`kernel_command`, or None when the server did not start (then kernels start as usual)."""
+    :func:`kernel_command`, or None when the server did not start (then kernels start as usual),
+    as on a system without ``fork`` or Unix sockets."""
+    if not hasattr(os, "fork") or not hasattr(socket, "AF_UNIX"):
+        yield None
+        return
     folder = tempfile.mkdtemp(prefix="attnmath-kernels-")
     sock = os.path.join(folder, "server")
     proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", sock],

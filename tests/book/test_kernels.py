@@ -121,3 +121,9 @@ def test_a_kernel_ends_with_its_stand_in_and_with_the_server(server, tmp_path):
 def test_a_kernel_the_server_cannot_give_is_an_execution_error_not_a_crash(tmp_path):
     executed, _seconds, error = _execute(_notebook("print(1)"), str(tmp_path), 60, str(tmp_path / "no-server"))
     assert executed is None and error  # the build leaves the chapter to myst-nb, which reports it
+
+
+def test_without_fork_there_is_no_server_and_kernels_start_as_usual(monkeypatch):
+    monkeypatch.delattr(os, "fork")
+    with kernel_server() as sock:
+        assert sock is None
