@@ -4,14 +4,15 @@ A legend never covers data: before a figure is drawn for the page, a legend that
 data moves to a free place in its axes, or else beside or under them, never taking more than a
 quarter of the plot's width (:func:`place_legends`).
 Besides the style, every figure a chapter shows carries a report of how it reads
-(:func:`figure_report`, in the metadata of the figure's SVG output when the book is built):
-whether each legend covers data or takes the plot's width, the smallest type at the size the page
+(:func:`figure_report`, in the metadata of the figure's SVG output when the book is
+built): whether each legend covers data or takes the plot's width, the smallest type at the size the page
 shows the figure, and whether tick labels run into each other. ``tests/book/test_figures.py``
 reads those reports from the executed chapters.
 
 Diagrams that show what the library does are drawn from a run of it: the tile schedule of
-flash attention's forward pass (:func:`flash_tile_schedule`, :func:`draw_tile_schedule`) is
-recorded from ``attnmath.flash.flash_attention_forward`` itself.
+flash attention's forward pass (:func:`flash_tile_schedule`,
+:func:`draw_tile_schedule`) is recorded from ``attnmath.flash.flash_attention_forward``
+itself.
 """
 from typing import NamedTuple
 
@@ -23,12 +24,13 @@ from matplotlib.patches import Rectangle
 from matplotlib.transforms import Bbox, ScaledTranslation
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-# The Okabe-Ito palette, distinguishable with the common colour-vision deficiencies; every
-# colour has its own line style, so that curves also differ in greyscale and print.
+# The Okabe-Ito palette, distinguishable with the common colour-vision deficiencies;
+# every colour has its own line style, so that curves also differ in greyscale and
+# print.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
 LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)), (0, (1, 3))]
-#: The width a figure is shown at in the text column at 1280 px, in inches at 96 px per inch
-#: (672 px, measured in Chromium): a wider figure is
+#: The width a figure is shown at in the text column at 1280 px, in inches at 96 px per
+#: inch (672 px, measured in Chromium): a wider figure is
 #: shown scaled down to it, and its type with it.
 COLUMN_INCHES = 7.0
 #: The smallest type, in points at the size the page shows the figure.
@@ -43,7 +45,8 @@ def use_book_style():
     mpl.rcParams.update({
         "figure.figsize": (8, 3), "figure.dpi": 96, "figure.facecolor": "white",
         "savefig.facecolor": "white",
-        "font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": 12,
+        "font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12,
+        "xtick.labelsize": 12,
         "ytick.labelsize": 12, "legend.fontsize": 12, "legend.framealpha": 0.9,
         "axes.prop_cycle": cycler(color=PALETTE) + cycler(linestyle=LINESTYLES),
         "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
@@ -79,20 +82,21 @@ def _report_every_figure():
         try:
             place_legends(fig)
             report = {"attnmath_figure": figure_report(fig)}
-        except Exception:  # noqa: BLE001  the figure is still shown; tests/book/test_figures.py
-            report = {}    # reports a figure without its report
+        except Exception:  # noqa: BLE001  the figure is still shown;
+            report = {}    # tests/book/test_figures.py reports it without its report
         return draw_svg(fig), report
 
     svg.for_type(Figure, svg_with_report)
 
 
 #: Where a legend may go inside its axes, in the order they are tried.
-LEGEND_PLACES = ("upper right", "upper left", "lower right", "lower left", "center right",
-                 "center left", "upper center", "lower center")
+LEGEND_PLACES = ("upper right", "upper left", "lower right", "lower left",
+                 "center right", "center left", "upper center", "lower center")
 
 
-#: The most of its axes' width a legend beside them may take (its width over the axes' width):
-#: a wider one goes under the axes instead, where it takes height and leaves the plot its width.
+#: The most of its axes' width a legend beside them may take (its width over the axes'
+#: width): a wider one goes under the axes instead, where it takes height and leaves the
+#: plot its width.
 MAX_BESIDE_SHARE = 0.25
 
 
@@ -103,7 +107,8 @@ def place_legends(fig):
     the axes' labels, in as many columns as fit the axes' width; the axes make room, the figure
     keeps its width and grows by the height of a legend under the axes. Return ``fig``. A legend
     that covers nothing stays where the chapter put it."""
-    for _ in range(3):  # moving a legend out of its axes resizes them: the others look again
+    # moving a legend out of its axes resizes them: the others look again
+    for _ in range(3):
         if not _place_legends_once(fig):
             break
     return fig
@@ -121,8 +126,9 @@ def _place_legends_once(fig) -> bool:
         legend.set_bbox_to_anchor(None)
         for place in LEGEND_PLACES:
             legend.set_loc(place)
-            # where the legend lands follows from its place and the axes, without drawing: only
-            # a place that looks free is drawn to confirm it (the layout may shift it a little)
+            # where the legend lands follows from its place and the axes, without
+            # drawing: only a place that looks free is drawn to confirm it (the layout
+            # may shift it a little)
             if _data_inside(ax, legend.get_window_extent(renderer)):
                 continue
             fig.canvas.draw()
@@ -131,10 +137,12 @@ def _place_legends_once(fig) -> bool:
         else:
             under.append(_place_outside(ax, legend, renderer))
             moved_out = True
-    # the figure grows by the tallest legend put under its axes, so that the plots keep their height
+    # the figure grows by the tallest legend put under its axes, so that the plots keep
+    # their height
     fig.set_figheight(fig.get_figheight() + max(under))
     if moved_out and not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
-        fig.tight_layout()  # the axes make room for the legend: the figure keeps its width
+        fig.tight_layout()  # the axes make room for the legend; the figure keeps its
+        #                     width
     return moved_out
 
 
@@ -143,16 +151,19 @@ def _place_outside(ax, legend, renderer) -> float:
     left to the axes, else under the axes' tick labels and label, in the most columns (up to one
     per entry) whose width fits the axes'. Return the height it takes under the axes, in inches."""
     width = legend.get_window_extent(renderer).width
-    if width <= MAX_BESIDE_SHARE * (0.9 * ax.bbox.width - width):  # 0.9: the gap, the layout's pad
+    # 0.9: the gap, the layout's pad
+    if width <= MAX_BESIDE_SHARE * (0.9 * ax.bbox.width - width):
         legend.set_loc("upper left")
         legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
         return 0.0
     labels, title = [text.get_text() for text in legend.texts], legend.get_title()
     title, title_font = title.get_text(), title.get_fontproperties()
-    for ncols in range(len(labels), 0, -1):  # the legend's entries laid out again in ncols columns
+    # the legend's entries laid out again in ncols columns
+    for ncols in range(len(labels), 0, -1):
         legend.set_ncols(ncols)
         legend._init_legend_box(legend.legend_handles, labels)
-        legend.set_title(title, prop=title_font)  # the new layout has an empty title box
+        # the new layout has an empty title box
+        legend.set_title(title, prop=title_font)
         if ncols == 1 or legend.get_window_extent(renderer).width <= ax.bbox.width:
             break
     # under the x axis's tick labels and label, whatever size the layout gives the axes
@@ -160,7 +171,8 @@ def _place_outside(ax, legend, renderer) -> float:
     legend.set_loc("upper center")  # after the new layout: it places the new box
     legend.set_bbox_to_anchor((0.5, 0.0), transform=ax.transAxes + ScaledTranslation(
         0, -drop, ax.figure.dpi_scale_trans))
-    pad = legend.borderaxespad * legend.prop.get_size_in_points() / 72  # points to inches
+    # points to inches
+    pad = legend.borderaxespad * legend.prop.get_size_in_points() / 72
     return legend.get_window_extent(renderer).height / ax.figure.dpi + pad
 
 
@@ -170,7 +182,8 @@ def power_of_two_axis(ax, which="x"):
     (ax.set_xscale if which == "x" else ax.set_yscale)("log", base=2)
     axis.set_major_locator(LogLocator(base=2))
     axis.set_minor_locator(NullLocator())
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if v < 1e6 else f"$2^{{{np.log2(v):.0f}}}$"))
+    axis.set_major_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if v < 1e6 else f"$2^{{{np.log2(v):.0f}}}$"))
 
 
 def _densified(points: np.ndarray, step: float = 2.0) -> np.ndarray:
@@ -187,14 +200,16 @@ def _densified(points: np.ndarray, step: float = 2.0) -> np.ndarray:
 
 def _data_inside(ax, box) -> list:
     """Labels of the data of ``ax`` (lines, markers, images, bars) that show inside ``box``."""
-    # what is drawn lies in the axes (the rest is clipped), so only that part of the box counts
+    # what is drawn lies in the axes (the rest is clipped), so only that part of the box
+    # counts
     shrunk = Bbox.intersection(box.padded(-1.0), ax.bbox)
     if shrunk is None:
         return []
 
     def inside(xy):
-        return bool(len(xy)) and bool(((xy[:, 0] > shrunk.x0) & (xy[:, 0] < shrunk.x1)
-                                       & (xy[:, 1] > shrunk.y0) & (xy[:, 1] < shrunk.y1)).any())
+        return bool(len(xy)) and bool(
+            ((xy[:, 0] > shrunk.x0) & (xy[:, 0] < shrunk.x1)
+             & (xy[:, 1] > shrunk.y0) & (xy[:, 1] < shrunk.y1)).any())
 
     covered = []
     for line in ax.get_lines():
@@ -229,15 +244,18 @@ def figure_report(fig) -> dict:
         inside = ax.bbox.contains(box.x0, box.y0) and ax.bbox.contains(box.x1, box.y1)
         legends.append({"axes": _name(ax), "inside_axes": bool(inside),
                         "covers": _data_inside(ax, box),
-                        "beside_share": round(box.width / ax.bbox.width, 3) if beside else 0.0})
+                        "beside_share": (round(box.width / ax.bbox.width, 3) if beside
+                                         else 0.0)})
     sizes = [t.get_fontsize() for t in fig.findobj(mpl.text.Text)
              if t.get_visible() and t.get_text().strip()]
-    # shown as the notebook saves it: cropped to what is drawn (bbox_inches="tight", with its pad)
+    # shown as the notebook saves it: cropped to what is drawn (bbox_inches="tight",
+    # with its pad)
     shown_inches = fig.get_tightbbox(renderer).width + 2 * mpl.rcParams["savefig.pad_inches"]
     scale = min(1.0, COLUMN_INCHES / shown_inches)
     return {"legends": legends,
             "smallest_type_pt": round(float(min(sizes) * scale), 2) if sizes else None,
-            "overlapping_ticks": [_name(ax) for ax in fig.axes if _ticks_overlap(ax, renderer)]}
+            "overlapping_ticks": [_name(ax) for ax in fig.axes
+                                  if _ticks_overlap(ax, renderer)]}
 
 
 def _name(ax) -> str:
@@ -259,8 +277,8 @@ def _ticks_overlap(ax, renderer) -> bool:
     return False
 
 
-#: The kinds of (query tile, key tile) in flash attention's forward pass, and how the tile
-#: schedule diagram draws each: fill, hatch, and the colour of its order number.
+#: The kinds of (query tile, key tile) in flash attention's forward pass, and how the
+#: tile schedule diagram draws each: fill, hatch, and the colour of its order number.
 TILE_KINDS = {"full": (PALETTE[0], None, "white"), "masked": ("#A6CEE3", "//", "black"),
               "skipped": ("white", None, None)}
 
@@ -268,8 +286,8 @@ TILE_KINDS = {"full": (PALETTE[0], None, "white"), "masked": ("#A6CEE3", "//", "
 class TileSchedule(NamedTuple):
     """The tiles one run of :func:`attnmath.flash.flash_attention_forward` computed.
 
-    ``order`` lists the computed tiles ``(query tile, key tile)`` in the order the run computed
-    them; ``kinds`` maps every tile of the ``shape`` grid to ``"full"`` (no score of the tile
+    ``order`` lists the computed tiles ``(query tile, key tile)`` in the order the run
+    computed them; ``kinds`` maps every tile of the ``shape`` grid to ``"full"`` (no score of the tile
     masked), ``"masked"`` (the mask removed some of its scores) or ``"skipped"`` (never computed).
     """
 
@@ -290,14 +308,15 @@ def flash_tile_schedule(L: int, S: int, block_q: int, block_k: int, *,
                         causal_alignment: str | int = "top_left") -> TileSchedule:
     """Record the tile schedule of a causal run of ``flash_attention_forward`` on ``L`` queries
     and ``S`` keys in tiles of ``block_q`` by ``block_k``, with the forward pass's
-    ``causal_alignment`` (``"top_left"``, ``"bottom_right"`` or an integer offset). Every score
-    tile the forward pass computes is made by :meth:`attnmath.core.Problem.scores`, which is
+    ``causal_alignment`` (``"top_left"``, ``"bottom_right"`` or an integer offset).
+    Every score tile the forward pass computes is made by :meth:`attnmath.core.Problem.scores`, which is
     wrapped for the run: the record is what the library did, not a model of it."""
     from attnmath import core
     from attnmath.flash import flash_attention_forward
 
     sizes = {name: _check_size(value, name)
-             for name, value in (("L", L), ("S", S), ("block_q", block_q), ("block_k", block_k))}
+             for name, value in (("L", L), ("S", S), ("block_q", block_q),
+                                 ("block_k", block_k))}
     L, S, block_q, block_k = sizes.values()
     order, kinds = [], {}
     make_tile = core.Problem.scores
@@ -310,12 +329,14 @@ def flash_tile_schedule(L: int, S: int, block_q: int, block_k: int, *,
 
     core.Problem.scores = recorded
     try:
-        flash_attention_forward(np.ones((L, 1)), np.ones((S, 1)), np.ones((S, 1)), block_q=block_q,
-                                block_k=block_k, causal=True, causal_alignment=causal_alignment)
+        flash_attention_forward(np.ones((L, 1)), np.ones((S, 1)), np.ones((S, 1)),
+                                block_q=block_q, block_k=block_k, causal=True,
+                                causal_alignment=causal_alignment)
     finally:
         core.Problem.scores = make_tile
     shape = (-(-L // block_q), -(-S // block_k))
-    every = {(i, j): kinds.get((i, j), "skipped") for i in range(shape[0]) for j in range(shape[1])}
+    every = {(i, j): kinds.get((i, j), "skipped")
+             for i in range(shape[0]) for j in range(shape[1])}
     return TileSchedule(order, every, shape)
 
 
@@ -330,9 +351,11 @@ def draw_tile_schedule(ax, schedule: TileSchedule):
                                edgecolor="white" if kind != "skipped" else "lightgray",
                                gid=f"tile-{i}-{j}-{kind}"))
         if (i, j) in number:
-            ax.text(j + 0.5, i + 0.5, str(number[i, j]), ha="center", va="center", color=ink)
+            ax.text(j + 0.5, i + 0.5, str(number[i, j]), ha="center", va="center",
+                    color=ink)
     rows, cols = schedule.shape
-    ax.set(xlim=(0, cols), ylim=(rows, 0), xlabel="key tile j", ylabel="query tile i", aspect="equal")
+    ax.set(xlim=(0, cols), ylim=(rows, 0), xlabel="key tile j", ylabel="query tile i",
+           aspect="equal")
     ax.set_xticks(np.arange(cols) + 0.5, labels=[str(j) for j in range(cols)])
     ax.set_yticks(np.arange(rows) + 0.5, labels=[str(i) for i in range(rows)])
     ax.tick_params(length=0)
