@@ -73,7 +73,7 @@ def connect(sock: str, argv: list[str]) -> int:
         return 1
     pid = reply["pid"]
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda signum, _frame: os.kill(pid, signum))
+        signal.signal(signum, lambda signum, _frame: _signal_group(pid, signum))
     while True:
         try:
             reply = _receive(stream)
@@ -86,6 +86,8 @@ def _run_kernel(request: dict) -> None:
     """In the forked child: become the kernel the request asks for; never returns."""
     status = 1
     try:
+        os.setsid()  # its own process group, as the Jupyter client starts a kernel: a signal
+        #              or the kill at the end reaches what the kernel started too
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.chdir(request["cwd"])
@@ -185,12 +187,16 @@ class _Server:
         self.listener.close()
 
 
+def _signal_group(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signum)
+
+
 def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
+    """Kill kernel ``pid`` and what it started (its process group), and reap it."""
+    _signal_group(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
-    except (ProcessLookupError, ChildProcessError):
-        pass
 
 
 def serve(sock: str) -> None:

@@ -118,6 +118,12 @@ def test_a_kernel_ends_with_its_stand_in_and_with_the_server(server, tmp_path):
     assert stand_in.wait(timeout=30) != 0  # its kernel went without an exit status
 
 
+def test_what_a_kernel_started_ends_with_it(server, tmp_path):
+    start = "import subprocess\nprint(subprocess.Popen(['sleep', '600']).pid)"
+    child = int(_run(tmp_path, server, start)[0][0])
+    assert _gone(child)  # the kernel's process group was killed after its last cell
+
+
 def test_a_kernel_the_server_cannot_give_is_an_execution_error_not_a_crash(tmp_path):
     executed, _seconds, error = _execute(_notebook("print(1)"), str(tmp_path), 60, str(tmp_path / "no-server"))
     assert executed is None and error  # the build leaves the chapter to myst-nb, which reports it
