@@ -125,7 +125,8 @@ def test_what_a_kernel_started_ends_with_it(server, tmp_path):
 
 
 def test_a_kernel_the_server_cannot_give_is_an_execution_error_not_a_crash(tmp_path):
-    executed, _seconds, error = _execute(_notebook("print(1)"), str(tmp_path), 60, str(tmp_path / "no-server"))
+    no_server = str(tmp_path / "no-server")
+    executed, _seconds, error = _execute(_notebook("print(1)"), str(tmp_path), 60, no_server)
     assert executed is None and error  # the build leaves the chapter to myst-nb, which reports it
 
 
