@@ -50,8 +50,9 @@ from build_book import COMMAND  # noqa: E402  (book/_ext/build_book.py: make boo
 TARGET_SECONDS = 20
 TARGET_COLD_SECONDS = 90
 MARK = "bench-rebuild-edit"
-#: Besides what bench_book.py copies: the test settings (the claim tests run in the copy).
-EXTRA = ["pyproject.toml"]
+#: Besides what bench_book.py copies: the test settings (the claim tests run in the copy) and
+#: the GPU benchmark, whose FLOP count and shapes chapter 8 imports (where the sources have it).
+EXTRA = ["pyproject.toml", "bench/bench_flash_gpu.py"]
 _TRACE = re.compile(r"^\[trace\]\s+([\d.]+) s\s+\(\+\s*([\d.]+) s\)\s+(.*?)(?:  (.*))?$")
 
 
@@ -62,11 +63,13 @@ def prepare(commit: str | None = None) -> Path:
     if commit is not None:  # the same files, as committed
         for rel in COPY:
             shutil.rmtree(work / rel) if (work / rel).is_dir() else (work / rel).unlink()
-        archive = subprocess.run(["git", "archive", commit, *COPY, *EXTRA], cwd=ROOT, capture_output=True,
+        extra = [rel for rel in EXTRA if subprocess.run(["git", "cat-file", "-e", f"{commit}:{rel}"],
+                                                        cwd=ROOT, capture_output=True).returncode == 0]
+        archive = subprocess.run(["git", "archive", commit, *COPY, *extra], cwd=ROOT, capture_output=True,
                                  check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
-    for rel in EXTRA:
-        if not (work / rel).exists():
+    for rel in EXTRA if commit is None else []:
+        if (ROOT / rel).exists():
             shutil.copy2(ROOT / rel, work / rel)
     if (ROOT / "node_modules").is_dir():
         (work / "node_modules").symlink_to(ROOT / "node_modules")
