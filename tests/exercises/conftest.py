@@ -5,7 +5,12 @@ Every assignment in ``solutions/`` is generated once per run into a temporary co
 its own SQLite gradebook; the solution, the untouched release and the sample submissions of
 every assignment are placed in ``submitted/<student>/<assignment>/``, and one ``nbgrader
 autograde`` grades them all (one nbgrader start instead of one per assignment); the tests then
-read the gradebook, one assignment at a time.
+read the gradebook, one assignment at a time. The release-sync check reads ``nbgrader_course``
+itself and never waits for the autograde.
+
+Kernels are shut down at once (``AUTOGRADE_ARGS``): every cell has run and its outputs are in the
+notebook by then, so nothing the grades come from is lost, while a graceful shutdown costs each
+kernel about a tenth of a CPU second.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
 SAMPLES = Path(__file__).resolve().parent / "samples"
 ASSIGNMENTS = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and not p.name.startswith("."))
+#: Options of every ``nbgrader autograde`` run here: stock nbgrader, its kernels killed once the
+#: notebook has run (nbclient's ``shutdown_kernel``) instead of asked to exit.
+AUTOGRADE_ARGS = ("--force", "--Execute.shutdown_kernel=immediate")
 
 
 @dataclass
@@ -82,13 +90,13 @@ def _autograde(course: Path) -> dict[str, str]:
     assignment again on its own, so that a failure is told for the assignment it belongs to.
     Returns assignment -> nbgrader's error, for those it could not grade."""
     try:
-        run_nbgrader(course, "autograde", "*", "--force")
+        run_nbgrader(course, "autograde", "*", *AUTOGRADE_ARGS)
         return {}
     except RuntimeError:
         failures = {}
         for assignment in ASSIGNMENTS:
             try:
-                run_nbgrader(course, "autograde", assignment, "--force")
+                run_nbgrader(course, "autograde", assignment, *AUTOGRADE_ARGS)
             except RuntimeError as exc:
                 failures[assignment] = str(exc)
         return failures
