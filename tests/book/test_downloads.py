@@ -3,7 +3,9 @@ JupyterLab, and the exercise notebooks (the whole book as a PDF: tests/book/test
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -54,28 +56,115 @@ def test_downloaded_chapter_is_plain_jupyter_markdown(built, doc):
     assert not shown, f"{doc}: citations left as BibTeX keys: {shown}"
 
 
-@pytest.mark.parametrize("doc", CHAPTERS)
-def test_a_downloaded_chapter_runs_on_its_own(built, tmp_path, doc):
-    """Each chapter's notebook, alone in an empty folder outside the repository, runs from top to
-    bottom (the data it reads travels in it); the first draws its figures in the book's style."""
+@pytest.fixture(scope="session")
+def kernels():
+    """A kernel server (book/_ext/attnmath_kernels.py) for this worker's downloaded chapters: each
+    chapter's kernel is forked with NumPy, PyTorch and matplotlib imported already, and sees no
+    more of the repository than a kernel started on its own in the same folder would
+    (test_a_kernel_of_a_downloaded_chapter_cannot_see_the_book)."""
+    from unittest import mock
+
+    from attnmath_kernels import kernel_server
+
+    with contextlib.ExitStack() as stack:
+        with mock.patch.dict(os.environ, _reader_environment(), clear=True):
+            sock = stack.enter_context(kernel_server())
+        assert sock is not None, "the kernel server did not start"
+        yield sock
+
+
+def _reader_environment() -> dict[str, str]:
+    """This process's environment without the repository's entries of PYTHONPATH, as a reader's
+    JupyterLab would start a kernel."""
+    env = dict(os.environ)
+    kept = [p for p in env.pop("PYTHONPATH", "").split(os.pathsep) if p and not _in_repository(p)]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    return env
+
+
+def _in_repository(path: str) -> bool:
+    return _within(path, ROOT)
+
+
+def _within(path: str | Path, folder: str | Path) -> bool:
+    resolved, folder = Path(path).resolve(), Path(folder).resolve()
+    return resolved == folder or folder in resolved.parents
+
+
+def _run_alone(nb: nbformat.NotebookNode, folder: Path, server: str) -> list:
+    """Execute ``nb`` from top to bottom in ``folder`` (outside the repository) in a kernel forked
+    by ``server``; the outputs of its code cells. A cell's error stops the run and is raised."""
+    from attnmath_execute import _forked_kernel_manager  # book/_ext/attnmath_execute.py
     from nbclient import NotebookClient
 
-    assert ROOT not in tmp_path.resolve().parents
-    target = tmp_path / Path(doc).name
-    shutil.copy(_downloaded(built, doc), target.with_suffix(".ipynb"))
-    nb = nbformat.read(target.with_suffix(".ipynb"), as_version=4)
+    assert not _in_repository(str(folder))
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    NotebookClient(nb, timeout=300, kernel_name="python3", shutdown_kernel="immediate",
+                   kernel_manager_class=_forked_kernel_manager(server),
+                   resources={"metadata": {"path": str(folder)}}).execute(env=_reader_environment())
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_a_downloaded_chapter_runs_on_its_own(built, kernels, tmp_path, doc):
+    """Each chapter's notebook, alone in an empty folder outside the repository, runs from top to
+    bottom (the data it reads travels in it); the first draws its figures in the book's style."""
+    target = tmp_path / f"{Path(doc).name}.ipynb"
+    shutil.copy(_downloaded(built, doc), target)
+    assert str(ROOT) not in target.read_text(), f"{doc}: the notebook names a path in the repository"
+    outputs = _run_alone(nbformat.read(target, as_version=4), tmp_path, kernels)
+    errors = [o for o in outputs if o.output_type == "error"]
     assert not errors, f"{doc}: {errors[0].ename}: {errors[0].evalue}"
     if doc != CHAPTERS[0]:
         return
-    figures = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
-               if "image/svg+xml" in o.get("data", {})]
+    figures = [o for o in outputs if "image/svg+xml" in o.get("data", {})]
     assert figures, f"{doc}: the notebook drew no figure in the book's style (SVG)"
+
+
+#: What a kernel of a downloaded chapter finds of the repository: its folder, its Python
+#: environment, module path and PYTHONPATH, and the file of every module it has loaded.
+_LOOK = """import os, sys
+print(os.getcwd())
+print(sys.prefix)
+print(repr([p or os.getcwd() for p in sys.path]))
+print(repr(os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+print(repr(sorted({getattr(m, "__file__", None) or "" for m in list(sys.modules.values())})))"""
+
+
+def test_a_kernel_of_a_downloaded_chapter_cannot_see_the_book(kernels, tmp_path):
+    """The kernels the downloaded chapters run in: a notebook that imports a file of the book fails
+    there, and nothing of the repository but the Python environment (.venv, with the library
+    installed from lib/) is on its path or loaded."""
+    import ast
+
+    import attnmath_kernels
+    from nbclient.exceptions import CellExecutionError
+
+    cells = [_LOOK, "import figstyle  # book/figstyle.py", "print('imported')"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    with pytest.raises(CellExecutionError) as failed:
+        _run_alone(nb, tmp_path, kernels)
+    assert (failed.value.ename, failed.value.evalue) == ("ModuleNotFoundError", "No module named 'figstyle'")
+    assert not nb.cells[2].outputs, "the cell after the failing import ran"
+    cwd, prefix, path, pythonpath, files = nb.cells[0].outputs[0].text.splitlines()
+    assert Path(cwd).resolve() == tmp_path.resolve()
+    library = ROOT / "lib"  # the editable install of attnmath (requirements.txt's `-e .`)
+
+    def of_the_repository(found: str) -> list[str]:
+        return [p for p in ast.literal_eval(found)
+                if os.path.isabs(p) and _in_repository(p) and not _within(p, prefix)]
+
+    seen = of_the_repository(path) + of_the_repository(pythonpath)
+    assert {Path(p).resolve() for p in seen} <= {library}, f"the kernel's path reaches the repository: {seen}"
+    # the kernel server's own script stays in sys.modules as multiprocessing's `__mp_main__`
+    server = Path(attnmath_kernels.__file__).resolve()
+    loaded = [f for f in of_the_repository(files) if Path(f).resolve() != server]
+    assert all(_within(f, library / "attnmath") for f in loaded), \
+        f"the kernel loaded files of the repository besides the library: {loaded}"
 
 
 @pytest.mark.parametrize("doc", CHAPTERS)
