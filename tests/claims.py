@@ -142,7 +142,7 @@ NOT_VERIFIABLE = (
                  "checks that the result is the same (exactly the same maths) and that no "
                  "$L \\times S$ array is allocated, not the time; bench/ measures the Triton "
                  "kernel where a GPU is present, and the chapter shows the figures it recorded "
-                 "on an NVIDIA H100 (book/data/flash_gpu.json), read from that file, which no "
+                 "on an NVIDIA H100 (`book/data/flash_gpu.json`), read from that file, which no "
                  "test on a machine without a GPU can measure again."),
 )
 
