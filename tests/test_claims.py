@@ -1,9 +1,10 @@
 """The claim markers are well formed, so the book's appendix "Claims and errata" can be built from them.
 
-The appendix itself runs the claim tests when the book is built (book/_ext/attnmath_claims.py);
-these tests check what it relies on: every marker names a known source, a verdict of
-``claims.VERDICTS``, a correction or caveat where the verdict needs one, the domain its test
-covers, a chapter of the book, and a Correction box that exists in that chapter.
+The appendix itself runs the claim tests when the book is built (book/_ext/attnmath_claims.py),
+except in the build of a test run that runs every claim test itself (tests/book/build.py); these
+tests check that choice and what the appendix relies on: every marker names a known source, a
+verdict of ``claims.VERDICTS``, a correction or caveat where the verdict needs one, the domain
+its test covers, a chapter of the book, and a Correction box that exists in that chapter.
 """
 
 import dataclasses
