@@ -84,9 +84,13 @@ def _server_process(sock: str) -> psutil.Process:
 
 
 def _gone(pid: int, seconds: float = 30) -> bool:
+    """Whether process ``pid`` has ended (or is a zombie, dead but not yet reaped) within ``seconds``."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:  # it may end between any two looks
             return True
         time.sleep(0.05)
     return False
