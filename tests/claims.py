@@ -181,15 +181,18 @@ def _declared_distinct(a: str, b: str, distinct) -> bool:
 
 def near_identical_claims(claims: list[Claim], distinct=DISTINCT) -> list[tuple[Claim, Claim]]:
     """Pairs of claims whose texts say nearly the same, except the pairs ``distinct`` names."""
+    words = [_words(c.text) for c in claims]
+    sets = [set(w.split()) for w in words]
     pairs = []
     for i, a in enumerate(claims):
-        wa = _words(a.text)
-        for b in claims[i + 1:]:
-            wb = _words(b.text)
-            ratio = difflib.SequenceMatcher(None, wa, wb).ratio()
-            common = len(set(wa.split()) & set(wb.split())) / len(set(wa.split()) | set(wb.split()))
-            if min(ratio, common) >= NEAR_IDENTICAL and not _declared_distinct(a.text, b.text, distinct):
-                pairs.append((a, b))
+        for j in range(i + 1, len(claims)):
+            union = sets[i] | sets[j]
+            common = len(sets[i] & sets[j]) / len(union) if union else 0.0
+            if common < NEAR_IDENTICAL:  # the cheap measure first: both must reach the threshold
+                continue
+            ratio = difflib.SequenceMatcher(None, words[i], words[j]).ratio()
+            if ratio >= NEAR_IDENTICAL and not _declared_distinct(a.text, claims[j].text, distinct):
+                pairs.append((a, claims[j]))
     return pairs
 
 
@@ -214,11 +217,24 @@ def _asserts(node: ast.AST, helpers: dict[str, ast.FunctionDef], seen: set[str])
 def draws_with_hypothesis(test: str, root: str | Path = ROOT) -> bool:
     """Whether the test ``tests/...py::name`` draws its inputs with hypothesis (``@given``)."""
     path, _, name = test.partition("::")
-    for node in ast.parse((Path(root) / path).read_text()).body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            return any(isinstance(d, ast.Call) and getattr(d.func, "id", None) == "given"
-                       for d in node.decorator_list)
-    raise LookupError(test)
+    file = Path(root) / path
+    stat = file.stat()
+    found = _hypothesis_tests(file, stat.st_mtime_ns, stat.st_size)
+    if name not in found:
+        raise LookupError(test)
+    return found[name]
+
+
+@functools.lru_cache(maxsize=256)
+def _hypothesis_tests(path: Path, mtime_ns: int, size: int) -> dict[str, bool]:
+    """Each top-level function of the file ``path`` (as of its modification time and size):
+    whether it draws with hypothesis (``@given``). A file is parsed once, not once per test."""
+    found: dict[str, bool] = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef):
+            found.setdefault(node.name, any(isinstance(d, ast.Call) and getattr(d.func, "id", None) == "given"
+                                            for d in node.decorator_list))
+    return found
 
 
 def claim_tests_without_assertions(tests_dir: str | Path | None = None) -> list[str]:
