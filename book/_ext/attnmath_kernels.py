@@ -103,6 +103,10 @@ def _run_kernel(request: dict) -> None:
         status = 0
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else 0
+    except BaseException:  # noqa: BLE001  said where the build's errors go; the chapter then fails
+        import traceback
+
+        traceback.print_exc()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -115,12 +119,11 @@ def _as_fresh_process(argv: list[str]) -> None:
     draws again after a fork by itself)."""
     import importlib.util
 
-    import numpy
-    import torch
-
     sys.argv = [importlib.util.find_spec("ipykernel_launcher").origin, *argv]
-    torch.seed()
-    numpy.random.seed()
+    if "torch" in sys.modules:
+        sys.modules["torch"].seed()
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
 
 
 class _Server:
