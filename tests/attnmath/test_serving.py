@@ -517,10 +517,14 @@ def _torch_mla_decode(shape, B, L, S, device="cpu", seed=0):
 
     params = [weights(n) for n in range(shape.n_layers)]
     g = torch.Generator().manual_seed(seed)
-    cache = [(torch.randn(B, S, d_c, generator=g, dtype=torch.float64).to(device),
-              torch.randn(B, S, d_r, generator=g, dtype=torch.float64).to(device))
-             for _ in params]
-    x = torch.randn(B, L, C, generator=g, dtype=torch.float64).to(device)
+
+    def normal(*size):  # float64 N(0, 1) numbers; on the meta device the shape only, none drawn
+        if device == "meta":
+            return torch.empty(size, device="meta", dtype=torch.float64)
+        return torch.randn(size, generator=g, dtype=torch.float64).to(device)
+
+    cache = [(normal(B, S, d_c), normal(B, S, d_r)) for _ in params]
+    x = normal(B, L, C)
     pos = torch.arange(S, S + L, device=device)
     allowed = torch.arange(S + L, device=device)[None, :] <= pos[:, None]  # (L, S + L)
     with FlopCounterMode(display=False) as counter:
