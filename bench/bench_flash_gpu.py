@@ -49,7 +49,8 @@ chapter::
      "rows": [{"impl": str, "dtype": "float16" | "bfloat16", "N": int, "d": int,
                "causal": bool, "mode": "fwd" | "fwd_bwd", "tflops": float,
                "peak_mem_bytes": int}],
-     "tuning": [...], "checks": [...]}   # the last two only when measured
+     "tuning": [...], "checks": [...],   # only when measured
+     "failures": [{"impl", "mode", "dtype", "causal", "d", "N", "reason": "OOM" | "n/a"}]}
 
 and prints a table with each implementation's TFLOP/s and its ratio to ``sdpa_flash``. The
 record is written again after every configuration, so a run stopped by a time limit keeps
@@ -96,7 +97,7 @@ def shapes(N: int, d: int) -> tuple[int, int]:
 
 def make_record(rows: list[dict], *, device: str, torch_version: str, triton_version: str,
                 date: str | None = None, tuning: list | None = None,
-                checks: list | None = None) -> dict:
+                checks: list | None = None, failures: dict | None = None) -> dict:
     """The JSON document read by the flash chapter, with its fields checked."""
     checked = []
     for r in rows:
@@ -115,6 +116,10 @@ def make_record(rows: list[dict], *, device: str, torch_version: str, triton_ver
         record["tuning"] = list(tuning)
     if checks:
         record["checks"] = list(checks)
+    if failures:
+        keys = ("impl", "mode", "dtype", "causal", "d", "N")
+        record["failures"] = [dict(zip(keys, key), reason=str(reason))
+                              for key, reason in sorted(failures.items(), key=str)]
     return record
 
 
@@ -374,7 +379,7 @@ def run_grid(dtypes, ds, ns, best: dict, deadline: float, save, log=print) -> tu
                                 == (mode, dtype, causal, d, N)]
                         log(f"  {mode} {dtype} causal={causal} d={d} N={N}: "
                             + ", ".join(f"{r['impl']} {r['tflops']:.1f}" for r in done))
-                        save(rows)
+                        save(rows, failures)
     return rows, failures
 
 
@@ -438,11 +443,12 @@ def main(argv=None) -> int:
     best, trials = tune(ds, (False, True), log=log) if args.tune else ({}, [])
     versions = {"device": device, "torch_version": torch.__version__, "triton_version": triton.__version__}
 
-    def save(rows):
-        write_record(make_record(rows, tuning=trials, checks=checks, **versions), args.out)
+    def save(rows, failures):
+        write_record(make_record(rows, tuning=trials, checks=checks, failures=failures, **versions),
+                     args.out)
 
     rows, failures = run_grid(dtypes, ds, ns, best, start + args.budget_s, save, log)
-    save(rows)
+    save(rows, failures)
     print(format_table(rows, failures))
     print(f"wrote {args.out}")
     return 0

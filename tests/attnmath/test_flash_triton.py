@@ -514,11 +514,14 @@ def test_gpu_benchmark_writes_the_chapter_format_and_a_ratio_table(tmp_path):
              "tflops": tf, "peak_mem_bytes": 3 * 2**20}
             for impl, tf in (("triton", 150.0), ("sdpa_flash", 200.0))]
     rows.append(dict(rows[0], dtype="float16", tflops=300.0))  # no float16 reference: no ratio
+    oom = ("sdpa_math", "fwd", "bfloat16", True, 64, 1024)
     record = bench.make_record(rows, device="Fake GPU", torch_version="0", triton_version="0",
-                               date="2000-01-01", tuning=[{"d": 64}])
+                               date="2000-01-01", tuning=[{"d": 64}], failures={oom: "OOM"})
     path = bench.write_record(record, tmp_path / "data" / "flash_gpu.json")
     loaded = json.loads(path.read_text())
-    assert set(loaded) == {"device", "date", "torch", "triton", "rows", "tuning"}
+    assert set(loaded) == {"device", "date", "torch", "triton", "rows", "tuning", "failures"}
+    assert loaded["failures"] == [{"impl": "sdpa_math", "mode": "fwd", "dtype": "bfloat16",
+                                   "causal": True, "d": 64, "N": 1024, "reason": "OOM"}]
     assert loaded["rows"][0] == {"impl": "triton", "dtype": "bfloat16", "N": 1024, "d": 64,
                                  "causal": True, "mode": "fwd", "tflops": 150.0,
                                  "peak_mem_bytes": 3 * 2**20}
