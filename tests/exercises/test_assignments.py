@@ -26,8 +26,8 @@ def test_release_is_in_sync_with_solutions(assignment, nbgrader_course):
                        for p in (course / "release" / assignment).rglob("*") if p.is_file())
     committed = sorted(p.relative_to(EXERCISES / assignment)
                        for p in (EXERCISES / assignment).rglob("*") if p.is_file())
-    assert generated == committed, \
-        "exercises/ lists other files than a fresh release (course authors: regenerate it with `make exercises`)"
+    assert generated == committed, ("exercises/ lists other files than a fresh release "
+                                    "(course authors: regenerate it with `make exercises`)")
     for rel in generated:
         fresh, ours = course / "release" / assignment / rel, EXERCISES / assignment / rel
         if rel.suffix == ".ipynb":
@@ -48,7 +48,8 @@ def test_release_contains_no_hidden_tests_and_no_solutions(assignment):
     for block in blocks:
         for line in block.splitlines():
             if len(line.strip()) > 12:
-                assert json.dumps(line.strip())[1:-1] not in text, f"hidden test text leaked: {line.strip()!r}"
+                assert json.dumps(line.strip())[1:-1] not in text, \
+                    f"hidden test text leaked: {line.strip()!r}"
     for marker in ("BEGIN HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION", "run_hidden_tests", "attngrade"):
         assert marker not in text
     assert not list((EXERCISES / assignment).rglob("hidden_tests.py")), "hidden tests were released"
