@@ -45,7 +45,7 @@ Usage::
 Writes ``book/data/flash_gpu.json`` (``--out`` overrides), the format read by the flash
 chapter::
 
-    {"device": str, "date": str, "torch": str, "triton": str,
+    {"device": str, "date": str, "torch": str, "triton": str, "protocol": {...},
      "rows": [{"impl": str, "dtype": "float16" | "bfloat16", "N": int, "d": int,
                "causal": bool, "mode": "fwd" | "fwd_bwd", "tflops": float,
                "peak_mem_bytes": int}],
@@ -83,11 +83,22 @@ MiB = 2**20
 
 
 def attention_flops(B: int, H: int, N: int, d: int, *, causal: bool, mode: str) -> float:
-    """FLOPs counted for one call: ``4 B H N^2 d`` forward (halved if causal), x3.5 with backward."""
+    """FLOPs counted for one call: ``4 B H N^2 d`` forward (halved if causal), x3.5 with backward
+    (:func:`attnmath.counting.attention_core_flops`)."""
+    from attnmath.counting import attention_core_flops
+
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    fwd = 4.0 * B * H * N * N * d / (2.0 if causal else 1.0)
-    return fwd if mode == "fwd" else 3.5 * fwd
+    return attention_core_flops(B, H, N, d, causal=causal, backward=mode == "fwd_bwd")
+
+
+def protocol() -> dict:
+    """What a record's numbers mean, written into it so that a reader needs no copy of this file:
+    the implementations, modes, dtypes, sizes, tokens and width, and the reference of the ratios.
+    The FLOP count is :func:`attnmath.counting.attention_core_flops`."""
+    return {"impls": list(IMPLS), "modes": list(MODES), "dtypes": list(DTYPES), "ns": list(NS),
+            "ds": list(DS), "tokens": TOKENS, "width": MODEL_WIDTH, "reference": REFERENCE,
+            "flops": "attnmath.counting.attention_core_flops"}
 
 
 def shapes(N: int, d: int) -> tuple[int, int]:
@@ -111,7 +122,7 @@ def make_record(rows: list[dict], *, device: str, torch_version: str, triton_ver
     if date is None:
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     record = {"device": str(device), "date": str(date), "torch": str(torch_version),
-              "triton": str(triton_version), "rows": checked}
+              "triton": str(triton_version), "protocol": protocol(), "rows": checked}
     if tuning:
         record["tuning"] = list(tuning)
     if checks:

@@ -22,6 +22,7 @@ __all__ = [
     "multihead_param_count",
     "MultiHeadFlops",
     "multihead_flops",
+    "attention_core_flops",
 ]
 
 
@@ -147,3 +148,39 @@ def multihead_flops(
         weighted_sum=2 * B * H * L * S * D,
         out_proj=2 * B * L * H * D * C,
     )
+
+
+def attention_core_flops(B: int, H: int, N: int, D: int, *, causal: bool = False,
+                         backward: bool = False) -> float:
+    r"""FLOPs of self-attention's two matrix products, as the FlashAttention papers count them.
+
+    .. math::
+
+        F_{\text{fwd}} = \frac{4 B H N^2 D}{1 + [\text{causal}]}, \qquad
+        F_{\text{fwd+bwd}} = 3.5\, F_{\text{fwd}} ,
+
+    the forward's :math:`QK^\top` and :math:`PV` (a multiply-add as 2 FLOPs), halved with the
+    causal mask, and a backward counted as five such products (2.5 times the forward).
+
+    Parameters
+    ----------
+    B, H, N, D : int
+        Batch, heads, sequence length (``L = S = N``) and head dim, all positive.
+    causal : bool
+        Count the causal half only.
+    backward : bool
+        Count the forward and the backward pass.
+
+    Returns
+    -------
+    float
+        The FLOPs counted. Every implementation of a benchmark is charged the same count,
+        whatever it computes (a kernel that recomputes :math:`P` in its backward, or one that
+        computes the masked half too), so FLOP/s compare times
+        (``bench/bench_flash_gpu.py``, ``book/08_flash.md``).
+    """
+    B, H, N, D = (check_positive_int(x, name) for x, name in ((B, "B"), (H, "H"), (N, "N"), (D, "D")))
+    causal = check_bool(causal, "causal")
+    backward = check_bool(backward, "backward")
+    forward = 4.0 * B * H * N * N * D / (2.0 if causal else 1.0)
+    return 3.5 * forward if backward else forward

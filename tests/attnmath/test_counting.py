@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
-from attnmath.counting import multihead_flops, multihead_param_count
+from attnmath.counting import attention_core_flops, multihead_flops, multihead_param_count
 from attnmath.kv_cache import kv_cache_bytes
 from attnmath.multihead import init_multihead_params, self_attention
 
@@ -246,3 +246,38 @@ def test_counting_functions_reject_bad_input():
         multihead_param_count(10, 4)
     with pytest.raises(ValueError, match=r"H=8.*H_kv=3"):
         multihead_flops(1, 2, 2, 16, 8, H_kv=3)
+
+
+# --------------------------------------------------------------------------- attention_core_flops
+
+
+@given(B=st.integers(1, 8), H=st.integers(1, 64), N=st.integers(1, 4096), D=st.integers(1, 256))
+def test_attention_core_flops_counts_the_two_products_halves_causal_and_charges_the_backward(B, H, N, D):
+    forward = attention_core_flops(B, H, N, D)
+    assert forward == 2 * (2 * B * H * N * N * D)  # Q K^T and P V, a multiply-add as 2 FLOPs
+    assert attention_core_flops(B, H, N, D, causal=True) == forward / 2
+    # the backward's five products: 2.5 forwards, so 3.5 with the forward
+    assert attention_core_flops(B, H, N, D, backward=True) == 3.5 * forward
+    assert attention_core_flops(B, H, N, D, causal=True, backward=True) == 1.75 * forward
+
+
+def test_attention_core_flops_matches_torchs_counter_on_the_forward_products():
+    B, H, N, D = 2, 3, 40, 16
+    q, k, v = (torch.randn(B, H, N, D) for _ in range(3))
+    with FlopCounterMode(display=False) as counter:
+        torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v
+    assert counter.get_total_flops() == attention_core_flops(B, H, N, D)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"B": 0}, ValueError, "B must be >= 1"),
+    ({"N": -3}, ValueError, "N must be >= 1"),
+    ({"D": 2.5}, TypeError, "D must be an integer"),
+    ({"causal": 1}, TypeError, "causal must be True or False"),
+    ({"backward": "yes"}, TypeError, "backward must be True or False"),
+])
+def test_attention_core_flops_bad_input_names_the_argument(kwargs, error, message):
+    args = dict({"B": 1, "H": 2, "N": 8, "D": 4}, **kwargs)
+    flags = {name: args.pop(name) for name in ("causal", "backward") if name in args}
+    with pytest.raises(error, match=message):
+        attention_core_flops(args["B"], args["H"], args["N"], args["D"], **flags)

@@ -519,7 +519,8 @@ def test_gpu_benchmark_writes_the_chapter_format_and_a_ratio_table(tmp_path):
                                date="2000-01-01", tuning=[{"d": 64}], failures={oom: "OOM"})
     path = bench.write_record(record, tmp_path / "data" / "flash_gpu.json")
     loaded = json.loads(path.read_text())
-    assert set(loaded) == {"device", "date", "torch", "triton", "rows", "tuning", "failures"}
+    assert set(loaded) == {"device", "date", "torch", "triton", "protocol", "rows", "tuning", "failures"}
+    assert loaded["protocol"]["impls"] == list(bench.IMPLS) and loaded["protocol"]["reference"] == "sdpa_flash"
     assert loaded["failures"] == [{"impl": "sdpa_math", "mode": "fwd", "dtype": "bfloat16",
                                    "causal": True, "d": 64, "N": 1024, "reason": "OOM"}]
     assert loaded["rows"][0] == {"impl": "triton", "dtype": "bfloat16", "N": 1024, "d": 64,
