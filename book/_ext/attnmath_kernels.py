@@ -196,7 +196,11 @@ def _signal_group(pid: int, signum: int) -> None:
 
 
 def _kill(pid: int) -> None:
-    """Kill kernel ``pid`` and what it started (its process group), and reap it."""
+    """Kill kernel ``pid`` and what it started (its process group), and reap it. The kernel
+    itself is killed first: one forked a moment ago may not have made its own group yet
+    (``os.setsid``), and would then outlive a signal sent to the group alone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
     _signal_group(pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)

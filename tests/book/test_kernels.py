@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from attnmath_execute import _execute  # noqa: E402
-from attnmath_kernels import PRELOADED, kernel_command, kernel_server  # noqa: E402
+from attnmath_kernels import PRELOADED, _kill, kernel_command, kernel_server  # noqa: E402
 
 #: What a chapter could notice of how its kernel was started (everything but the preloading).
 _LOOK = [
@@ -120,6 +120,27 @@ def test_a_kernel_ends_with_its_stand_in_and_with_the_server(server, tmp_path):
         stand_in, pid = _start_kernel(tmp_path, sock, "left")
     assert _gone(pid)
     assert stand_in.wait(timeout=30) != 0  # its kernel went without an exit status
+
+
+def test_a_kernel_killed_before_it_has_its_own_process_group_is_killed_at_once():
+    """The server may stop a kernel it forked a moment ago, before the kernel's ``setsid``: the
+    kill must reach it then too (a signal to its group alone would miss it, and the server
+    would wait for it)."""
+    import threading
+
+    pid = os.fork()
+    if pid == 0:  # a kernel that has not reached its setsid yet
+        time.sleep(60)
+        os._exit(0)
+    killer = threading.Thread(target=_kill, args=(pid,), daemon=True)
+    killer.start()
+    killer.join(10)
+    in_time = not killer.is_alive()
+    if not in_time:  # end the sleeper, so that the thread returns
+        os.kill(pid, 9)
+        killer.join()
+    assert in_time, "the kernel outlived the kill: it had no process group of its own yet"
+    assert _gone(pid, 0.1)
 
 
 def test_what_a_kernel_started_ends_with_it(server, tmp_path):
