@@ -33,7 +33,8 @@ DESKTOP = {"width": 1280, "height": 900}
 
 # Each visible code block of the article: whether it is taller than it would be with no line
 # wrapped, whether it scrolls and carries the mark, and how many characters of its font fit in
-# its content box.
+# its content box. What it adds to a block to measure it (a probe, a style) it takes away again,
+# to the attribute: the page is read in the dark theme after it (tests/browser/conftest.py).
 _CODE = r"""() => {
   const blocks = Array.from(document.querySelectorAll('.bd-article pre'))
     .filter((pre) => pre.offsetParent !== null && pre.textContent.trim());
@@ -48,10 +49,10 @@ _CODE = r"""() => {
     probe.remove();
     const lines = pre.textContent.replace(/\n+$/, '').split('\n');
     const height = pre.scrollHeight;  // as shown; then as it would be with no line wrapped
-    const whiteSpace = style.whiteSpace, inline = pre.style.whiteSpace;
-    pre.style.whiteSpace = 'pre';
+    const whiteSpace = style.whiteSpace, inline = pre.getAttribute('style');
+    pre.setAttribute('style', `${inline || ''}; white-space: pre`);
     const unwrapped = pre.scrollHeight;
-    pre.style.whiteSpace = inline;
+    if (inline === null) pre.removeAttribute('style'); else pre.setAttribute('style', inline);
     return {
       text: lines.reduce((a, b) => (b.length > a.length ? b : a), '').slice(0, 100),
       wraps: height > unwrapped + 1, whiteSpace,
@@ -100,37 +101,31 @@ def test_listings_fit_the_column_at_1280px(snapshots, doc):
     assert not wide, f"{doc}: code of at most {WIDTH} columns that does not fit: {wide[:5]}"
 
 
-# Recorded before any script of the page runs, at the first frame after the HTML is parsed.
+# Recorded at the first frame after the HTML is parsed, by a script that runs before any of the
+# page's own (in the snapshot's load of the page), and read once the page has loaded.
 _FIRST_PAINT = """
-window.__firstPaint = new Promise((done) => {
-  document.addEventListener('DOMContentLoaded', () => requestAnimationFrame(() => {
-    const article = document.querySelector('.bd-article');
-    const style = article && getComputedStyle(article);
-    const math = document.querySelectorAll('.bd-article .math');
-    done({
-      article: !!article,
-      visible: !!article && style.visibility === 'visible' && style.opacity === '1'
-               && !!article.closest('html:not(.attnmath-typesetting)'),
-      words: article ? article.innerText.split(/\\s+/).length : 0,
-      formulas: math.length,
-      typeset: document.querySelectorAll('.bd-article .math mjx-container').length,
-      mathjax: !!document.querySelector('script[src*="mathjax/startup.js"]'),
-    });
-  }));
-});
+document.addEventListener('DOMContentLoaded', () => requestAnimationFrame(() => {
+  const article = document.querySelector('.bd-article');
+  const style = article && getComputedStyle(article);
+  const math = document.querySelectorAll('.bd-article .math');
+  window.__attnmathFirstPaint = {
+    article: !!article,
+    visible: !!article && style.visibility === 'visible' && style.opacity === '1'
+             && !!article.closest('html:not(.attnmath-typesetting)'),
+    words: article ? article.innerText.split(/\\s+/).length : 0,
+    formulas: math.length,
+    typeset: document.querySelectorAll('.bd-article .math mjx-container').length,
+    mathjax: !!document.querySelector('script[src*="mathjax/startup.js"]'),
+  };
+}));
 """
+FIRST_PAINT = read_with("first paint", "() => window.__attnmathFirstPaint || null", before=_FIRST_PAINT)
 
 
 @pytest.mark.parametrize("doc", CHAPTERS)
-def test_text_is_visible_at_first_paint(browser, site, doc):
-    context = browser.new_context(viewport=DESKTOP, service_workers="block")
-    try:
-        context.add_init_script(_FIRST_PAINT)
-        page = context.new_page()
-        page.goto(site.url(f"{doc}.html"), wait_until="domcontentloaded", timeout=60_000)
-        first = page.evaluate("() => window.__firstPaint")
-    finally:
-        context.close()
+def test_text_is_visible_at_first_paint(snapshots, site, doc):
+    first = snapshots.get(f"{doc}.html").data[FIRST_PAINT]
+    assert first is not None, f"{doc}: no frame was painted after the HTML was parsed"
     assert first["article"] and first["visible"], f"{doc}: the article is hidden at first paint"
     assert first["words"] > 200, f"{doc}: only {first['words']} words at first paint"
     typeset_at_build = "mathjax-typeset.css" in (site.root / f"{doc}.html").read_text()
