@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
 import attnmath_interactive as fig  # noqa: E402  (book/_ext: what the build put in the pages)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book"))
 import figstyle  # noqa: E402  (book/figstyle.py: the recorded tile schedule)
+from conftest import read_with  # noqa: E402  (tests/browser/conftest.py)
 from attnmath.chunked import online_logsumexp  # noqa: E402
 from attnmath.long_context import rope_rotations  # noqa: E402
 from attnmath.scaling import attention_entropy, max_weight  # noqa: E402
@@ -50,6 +51,11 @@ _SET = """([input, want]) => {
   }
   return false;
 }"""
+# Every interactive figure of a page as loaded (read in each page's snapshot): its name, whether
+# it was drawn, its height and the height its style sheet reserves for it.
+FIGURES = read_with("interactive figures", """() => Array.from(document.querySelectorAll('.attn-interactive'))
+  .map((e) => ({name: e.dataset.figure, ready: e.getAttribute('data-ready'),
+                height: e.getBoundingClientRect().height, reserved: parseFloat(getComputedStyle(e).minHeight)}))""")
 _READ = """(root) => Object.fromEntries(Array.from(root.querySelectorAll('.attn-readout-value'))
   .map((e) => [e.dataset.key, e.dataset.value]))"""
 
@@ -346,7 +352,7 @@ def test_controls_work_by_keyboard_and_are_read_out(reader):
 
 
 @pytest.mark.parametrize("name", list(PAGES))
-def test_fits_a_phone_in_dark_mode_without_moving_the_page(reader, site, name):
+def test_fits_a_phone_in_dark_mode_without_moving_the_page(reader, snapshots, name):
     visit = reader.open(PAGES[name], viewport=PHONE)
     visit.page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
     visit.page.wait_for_timeout(100)
@@ -374,11 +380,12 @@ def test_fits_a_phone_in_dark_mode_without_moving_the_page(reader, site, name):
     # The drawing fits the height the style sheet reserved before the script drew it.
     assert box["used"] <= box["height"] <= box["reserved"] + 1, box
     assert box["contrast"] >= 4.5, f"{name}: text contrast {box['contrast']:.1f} in the dark theme"
-    # At the desktop width too.
-    f = _open(reader, name)
-    height, reserved = f.page.evaluate("""(e) => [e.getBoundingClientRect().height,
-      parseFloat(getComputedStyle(e).minHeight)]""", f.root.element_handle())
-    assert height <= reserved + 1, (name, height, reserved)
+    # At the desktop width too (the page's snapshot, a load of its own).
+    desktop = snapshots.get(PAGES[name])
+    assert not desktop.problems, desktop.problems
+    drawn = [f for f in desktop.data[FIGURES] if f["name"] == name]
+    assert len(drawn) == 1 and drawn[0]["ready"] == "1", f"{name}: {drawn} at 1280 px"
+    assert drawn[0]["height"] <= drawn[0]["reserved"] + 1, (name, drawn[0])
 
 
 @pytest.mark.parametrize("name", list(PAGES))
