@@ -304,16 +304,8 @@ def test_fully_masked_rows_give_zeros_and_zero_gradients(variant, data):
 # --------------------------------------------------------------------------- Triton (interpreted)
 
 
-@pytest.fixture(scope="module")
-def triton_kernels():
-    pytest.importorskip("triton")
-    from attnmath.testing import TritonProcess
-
-    proc = TritonProcess(interpret=not torch.cuda.is_available())
-    try:
-        yield proc
-    finally:
-        proc.close()
+# The kernels: fixture ``triton_kernels`` (tests/attnmath/conftest.py), one process per test run
+# shared with test_flash_triton.py.
 
 
 @st.composite

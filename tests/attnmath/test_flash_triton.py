@@ -1,6 +1,7 @@
 """Tests for attnmath.flash_triton: the Triton flash-attention kernels, forward and backward.
 
-The kernels run in a child Python process started once for this module (fixture ``kernels``):
+The kernels run in a child Python process started once per test process and shared with
+``test_conformance.py`` (fixture ``triton_kernels``, ``tests/attnmath/conftest.py``):
 natively when CUDA is available, otherwise on CPU tensors under Triton's interpreter, with
 ``TRITON_INTERPRET=1`` set in the child's environment only. The variable must be set before
 ``triton`` is first imported, and in this pytest process ``triton`` may already have been
@@ -38,7 +39,7 @@ import torch.nn.functional as F
 
 from attnmath.core import AttentionGrads
 from attnmath.flash import flash_attention_backward, flash_attention_forward
-from attnmath.testing import TritonProcess, assert_close, triton_child_env
+from attnmath.testing import assert_close, triton_child_env
 
 NATIVE = torch.cuda.is_available()
 DEVICE = "cuda" if NATIVE else "cpu"
@@ -47,62 +48,16 @@ LIB = Path(__file__).resolve().parents[2] / "lib"
 # Machine epsilon of each input dtype: tolerances below are small multiples of it.
 EPS = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float32: 2.0**-23}
 
-# Served by the child besides the module's public functions (attnmath.testing.TritonProcess).
-_HELPERS = r"""
-def fwd_bwd(q, k, v, dout, causal=False, scale=None, block_q=None, block_k=None, config=None):
-    # out and the gradients through the autograd function; lse from the functional forward.
-    # config: a dict of KernelConfig fields.
-    config = None if config is None else ft.KernelConfig(**config)
-    q, k, v = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
-    out = ft.flash_attention(q, k, v, causal, scale, block_q=block_q, block_k=block_k,
-                             config=config)
-    out.backward(dout)
-    _, cache = ft.flash_attention_triton(q.detach(), k.detach(), v.detach(), causal=causal,
-                                         scale=scale, block_q=block_q, block_k=block_k,
-                                         config=config)
-    return out.detach(), cache.lse, q.grad, k.grad, v.grad
-
-
-def checked_finite(**named):
-    # The finite check alone: None, or the error it raises.
-    ft._check_finite(named)
-
-
-def saved_shapes(q, k, v, causal=False):
-    # Shapes of what the autograd function keeps for the backward.
-    out = ft.flash_attention(q.detach().clone().requires_grad_(True), k, v, causal)
-    return [tuple(t.shape) for t in out.grad_fn.saved_tensors]
-
-
-def forward_history(q, k, v):
-    # The functional forward on inputs that require grad: outputs and their autograd history.
-    out, cache = ft.flash_attention_triton(q.detach().clone().requires_grad_(True), k, v)
-    return out, cache.lse, out.grad_fn is None and cache.lse.grad_fn is None
-
-
-def kernel_config(*args, config=None, **kwargs):
-    config = None if config is None else ft.KernelConfig(**config)
-    return ft.kernel_config(*args, config=config, **kwargs)._asdict()
-
-
-def kernel_config_raw(*args, **kwargs):
-    # kernel_config with its arguments as given (a config that is not a KernelConfig).
-    return ft.kernel_config(*args, **kwargs)._asdict()
-"""
-
 
 def _child_env(interpret: bool) -> dict:
     return triton_child_env(interpret)
 
 
 @pytest.fixture(scope="module")
-def kernels():
-    proc = TritonProcess(interpret=not NATIVE, helpers=_HELPERS)
-    try:
-        assert proc.interpreted() is (not NATIVE)
-        yield proc
-    finally:
-        proc.close()
+def kernels(triton_kernels):
+    """The kernel process of tests/attnmath/conftest.py: interpreted exactly when there is no CUDA."""
+    assert triton_kernels.interpreted() is (not NATIVE)
+    return triton_kernels
 
 
 def _qkv(B=1, H=2, L=40, S=None, D=64, H_kv=None, *, dtype=torch.float32, seed=0):
