@@ -4,7 +4,8 @@ The README's ``make test`` must pass on a fresh machine that has only what the R
 These tests run the browser group and the PostgreSQL gradebook tests in a child pytest with
 Chromium and PostgreSQL hidden, and check both policies of ``tests/conftest.py``: outside CI every
 such test is skipped (none errors, nothing is built) with one line naming what is missing and how
-to install it; under ``CI=true`` every such test fails.
+to install it; under ``CI=true`` every such test fails (both groups in one child run, each
+test's outcome read from its JUnit report).
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
+from xml.etree import ElementTree
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,13 +53,33 @@ def test_without_chromium_or_postgres_the_groups_are_skipped_with_one_line_each(
     assert "book built in" not in out, "the book was built for skipped browser tests"
 
 
-@pytest.mark.parametrize("group", ["tests/browser", "tests/grading/test_postgres.py"])
-def test_under_ci_a_missing_requirement_fails_the_group(group):
-    proc = run_hidden([group], ci=True)
+#: The groups that need optional software, each with the words of its missing-software line.
+GROUPS = {"tests/browser": "Chromium not found", "tests/grading/test_postgres.py": "no PostgreSQL server"}
+
+
+def outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
+    """Each group's tests in a JUnit report: ``group -> [(outcome, message)]``, the outcome being
+    passed, skipped, failure or error."""
+    found: dict[str, list[tuple[str, str]]] = {group: [] for group in GROUPS}
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        module = case.get("classname", "").replace(".", "/")
+        group = next((g for g in GROUPS if module.startswith(g.removesuffix(".py"))), None)
+        assert group is not None, f"a test outside the groups: {case.get('classname')}::{case.get('name')}"
+        ends = [(e.tag, e.get("message", "")) for e in case if e.tag in ("failure", "error", "skipped")]
+        found[group].extend(ends or [("passed", "")])
+    return found
+
+
+def test_under_ci_a_missing_requirement_fails_each_group(tmp_path):
+    # Both groups in one child run; the JUnit report says which test of which group did what.
+    junit = tmp_path / "junit.xml"
+    proc = run_hidden([*GROUPS, f"--junitxml={junit}"], ci=True)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-4000:]
     n = counts(out)
-    # pytest counts a failure in set-up as an error: either way the run fails
-    assert n.get("failed", 0) + n.get("errors", 0) + n.get("error", 0) > 0, n
     assert not n.get("skipped") and not n.get("passed"), n
-    assert "required under CI=true" in out
+    for group, ends in outcomes(junit).items():
+        # pytest counts a failure in set-up as an error: either way the run fails
+        assert ends and all(outcome in ("failure", "error") for outcome, _ in ends), (group, ends[:5])
+        assert all(GROUPS[group] in message and "required under CI=true" in message
+                   for _, message in ends), (group, ends[:5])
