@@ -15,7 +15,7 @@ from conftest import SCRIPTS, Reader, Snapshots, serve  # tests/browser/conftest
 
 pytestmark = pytest.mark.slow
 
-OFF_SITE = "http://192.0.2.1/planted.png"  # TEST-NET-1: never answers, and the Reader blocks it
+OFF_SITE = "http://example.org/planted.png"  # the browser resolves no host name but 127.0.0.1
 _PLANTED = f"""<!DOCTYPE html><html><head><title>planted</title>
 <link rel="stylesheet" href="missing.css"></head><body>
 <p>planted problems</p>
@@ -47,7 +47,7 @@ def test_every_planted_problem_is_reported_for_its_visit(browser, planted_site):
     site = planted_site.base
     assert planted.status == 200 and shared.status == 200 and clean.status == 200
     expected = [f"HTTP 404: {site}missing.css", f"HTTP 404: {site}missing.png",
-                f"request off the site (the book must work offline): {OFF_SITE}",
+                f"request off the site (the book must work offline): {OFF_SITE}", f"request failed: {OFF_SITE}",
                 "console error: planted console error", "uncaught exception: planted exception"]
     missing = [p for p in expected if not any(line.startswith(p) for line in planted.problems)]
     assert not missing, f"not reported: {missing}; reported: {planted.problems}"
