@@ -119,15 +119,17 @@ def _processes_running(marker: str) -> list[str]:
 
 
 def test_a_runaway_worker_and_its_children_are_killed(isolation):
+    # The worker never returns: it waits, as the wall-clock limit ends it whatever it does (the
+    # corpus's 01_loop_at_import is the runaway that burns CPU until then).
     src = r"""
-import os, subprocess
+import os, subprocess, time
 def probe():
     subprocess.Popen(["sleep", "987654"], start_new_session=True)
     if os.fork() == 0:
         os.setsid()
         os.execvp("sleep", ["sleep", "987655"])
     while True:
-        pass
+        time.sleep(0.2)
 """
     run = run_worker(_job(src), isolation, Limits(timeout=2))
     assert run.end == "timeout" and run.current == "p"
@@ -151,7 +153,11 @@ def test_output_past_the_cap_is_discarded_with_a_note_and_costs_nothing(isolatio
 
 
 def test_endless_output_ends_at_the_time_limit_not_the_grader(isolation):
-    src = "import sys\ndef probe():\n    while True:\n        sys.stdout.write('y' * 65536)\n"
+    # 64 KiB every 10 ms, for ever: past the 1 MiB cap within a fraction of the 3 s limit, without
+    # a writer and a reader burning both CPUs until then (a gigabyte at full speed: the corpus's
+    # 10_print_1gb).
+    src = ("import sys, time\ndef probe():\n    while True:\n        sys.stdout.write('y' * 65536)\n"
+           "        time.sleep(0.01)\n")
     run = run_worker(_job(src), isolation, Limits(timeout=3, output_bytes=1 << 20))
     assert run.end == "timeout" and run.current == "p"
     assert len(run.stdout) <= 8192 and run.output_bytes > 1 << 20
