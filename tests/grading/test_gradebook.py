@@ -85,28 +85,3 @@ def test_regrading_keeps_manual_scores_and_marks_them_for_review(corpus_run, tmp
         other = gb.find_submission_notebook("softmax", "01_softmax", "02_loop_in_function")
         assert other.score == 5.0
 
-
-def test_a_written_answer_waits_for_manual_grading(tmp_path, empty_gradebook):
-    rel = gk.release("01_softmax")
-    answers = gk.solution_answers("01_softmax")
-    answers["jacobian_proof"] = "Differentiate $\\sum_i p_i = 1$: every row of $J$ sums to zero."
-    nb = gk.fill_any(rel, answers)
-    folder = tmp_path / "flat"
-    folder.mkdir()
-    nbformat.write(nb, folder / "writer.ipynb")
-    nbformat.write(gk.fill_any(rel, gk.solution_answers("01_softmax")), folder / "silent.ipynb")
-    url = gk.copy_gradebook(empty_gradebook, tmp_path / "gradebook.db")
-    proc = gk.run_attngrade("01_softmax", folder, "--out", tmp_path / "out", "--db", url, "--jobs", "2")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    with _gradebook(url) as gb:
-        written = gb.find_grade("jacobian_proof", "softmax", "01_softmax", "writer")
-        assert written.auto_score is None and written.needs_manual_grade
-        comment = gb.find_comment("jacobian_proof", "softmax", "01_softmax", "writer")
-        assert comment.auto_comment is None
-        silent = gb.find_grade("jacobian_proof", "softmax", "01_softmax", "silent")
-        assert silent.auto_score == 0 and not silent.needs_manual_grade
-        assert (
-            gb.find_comment("jacobian_proof", "softmax", "01_softmax", "silent").auto_comment
-            == "No response."
-        )
-        assert gb.find_submission_notebook("softmax", "01_softmax", "writer").needs_manual_grade

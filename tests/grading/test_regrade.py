@@ -1,4 +1,5 @@
-"""A re-grade grades only the submissions that changed, and keeps every manual grade."""
+"""A re-grade grades only the submissions that changed, and keeps every manual grade; a written
+answer waits for manual grading, an unanswered one gets zero and "No response." at once."""
 
 from __future__ import annotations
 
@@ -37,6 +38,14 @@ def test_a_one_notebook_change_regrades_one_student_and_keeps_manual_grades(tmp_
     # Unanswered written parts are no pending work; carol's answer is.
     pending = {s: r["manual_pending"] for s, r in rows.items()}
     assert pending == {"alice": "0", "bob": "0", "carol": "2", "dave": "0"}
+    with _gradebook(url) as gb:  # carol's written answer waits for manual grading; alice wrote none
+        written = gb.find_grade("jacobian_proof", "softmax", "01_softmax", "carol")
+        assert written.auto_score is None and written.needs_manual_grade
+        assert gb.find_comment("jacobian_proof", "softmax", "01_softmax", "carol").auto_comment is None
+        assert gb.find_submission_notebook("softmax", "01_softmax", "carol").needs_manual_grade
+        silent = gb.find_grade("jacobian_proof", "softmax", "01_softmax", "alice")
+        assert silent.auto_score == 0 and not silent.needs_manual_grade
+        assert gb.find_comment("jacobian_proof", "softmax", "01_softmax", "alice").auto_comment == "No response."
     with _gradebook(url) as gb:  # the instructor grades carol's proof and overrides one of bob's parts
         proof = gb.find_grade("jacobian_proof", "softmax", "01_softmax", "carol")
         proof.manual_score, proof.needs_manual_grade = 1.5, False
