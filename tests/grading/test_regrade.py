@@ -45,7 +45,8 @@ def test_a_one_notebook_change_regrades_one_student_and_keeps_manual_grades(tmp_
         assert gb.find_submission_notebook("softmax", "01_softmax", "carol").needs_manual_grade
         silent = gb.find_grade("jacobian_proof", "softmax", "01_softmax", "alice")
         assert silent.auto_score == 0 and not silent.needs_manual_grade
-        assert gb.find_comment("jacobian_proof", "softmax", "01_softmax", "alice").auto_comment == "No response."
+        comment = gb.find_comment("jacobian_proof", "softmax", "01_softmax", "alice")
+        assert comment.auto_comment == "No response."
     with _gradebook(url) as gb:  # the instructor grades carol's proof and overrides one of bob's parts
         proof = gb.find_grade("jacobian_proof", "softmax", "01_softmax", "carol")
         proof.manual_score, proof.needs_manual_grade = 1.5, False
