@@ -207,6 +207,18 @@
   }
   Paged.registerHandlers(EmptyPieces);
 
+  // paged.js looks for a page's overflow each time it has added about as many characters as the
+  // last pages held, but its pages share one settings object that keeps the first such figure
+  // for good: the title page's few words. Every page was then measured every line or so (twice
+  // the CPU), and a display formula cut by such a check was lost from the page. Forgetting the
+  // figure before each page lets paged.js use its running average, as it means to.
+  class CharsPerPage extends Paged.Handler {
+    beforePageLayout() {
+      this.chunker.settings.maxChars = undefined;
+    }
+  }
+  Paged.registerHandlers(CharsPerPage);
+
   // paged.js reports an element it cannot place on any page and goes on without the rest of its
   // chapter; a book with a gap is not printed.
   async function paginate(source, css) {
