@@ -61,23 +61,27 @@ _READ = """(root) => Object.fromEntries(Array.from(root.querySelectorAll('.attn-
 
 
 class Figure:
-    """One interactive figure of a loaded page."""
+    """One interactive figure of a loaded page. The figure and each slider are looked up once
+    (a figure draws into its own elements and never replaces its controls)."""
 
     def __init__(self, visit, name: str):
         self.page = visit.page
         self.root = visit.page.locator(f".attn-interactive[data-figure={name}]")
         assert self.root.count() == 1, f"{name}: the page has {self.root.count()} such figures"
         assert self.root.get_attribute("data-ready") == "1", f"{name}: the figure was not drawn"
+        self.handle = self.root.element_handle()
+        self._sliders: dict[str, object] = {}
 
     def set(self, key: str, value) -> None:
-        handle = self.root.locator(f"input[type=range][data-key={key}]").element_handle()
-        assert self.page.evaluate(_SET, [handle, float(value)]), f"slider {key} has no value {value}"
+        if key not in self._sliders:
+            self._sliders[key] = self.root.locator(f"input[type=range][data-key={key}]").element_handle()
+        assert self.page.evaluate(_SET, [self._sliders[key], float(value)]), f"slider {key} has no value {value}"
 
     def choose(self, key: str, value: str) -> None:
         self.root.locator(f"fieldset[data-key={key}] input[value={value}]").check()
 
     def read(self) -> dict[str, str]:
-        return self.page.evaluate(_READ, self.root.element_handle())
+        return self.page.evaluate(_READ, self.handle)
 
     def number(self, key: str) -> float:
         return float(self.read()[key])
@@ -105,7 +109,8 @@ def test_temperature_shows_the_softmax_of_the_logits(reader, artifacts):
             f.root.locator(f"input[data-key=z{i}]").fill(str(z))
         for e in taus:
             f.set("tau", e)
-            shown = np.array([f.number(f"p{i}") for i in range(4)])
+            read = f.read()
+            shown = np.array([float(read[f"p{i}"]) for i in range(4)])
             want = softmax(np.array(logits, dtype=float), temperature=10.0 ** e)
             np.testing.assert_allclose(shown, want, rtol=1e-12, atol=1e-300,
                                        err_msg=f"logits {logits}, tau 10^{e}")
@@ -133,11 +138,12 @@ def test_online_softmax_steps_match_the_library(reader, artifacts):
             f.root.locator("button[data-key=next]").click()
             read = row[:min(S, t * block)]
             m, lse = read.max(), online_logsumexp(read, block_size=block)
-            assert f.read()["t"] == str(t)
-            assert f.number("m") == m, (S, block, t)
-            np.testing.assert_allclose(f.number("lse"), lse, rtol=1e-13, err_msg=f"{S}, {block}, {t}")
-            np.testing.assert_allclose(f.number("ell"), math.exp(lse - m), rtol=1e-12)
-            np.testing.assert_allclose(f.number("alpha"), math.exp(before - m), rtol=1e-13)
+            shown = f.read()
+            assert shown["t"] == str(t)
+            assert float(shown["m"]) == m, (S, block, t)
+            np.testing.assert_allclose(float(shown["lse"]), lse, rtol=1e-13, err_msg=f"{S}, {block}, {t}")
+            np.testing.assert_allclose(float(shown["ell"]), math.exp(lse - m), rtol=1e-12)
+            np.testing.assert_allclose(float(shown["alpha"]), math.exp(before - m), rtol=1e-13)
             if S == 64 and block == 8 and t in (2, 6):
                 f.shoot(artifacts, f"online-step{t}")
         assert f.root.locator("button[data-key=next]").is_disabled()
