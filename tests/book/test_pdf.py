@@ -74,15 +74,28 @@ def book(pdf_path):
     for page in document:
         width, height = page.get_size()
         text = page.get_textpage()
-        head = text.get_text_bounded(0, height - MARGIN, width, height).strip()
-        foot = text.get_text_bounded(0, 0, width, MARGIN).strip()
-        top = text.get_text_bounded(0, height - MARGIN - TOP, width, height - MARGIN)
+        full = text.get_text_range()
+        bands = [text.get_text_bounded(0, height - MARGIN, width, height),
+                 text.get_text_bounded(0, 0, width, MARGIN),
+                 text.get_text_bounded(0, height - MARGIN - TOP, width, height - MARGIN)]
+        tall = stretched(text, full, height, bands)
+        head, foot, top = ("".join(c for c in band if c not in tall) for band in bands)
+        head, foot = head.strip(), foot.strip()
         # The page's text in reading order, less the margins' lines, which come first.
-        lines = text.get_text_range().splitlines()
+        lines = full.splitlines()
         while lines and lines[0].strip() and lines[0].strip() in (head, foot):
             lines.pop(0)
         pages.append({"head": head, "foot": foot, "top": top, "body": "\n".join(lines).strip()})
     return document, pages, PdfReader(pdf_path)
+
+
+def stretched(text, full: str, height: float, bands: list[str]) -> set[str]:
+    """The characters of ``bands`` that the page ``text`` (its whole text ``full``) draws taller
+    than the page: the piece of a delimiter that MathJax stretches over a tall formula, which
+    PDFium places by the box of its unclipped drawing, and so in every band of its page."""
+    odd = {c for band in bands for c in band if not c.isascii()}
+    return {c for i, c in enumerate(full) if c in odd
+            and (lambda box: box[3] - box[1])(text.get_charbox(i)) > height}
 
 
 def _letters(text: str) -> str:
@@ -270,6 +283,20 @@ def test_no_blank_page_or_empty_box(book):
             empty.append(index + 1)
     assert not blank, f"blank pages: {blank}"
     assert not empty, f"pages with an empty box or piece of one: {empty}"
+
+
+def test_a_stretched_delimiter_is_in_no_band():
+    """A character drawn taller than the page is left out of the margins' text; one of the same
+    kind at its own size, or one outside the bands, is not looked at."""
+
+    class Text:
+        boxes = {1: (0, -112, 2, 3205), 2: (0, 10, 6, 20), 3: (0, -112, 2, 3205)}
+
+        def get_charbox(self, index):
+            return self.boxes[index]
+
+    assert stretched(Text(), "a⎜√⎟", 842, ["69⎜", "√ 2"]) == {"⎜"}
+    assert stretched(Text(), "a⎜√⎟", 4000, ["69⎜", "√ 2"]) == set()
 
 
 def test_empty_box_is_found():
