@@ -14,16 +14,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gradingkit as gk  # noqa: E402
 
 
-@pytest.fixture(scope="session")
-def empty_gradebook(tmp_path_factory) -> Path:
-    """A new nbgrader gradebook (stamping one runs alembic, which is slow): copy it per test."""
-    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+def _stamp_gradebook(folder: Path) -> None:
     from nbgrader.api import Gradebook
 
-    path = tmp_path_factory.mktemp("gradebook") / "empty.db"
-    with Gradebook(f"sqlite:///{path}", course_id="attnmath"):
+    with Gradebook(f"sqlite:///{folder / 'empty.db'}", course_id="attnmath"):
         pass
-    return path
+
+
+@pytest.fixture(scope="session")
+def empty_gradebook(tmp_path_factory) -> Path:
+    """A new nbgrader gradebook, made once per run for every xdist worker (stamping one runs
+    alembic, which is slow; ``support.shared_build``): copy it per test, never write to it."""
+    from support import shared_build  # tests/support.py
+
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    return shared_build(tmp_path_factory, "empty-gradebook", _stamp_gradebook) / "empty.db"
 
 
 @pytest.fixture(scope="session")
