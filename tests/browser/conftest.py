@@ -240,14 +240,19 @@ class Snapshot:
         """A screenshot of the page as this snapshot saw it (loaded again: only a failing test asks)."""
         visit = reader.open(self.path, viewport=self.viewport)
         if self.dark:
-            _darken(visit.page)
+            darken(visit.page)
         visit.page.screenshot(path=str(file), full_page=full)
         return file
 
 
-def _darken(page) -> None:
-    page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
-    page.wait_for_timeout(200)
+def darken(page) -> None:
+    """Switch ``page`` to the dark theme as the theme's own switch does, and return when the
+    transitions that starts (colours fading over) have ended."""
+    page.evaluate("""async () => {
+      document.documentElement.dataset.theme = 'dark';
+      await Promise.all(document.getAnimations().filter((a) => a instanceof CSSTransition)
+        .map((a) => a.finished.catch(() => null)));
+    }""")
 
 
 #: The viewports at which a page is read in the dark theme too, in the same load as the light one.
@@ -292,7 +297,7 @@ class Snapshots:
 
     The dark theme is read from the light load (at the viewports of ``DARK_TOO``, or where a test
     asks for it): the scripts read the light page, the theme is switched as a reader switches it
-    (``_darken``), and they read the page again. That is the page a load in the dark theme reads,
+    (``darken``), and they read the page again. That is the page a load in the dark theme reads,
     because the scripts change nothing in it: each runs under a MutationObserver (``_WATCHED``),
     and one that leaves the page changed fails every test that reads that page.
     """
@@ -325,7 +330,7 @@ class Snapshots:
         try:
             for dark in themes:
                 if dark:
-                    _darken(visit.page)
+                    darken(visit.page)
                 data = _read(visit.page, path)
                 shot = Snapshot(path, dict(viewport), dark, visit.status, list(visit.problems), data)
                 saved = {"base": self.reader.site.base, "snapshot": asdict(shot)}

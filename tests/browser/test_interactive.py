@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
 import attnmath_interactive as fig  # noqa: E402  (book/_ext: what the build put in the pages)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book"))
 import figstyle  # noqa: E402  (book/figstyle.py: the recorded tile schedule)
-from conftest import read_with  # noqa: E402  (tests/browser/conftest.py)
+from conftest import darken, read_with  # noqa: E402  (tests/browser/conftest.py)
 from attnmath.chunked import online_logsumexp  # noqa: E402
 from attnmath.long_context import rope_rotations  # noqa: E402
 from attnmath.scaling import attention_entropy, max_weight  # noqa: E402
@@ -360,8 +360,7 @@ def test_controls_work_by_keyboard_and_are_read_out(reader):
 @pytest.mark.parametrize("name", list(PAGES))
 def test_fits_a_phone_in_dark_mode_without_moving_the_page(reader, snapshots, name):
     visit = reader.open(PAGES[name], viewport=PHONE)
-    visit.page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
-    visit.page.wait_for_timeout(100)
+    darken(visit.page)
     box = visit.page.evaluate("""(name) => {
       const e = document.querySelector(`.attn-interactive[data-figure=${name}]`);
       const kids = Array.from(e.children).filter((c) => c.tagName !== 'SCRIPT');

@@ -5,13 +5,14 @@ for a visit: a console error, an uncaught exception, a style sheet and an image 
 HTTP 404, and a request off the site. Each must be reported for the visit that met it, again on
 a later visit that meets the same missing style sheet, and not on a clean page visited after
 them. A ``Snapshots`` load (which reads the dark theme after the light one) stops when a
-registered script leaves the page it reads changed, and only then.
+registered script leaves the page it reads changed, and only then; and the switch to the dark
+theme returns once the colours have faded over.
 """
 
 from __future__ import annotations
 
 import pytest
-from conftest import SCRIPTS, Reader, Snapshots, serve  # tests/browser/conftest.py
+from conftest import SCRIPTS, Reader, Snapshots, darken, serve  # tests/browser/conftest.py
 
 pytestmark = pytest.mark.slow
 
@@ -78,3 +79,14 @@ def test_a_script_that_changes_the_page_stops_the_dark_read(browser, planted_sit
             snapshots.get("shared.html", dark=True)
     finally:
         snapshots.reader.close()
+
+
+def test_the_dark_theme_is_read_once_its_colours_have_faded_over(browser):
+    page = browser.new_page()
+    try:
+        page.set_content("<style>body { background: rgb(255, 255, 255); transition: background-color 0.6s linear }"
+                         " html[data-theme=dark] body { background: rgb(0, 0, 0) }</style><p>text</p>")
+        darken(page)
+        assert page.evaluate("() => getComputedStyle(document.body).backgroundColor") == "rgb(0, 0, 0)"
+    finally:
+        page.close()
