@@ -33,12 +33,17 @@ c.CourseDirectory.ignore = {ignored!r}
 """
 
 
-def run_nbgrader(course: str | Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+def run_nbgrader(course: str | Path, *args: str, timeout: float = 900,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run this environment's ``nbgrader`` in ``course``; raise ``RuntimeError`` on failure.
 
-    The environment's ``bin/`` goes first on ``PATH`` (nbgrader runs ``alembic`` from there).
+    The environment's ``bin/`` goes first on ``PATH`` (nbgrader runs ``alembic`` from there);
+    ``env`` adds to (or replaces) variables of this process's environment for nbgrader alone.
     """
-    env = dict(os.environ)
+    if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                              for k, v in env.items())):
+        raise TypeError(f"env must be a dict of str to str, got {env!r}")
+    env = {**os.environ, **(env or {})}
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     env.pop("JUPYTER_CONFIG_DIR", None)
     proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,

@@ -12,10 +12,21 @@ Kernels are shut down at once (``AUTOGRADE_ARGS``): every cell has run and its o
 notebook by then, so nothing the grades come from is lost, while a graceful shutdown (the
 interpreter's own exit) costs each kernel 0.1-0.2 CPU seconds, about 0.5 once it has imported
 torch: a fifth of this autograde's CPU time.
+
+nbgrader stays stock, but its kernels are forked from the book's kernel server
+(``book/_ext/attnmath_kernels.py``, :func:`forked_kernels`): each of the 86 notebooks' kernels
+starts with IPython, NumPy and torch already imported instead of importing them itself, which
+roughly halves this autograde's CPU time. ``tests/book/test_kernels.py`` proves that such a kernel
+runs a notebook as a fresh one does; ``test_forked_kernels.py`` that nbgrader's executor gives
+the same outputs with it, for a notebook that crashes its kernel or times out as well.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,18 +97,39 @@ def _read_scores(gb, result: GradedCourse) -> None:
         result.manual_parts = sorted(g.name for g in sub.grades if g.cell.cell_type != "code")
 
 
-def _autograde(course: Path) -> dict[str, str]:
-    """Autograde every submission of ``course`` in one nbgrader run; should it fail, each
-    assignment again on its own, so that a failure is told for the assignment it belongs to.
-    Returns assignment -> nbgrader's error, for those it could not grade."""
+@contextlib.contextmanager
+def forked_kernels(folder: Path) -> Iterator[dict[str, str]]:
+    """The environment that makes nbgrader (``run_nbgrader(..., env=...)``) start its notebooks'
+    ``python3`` kernels from a kernel server, for the duration of the ``with`` block: a kernelspec
+    of that name in ``folder``, first on ``JUPYTER_PATH``. Empty (kernels start as usual) when the
+    server cannot start, as without ``fork``."""
+    from attnmath_kernels import kernel_command, kernel_server  # book/_ext, on sys.path (tests/conftest.py)
+
+    with kernel_server() as sock:
+        if sock is None:
+            yield {}
+            return
+        spec = folder / "kernels" / "python3"
+        spec.mkdir(parents=True)
+        spec.joinpath("kernel.json").write_text(json.dumps({
+            "argv": [*kernel_command(sock), "-f", "{connection_file}"],
+            "display_name": "Python 3 (ipykernel)", "language": "python"}))
+        yield {"JUPYTER_PATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("JUPYTER_PATH")]))}
+
+
+def _autograde(course: Path, env: dict[str, str]) -> dict[str, str]:
+    """Autograde every submission of ``course`` in one nbgrader run (with ``env``, see
+    ``run_nbgrader``); should it fail, each assignment again on its own, so that a failure is told
+    for the assignment it belongs to. Returns assignment -> nbgrader's error, for those it could
+    not grade."""
     try:
-        run_nbgrader(course, "autograde", "*", *AUTOGRADE_ARGS)
+        run_nbgrader(course, "autograde", "*", *AUTOGRADE_ARGS, env=env)
         return {}
     except RuntimeError:
         failures = {}
         for assignment in ASSIGNMENTS:
             try:
-                run_nbgrader(course, "autograde", assignment, *AUTOGRADE_ARGS)
+                run_nbgrader(course, "autograde", assignment, *AUTOGRADE_ARGS, env=env)
             except RuntimeError as exc:
                 failures[assignment] = str(exc)
         return failures
@@ -115,7 +147,8 @@ def graded_courses(tmp_path_factory, nbgrader_course) -> dict[str, GradedCourse 
     for assignment in ASSIGNMENTS:
         course = course_copy(nbgrader_course, target, assignment)
     results = {assignment: _submit(course, assignment) for assignment in ASSIGNMENTS}
-    graded: dict[str, GradedCourse | str] = dict(_autograde(course))
+    with forked_kernels(tmp_path_factory.mktemp("kernels")) as env:
+        graded: dict[str, GradedCourse | str] = dict(_autograde(course, env))
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for assignment, result in results.items():
             if assignment not in graded:
