@@ -15,10 +15,12 @@ torch: a fifth of this autograde's CPU time.
 
 nbgrader stays stock, but its kernels are forked from the book's kernel server
 (``book/_ext/attnmath_kernels.py``, :func:`forked_kernels`): each of the 86 notebooks' kernels
-starts with IPython, NumPy and torch already imported instead of importing them itself, which
-roughly halves this autograde's CPU time. ``tests/book/test_kernels.py`` proves that such a kernel
-runs a notebook as a fresh one does; ``test_forked_kernels.py`` that nbgrader's executor gives
-the same outputs with it, for a notebook that crashes its kernel or times out as well.
+starts with IPython, NumPy and torch already imported instead of importing them itself (about
+0.4 CPU seconds per kernel, 1.2 more where the notebook imports torch). Measured once, this
+autograde took 48 CPU seconds instead of 84, with the same scores. ``tests/book/test_kernels.py``
+proves that such a kernel runs a notebook as a fresh one does; ``test_forked_kernels.py`` that
+nbgrader's executor gives the same outputs with it, for a notebook that crashes its kernel or
+runs past the cell timeout as well.
 """
 
 from __future__ import annotations
