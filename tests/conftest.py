@@ -79,6 +79,8 @@ XDIST_GROUP_FILES = {
     "tests/grading/test_nbgrader.py": "grading-nbgrader",
     # every assignment autograded by one nbgrader run (fixture graded_courses, tests/exercises)
     "tests/exercises/test_assignments.py": "exercises-graded",
+    # fresh and forked kernels under nbgrader's executor, one kernel server (module fixture)
+    "tests/exercises/test_forked_kernels.py": "forked-kernels",
     # the PDF printed from this run's book, and read once (module fixtures of test_pdf.py)
     "tests/book/test_pdf.py": "book-pdf",
 }
