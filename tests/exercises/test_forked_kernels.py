@@ -5,6 +5,8 @@ outcome for a notebook that kills its kernel or runs past the cell timeout."""
 
 from __future__ import annotations
 
+import os
+
 import nbformat
 import pytest
 
@@ -86,3 +88,10 @@ def test_run_nbgrader_refuses_an_environment_that_is_not_text(tmp_path):
     for env in (["JUPYTER_PATH"], {"JUPYTER_PATH": 1}):
         with pytest.raises(TypeError, match="env"):
             run_nbgrader(tmp_path, "--version", env=env)
+
+
+def test_without_fork_nbgrader_starts_its_kernels_as_usual(tmp_path, monkeypatch):
+    monkeypatch.delattr(os, "fork")
+    with forked_kernels(tmp_path) as env:
+        assert env == {}  # nothing added to nbgrader's environment: its own python3 kernelspec
+    assert not (tmp_path / "kernels").exists()
