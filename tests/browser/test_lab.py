@@ -121,7 +121,10 @@ def test_a_student_types_a_wrong_then_a_right_answer_and_reads_the_summary(lab, 
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
         page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
                                " && window.jupyterapp.shell.currentWidget.sessionContext", timeout=120_000)
-        page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.sessionContext.ready; }")
+        # polled, not awaited: a promise held across the lab's start-up can be collected with the
+        # context that made it (Playwright then fails with "Resulting promise was garbage collected")
+        page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.isReady",
+                               timeout=120_000)
         page.wait_for_timeout(1000)
         assert not page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty"), \
             "opening the untouched release marked it modified"
