@@ -44,6 +44,13 @@ FONT_FACES = ("400.css", "400-italic.css", "600.css", "600-italic.css", "700.css
 #: Pages of the table of contents under this folder are not printed: the API reference's index
 #: page (``book/api``) lists their modules and stands for them in the PDF.
 OMITTED_UNDER = "book/api/"
+#: What a reader of paper cannot use, left out of the printed pages (print_book.js removes it,
+#: and the tests know the printed text by it): permalink signs, copy buttons, the links from
+#: listings to the online API pages, code cells the HTML folds away (imports and set-up), and
+#: what a closed dropdown holds (the claim tests' code; its summary is printed).
+UNPRINTED = ("a.headerlink", "button", ".copybtn", ".listing-api", ".toggle-details__summary",
+             "details.hide", ".cell.tag_hide-input > .cell_input", ".cell.tag_hide-cell",
+             "details:not([open]) > :not(summary)")
 #: What the print server serves under /_print/ besides the HTML build.
 PRINT_FILES = {"paged.js": PAGED_JS, "print_book.js": HERE / "print_book.js",
                "print_book.css": HERE / "print_book.css"}
@@ -83,7 +90,8 @@ def printed_docs(docs: list[str]) -> list[str]:
 
 def book_facts(root: Path = ROOT) -> dict:
     """What the title page and the layout script need: title, author, year and content licence
-    from ``_config.yml``, the parts, and the pages left out with the page that stands for each."""
+    from ``_config.yml``, the parts, the pages left out with the page that stands for each, and
+    what is left out of every printed page (a CSS selector)."""
     import yaml
 
     config = yaml.safe_load((root / "_config.yml").read_text())
@@ -93,7 +101,8 @@ def book_facts(root: Path = ROOT) -> dict:
     omitted = {doc: OMITTED_UNDER.rstrip("/") for doc in docs if doc not in printed_docs(docs)}
     return {"title": str(config.get("title", "")), "author": str(config.get("author", "")),
             "year": str(config.get("copyright", "")), "licence": licence,
-            "parts": toc_parts(root), "omitted": omitted, "css": "/_print/print_book.css"}
+            "parts": toc_parts(root), "omitted": omitted, "unprinted": ", ".join(UNPRINTED),
+            "css": "/_print/print_book.css"}
 
 
 def chromium() -> str:

@@ -6,8 +6,9 @@
  * heads in the page margins, contents numbered by target-counter(), each chapter from a new
  * page. Chromium then prints the laid-out pages (make_pdf.py).
  *
- * book: {title, author, year, licence, css, parts: [{caption, docs}], omitted: {doc: doc}}.
- * Pages named in `omitted` are not printed; links to them lead to the page they map to.
+ * book: {title, author, year, licence, css, parts: [{caption, docs}], omitted: {doc: doc}, unprinted}.
+ * Pages named in `omitted` are not printed; links to them lead to the page they map to; what
+ * the selector `unprinted` finds is left out of every page.
  */
 (function () {
   'use strict';
@@ -57,11 +58,9 @@
     });
   }
 
-  // What a reader of paper cannot use: permalink signs, copy buttons, the links from listings to
-  // the online API pages, and code cells the HTML folds away (imports and set-up).
-  function tidy(article) {
-    article.querySelectorAll('a.headerlink, button, .copybtn, .listing-api, .toggle-details__summary,'
-      + ' details.hide, .cell.tag_hide-input > .cell_input, .cell.tag_hide-cell').forEach((e) => e.remove());
+  // What a reader of paper cannot use (make_pdf.UNPRINTED: permalinks, copy buttons, folded cells).
+  function tidy(article, unprinted) {
+    article.querySelectorAll(unprinted).forEach((e) => e.remove());
   }
 
   // A heading's text for the running head: a formula counts once, by the text of its MathML,
@@ -192,15 +191,16 @@
     return length * 96 / 25.4;
   }
 
+  const emptyPiece = (box) => !box.textContent.trim()
+    && !box.querySelector('img, svg, canvas, mjx-container');
+
   // A box that a page break splits before its first line leaves an empty piece (its border and
   // padding) at the foot of one page or the head of the next; such pieces are not printed.
   class EmptyPieces extends Paged.Handler {
     afterRendered(pages) {
       pages.forEach((page) => {
         page.element.querySelectorAll('[data-split-to], [data-split-from]').forEach((piece) => {
-          if (!piece.textContent.trim() && !piece.querySelector('img, svg, canvas, mjx-container')) {
-            piece.style.display = 'none';
-          }
+          if (emptyPiece(piece)) piece.style.display = 'none';
         });
       });
     }
@@ -218,6 +218,41 @@
     }
   }
   Paged.registerHandlers(CharsPerPage);
+
+  // paged.js lays a page out as the first column of a multi-column box; what does not fit runs
+  // on into the next column, off the paper, and paged.js moves what it finds there to the next
+  // page. A line of a listing that it left there was lost: the page ended with the line before
+  // it and the next page began with the line after it (chapter 4 printed `lengths = [4, 2, 5]`,
+  // then on the next page the print after `pad = padding_mask(...)`); a table row it left across
+  // the page's foot was cut off there, and the next page began with the row after it. Once a
+  // page is laid out, the first line or row (not the page's first) that has a box beyond the
+  // page's right edge or foot is taken off the page with all after it, and the next page begins
+  // with it.
+  const WHOLE = '.attnmath-line, tr';
+  function beyond(element, area) {
+    return Array.from(element.getClientRects()).some((box) => box.height > 0
+      && (box.left >= area.right || (box.bottom > area.bottom + 1 && box.top > area.top + 1)));
+  }
+  class NothingOffThePage extends Paged.Handler {
+    afterPageLayout(pageElement, page, breakToken, chunker) {
+      if (!breakToken) return;
+      const area = page.area.getBoundingClientRect();
+      const first = Array.from(page.wrapper.querySelectorAll(WHOLE)).find((e) => beyond(e, area));
+      const from = first && chunker.source.querySelector(`[data-ref="${first.dataset.ref}"]`);
+      if (!from) return;
+      const rest = document.createRange();
+      rest.setStartBefore(first);
+      rest.setEndAfter(page.wrapper.lastChild);
+      const left = rest.startContainer;
+      rest.deleteContents();
+      breakToken.node = from;
+      breakToken.offset = 0;
+      for (let box = left; box && box !== page.wrapper; box = box.parentElement) {
+        if (emptyPiece(box)) box.style.display = 'none';
+      }
+    }
+  }
+  Paged.registerHandlers(NothingOffThePage);
 
   // paged.js reports an element it cannot place on any page and goes on without the rest of its
   // chapter; a book with a gap is not printed.
@@ -255,7 +290,7 @@
     const sections = parts.map((part) => {
       adoptStyles(part, seen);
       relink(part, byPath);
-      tidy(part.article);
+      tidy(part.article, book.unprinted);
       const section = chapter(part);
       const h1 = section.querySelector('h1');
       chapters.set(part.doc, h1 ? h1.dataset.runningHead : part.doc);

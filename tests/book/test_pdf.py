@@ -4,15 +4,18 @@ The PDF is printed once per run from this run's HTML build (``support.shared_bui
 are read with PDFium (pypdfium2): the text of each page and of its head and foot margins, and
 pages rendered to images, on which the title page, the contents and the chapter openings are
 checked as a reader sees them, and every page is checked for blank pages and for code boxes
-with nothing in them.
+with nothing in them; the text of each chapter's pages holds every line of its code and every
+table cell of its HTML page.
 """
 
 from __future__ import annotations
 
+import collections
 import html
 import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -100,6 +103,57 @@ def stretched(text, full: str, height: float, bands: list[str]) -> set[str]:
 
 def _letters(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+#: What the check of the printed text ignores: white space (PDFium spaces the text by the gaps
+#: it measures, and the printed lines wrap), zero-width spaces (the HTML's places where a long
+#: name may break, not printed) and hyphens (a hyphen that breaks a word at a line end is
+#: printed, and PDFium reads one as U+FFFE or U+0002; those of the page's text are not told
+#: apart from it).
+UNCOUNTED = re.compile(r"[\s\u200b\-\u00ad\u2010\x02\ufffe]")
+
+
+def squeezed(text: str) -> str:
+    """``text`` without what the check ignores: UNCOUNTED, and pictographs (the status page's
+    check mark emoji), which print without text when no font of the machine draws them."""
+    return "".join(c for c in UNCOUNTED.sub("", text) if unicodedata.category(c) != "So")
+
+
+def listed_texts(built: Path, doc: str) -> list[str]:
+    """What page ``doc`` of the HTML build prints to the letter, in reading order: every line of
+    every listing or output (``<pre>``) and the text of every table cell (each piece between
+    its formulas, which print as drawings), less what print_book.js leaves out, squeezed."""
+    from bs4 import BeautifulSoup
+
+    page = BeautifulSoup((built / f"{doc}.html").read_text(), "html.parser")
+    article = page.select_one("article.bd-article")
+    for element in article.select(", ".join(make_pdf.UNPRINTED)):
+        element.decompose()
+    texts = []
+    for element in article.select("pre, td, th"):
+        if element.name == "pre":
+            pieces = element.get_text().split("\n")
+        else:
+            for formula in element.select("mjx-container"):
+                formula.replace_with("\n")
+            pieces = element.get_text().split("\n")
+        texts.extend(piece for piece in map(squeezed, pieces) if piece)
+    return texts
+
+
+def missing(texts: list[str], printed: str) -> list[str]:
+    """The items of ``texts`` that ``printed`` holds fewer times than ``texts`` has them (a
+    line that a page shows twice must be printed twice), once per time short, in the order of
+    ``texts``. The order of the printed text is not asked for: PDFium reads a page's formulas
+    after its text, and so a table cell's pieces apart from the formulas between them."""
+    wanted = collections.Counter(texts)
+    short = {text: count - printed.count(text) for text, count in wanted.items()}
+    found = []
+    for text in texts:
+        if short[text] > 0:
+            found.append(text)
+            short[text] -= 1
+    return found
 
 
 def headings(built: Path, doc: str) -> list[str]:
@@ -283,6 +337,34 @@ def test_no_blank_page_or_empty_box(book):
             empty.append(index + 1)
     assert not blank, f"blank pages: {blank}"
     assert not empty, f"pages with an empty box or piece of one: {empty}"
+
+
+def test_every_line_of_code_and_table_cell_is_printed(built, book):
+    """Every line of every listing and output and the text of every table cell of each printed
+    page is in the text of the PDF pages of that page's chapter, as many times as the page has
+    it: a page break that splits a code box or a table loses nothing."""
+    document, pages, reader = book
+    starts = sorted(openings(reader, chapter_titles(built)).items(), key=lambda item: item[1])
+    ends = [start for _, start in starts[1:]] + [len(pages)]
+    lost = {}
+    for (doc, start), end in zip(starts, ends):
+        printed = squeezed(" ".join(page["body"] for page in pages[start:end]))
+        gone = missing(listed_texts(built, doc), printed)
+        if gone:
+            lost[doc] = gone
+    assert not lost, "lines of code or table cells missing from the PDF: " + "; ".join(
+        f"{doc}: {len(gone)}, {gone[:4]}" for doc, gone in lost.items())
+
+
+def test_lost_and_repeated_lines_are_found():
+    """The check finds a text that is not printed and one printed fewer times than the page has
+    it; it ignores white space, hyphens and pictographs, and passes texts printed in any order
+    with other text between them."""
+    printed = squeezed("x = 1\nsome prose\nax.legend()\nplt.show()\nax.legend()\nnon-\nfinite \u2705")
+    assert missing(["nonfinite", "x=1", "ax.legend()", "ax.legend()", "plt.show()"], printed) == []
+    assert missing(["ax.legend()", "x=1", "ax.legend()", "ax.legend()"], printed) == ["ax.legend()"]
+    assert missing(["pad=padding_mask(lengths,5)", "x=1"], printed) == ["pad=padding_mask(lengths,5)"]
+    assert squeezed("a -\tb\u00ad c\u200bd \u2705") == "abcd"
 
 
 def test_a_stretched_delimiter_is_in_no_band():
