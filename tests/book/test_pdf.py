@@ -97,8 +97,13 @@ def stretched(text, full: str, height: float, bands: list[str]) -> set[str]:
     than the page: the piece of a delimiter that MathJax stretches over a tall formula, which
     PDFium places by the box of its unclipped drawing, and so in every band of its page."""
     odd = {c for band in bands for c in band if not c.isascii()}
-    return {c for i, c in enumerate(full) if c in odd
-            and (lambda box: box[3] - box[1])(text.get_charbox(i)) > height}
+    tall = set()
+    for i, c in enumerate(full):
+        if c in odd:
+            _left, bottom, _right, top = text.get_charbox(i)
+            if top - bottom > height:
+                tall.add(c)
+    return tall
 
 
 def _letters(text: str) -> str:
