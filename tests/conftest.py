@@ -21,6 +21,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Under pytest-xdist the suite runs one worker per CPU (`-n auto`), so a worker's own math-library
+# threads only take CPU time from the other workers, and OpenMP's threads spin while they wait
+# for work: tests/attnmath alone took 95 CPU seconds with torch's default threads and 76 with one,
+# on 2 CPUs. Set before torch or NumPy is imported; the processes a test starts (the book's
+# kernels, nbgrader's, the grader's) inherit it. A value set by the caller is kept.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_threads, "1")
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from headless_chromium import HOW_TO_GET, find_chromium  # noqa: E402  (book/_ext)
 from hypothesis import settings  # noqa: E402
