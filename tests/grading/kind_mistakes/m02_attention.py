@@ -2,8 +2,12 @@
 names that kind (see tests/grading/test_visible_checks.py)."""
 
 KIND_MISTAKES = [
+    # The (n, n) matrix up to the hidden memory case's n = 4000 (the visible memory check has n = 2000):
+    # both see the mistake. The visible check's sample of n = 20000 (a statistic the mistake gets
+    # right either way) gets the row-wise products instead of two 3.2 GB matrices.
     ("02_attention", "dot products from the (n, n) matrix", "test_dot_product_stats",
-     {"dot_product_stats": ('dots = np.einsum("nd,nd->n", q, k)', "dots = np.diag(q @ k.T)")}),
+     {"dot_product_stats": ('dots = np.einsum("nd,nd->n", q, k)',
+                            'dots = np.diag(q @ k.T) if len(q) <= 4000 else np.einsum("nd,nd->n", q, k)')}),
     ("02_attention", "attention dividing by a zero total", "test_attention",
      {"attention": ("weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)", "weights = e / total")}),
     ("02_attention", "attention that special-cases an all-False mask only", "test_attention",
