@@ -22,6 +22,16 @@ def course(tmp_path_factory, nbgrader_course):
     return root, expected
 
 
+@pytest.fixture(scope="module")
+def pipeline_run(course, tmp_path_factory):
+    """One ``attngrade --course`` run (two jobs) over the course's submissions, into its gradebook
+    and its ``autograded/``: what the comparison with stock nbgrader and formgrader's view read."""
+    root, _expected = course
+    out = tmp_path_factory.mktemp("pipeline") / "out"
+    proc = gk.run_attngrade("01_softmax", root / "submitted", "--course", root, "--out", out, "--jobs", "2")
+    return proc, out
+
+
 def _scores(db_url, students):
     from nbgrader.api import Gradebook
 
@@ -32,30 +42,28 @@ def _scores(db_url, students):
         }
 
 
-def test_same_scores_as_stock_nbgrader_autograde_on_honest_submissions(course, tmp_path):
+def test_same_scores_as_stock_nbgrader_autograde_on_honest_submissions(course, pipeline_run, nbgrader_course,
+                                                                       tmp_path):
     root, expected = course
     students = ["solution", "release", *expected]
-    stock_db = tmp_path / "stock.db"
-    shutil.copy(root / "gradebook.db", stock_db)
-    run_nbgrader(root, "autograde", "01_softmax", "--force", f"--CourseDirectory.db_url=sqlite:///{stock_db}")
-    stock = _scores(f"sqlite:///{stock_db}", students)
+    # stock nbgrader grades the same submissions in a course of its own, with the gradebook as generated
+    stock_root = course_copy(nbgrader_course, tmp_path, "01_softmax")
+    assert gk.submit_samples("01_softmax", stock_root / "submitted") == expected
+    run_nbgrader(stock_root, "autograde", "01_softmax", "--force")
+    stock = _scores(f"sqlite:///{stock_root / 'gradebook.db'}", students)
 
-    proc = gk.run_attngrade(
-        "01_softmax", root / "submitted", "--course", root, "--out", tmp_path / "out", "--jobs", "2"
-    )
+    proc, out = pipeline_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     ours = _scores(f"sqlite:///{root / 'gradebook.db'}", students)
     assert ours == stock
-    rows = gk.read_grades(tmp_path / "out")
+    rows = gk.read_grades(out)
     for student, expect in expected.items():
         assert {g: float(rows[student][g]) for g in expect} == expect
 
 
-def test_formgrader_sees_the_pipeline_results(course, tmp_path):
+def test_formgrader_sees_the_pipeline_results(course, pipeline_run):
     root, expected = course
-    proc = gk.run_attngrade(
-        "01_softmax", root / "submitted", "--course", root, "--out", tmp_path / "out", "--jobs", "2"
-    )
+    proc, _out = pipeline_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (root / "autograded" / "solution" / "01_softmax" / "softmax.ipynb").is_file()
     from nbgrader.apps.api import NbGraderAPI
@@ -94,10 +102,11 @@ def test_formgrader_sees_every_submission_whatever_the_db_says(course, tmp_path)
     assert all(subs[s]["autograded"] for s in students), {s: subs[s]["autograded"] for s in students}
 
 
-def test_the_late_policy_is_applied_from_the_timestamps(course, tmp_path):
+def test_the_late_policy_is_applied_from_the_timestamps(course, nbgrader_course, tmp_path):
     root, expected = course
     late = tmp_path / "course"
     shutil.copytree(root, late, ignore=shutil.ignore_patterns("autograded", "gradebook.db"))
+    shutil.copy2(nbgrader_course / "gradebook.db", late / "gradebook.db")  # as generated: no grades yet
     config = (late / "nbgrader_config.py").read_text().replace(str(root), str(late))
     config += (
         'c.AttnGrade.late_policy = {"01_softmax": {"deadline": "2026-11-21 12:00:00 UTC",'
