@@ -66,6 +66,15 @@ class CorpusRun:
         self.summary = self.summaries["01_softmax"]
 
 
+#: The corpus batch's time limit per phase (the grader's default is 30 s) and its jobs (the grader's
+#: default is one per CPU). The runaways (01-03, 161) wait for the limit, 01 with a CPU busy all
+#: the while, 02 three times over. Of the others, 47 (a returned array of 288 MB) takes the longest:
+#: 1.5 s in all on a quiet machine, 3.1 s with three busy processes beside the batch; 167's memory
+#: case waits 3 s for an answer that never comes. Four jobs on two CPUs: the others go on while
+#: runaways wait.
+CORPUS_TIMEOUT, CORPUS_JOBS = 8, 4
+
+
 @pytest.fixture(scope="session")
 def corpus_run(tmp_path_factory, empty_gradebook) -> CorpusRun:
     """Every corpus case built in nbgrader's layout and graded by one ``attngrade`` command per assignment."""
@@ -80,7 +89,8 @@ def corpus_run(tmp_path_factory, empty_gradebook) -> CorpusRun:
         db_url = gk.copy_gradebook(empty_gradebook, base / assignment / "gradebook.db")
         out = base / assignment / "out"
         proc = gk.run_attngrade(
-            assignment, submitted, "--out", out, "--db", db_url, "--jobs", "2", "--timeout", "10"
+            assignment, submitted, "--out", out, "--db", db_url, "--jobs", str(CORPUS_JOBS),
+            "--timeout", str(CORPUS_TIMEOUT),
         )
         runs[assignment] = (out, proc)
         db_urls[assignment] = db_url

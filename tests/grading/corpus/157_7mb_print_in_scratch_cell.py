@@ -4,4 +4,4 @@
 # expect: test_stable_softmax=3, test_softmax_jacobian=2, test_softmax_vjp=3
 # status: graded
 # base: solution
-# mutate: add-cell-after test_stable_softmax for i in range(70000):\n    print(i, stable_softmax(np.arange(3.0)).round(3), "." * 80)
+# mutate: add-cell-after test_stable_softmax row = stable_softmax(np.arange(3.0)).round(3)\nfor i in range(70000):\n    print(i, str(row), "." * 80)
