@@ -92,6 +92,9 @@ XDIST_GROUP_FILES = {
     "tests/exercises/test_forked_kernels.py": "forked-kernels",
     # the PDF printed from this run's book, and read once (module fixtures of test_pdf.py)
     "tests/book/test_pdf.py": "book-pdf",
+    # one interpreted Triton kernel process and one compiled (fixtures of tests/attnmath)
+    "tests/attnmath/test_flash_triton.py": "triton-kernels",
+    "tests/attnmath/test_conformance.py": "triton-kernels",
 }
 #: Groups that wait for the book: they run where their tests stand (after the book is built),
 #: so that one worker waits for them while the other goes on. The other groups go out first,

@@ -411,8 +411,14 @@ class TritonProcess:
         return lambda *args, **kwargs: self._call(name, *args, **kwargs)
 
     def close(self):
-        """End the child (its stdin closes; it exits after its current request)."""
+        """End the child: its stdin closes and it is terminated at once.
+
+        Every call has had its reply by then (calls wait for it), and the child keeps nothing
+        between calls, so there is nothing to finish; a child still importing torch and Triton
+        (one closed right after it was started) is not left to finish that first.
+        """
         self._stdin.close()
+        self._proc.terminate()
         try:
             self._proc.wait(timeout=30)
         except subprocess.TimeoutExpired:  # pragma: no cover

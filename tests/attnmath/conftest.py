@@ -6,7 +6,8 @@
 (``TRITON_INTERPRET=1`` in the child's environment only). Starting it imports torch and Triton
 and the first call of each kernel sets it up, so one process serves every module instead of
 one per module. The kernels keep no state between calls; every call passes its inputs, tiles
-and config.
+and config. Under pytest-xdist both modules are one scheduling group ("triton-kernels",
+``tests/conftest.py``), so one worker starts one such process per run.
 """
 
 from __future__ import annotations

@@ -370,35 +370,30 @@ def test_bad_input_gets_a_clear_error(kernels):
         kernels.flash_attention_triton_backward(dout * float("inf"), cache)
 
 
-def test_compiled_kernels_reject_cpu_tensors_in_a_fresh_process():
-    code = (
-        "import torch, attnmath.flash_triton as ft\n"
-        "assert not ft.INTERPRETED\n"
-        "q = torch.randn(1, 1, 16, 16)\n"
-        "try:\n    ft.flash_attention_triton(q, q, q)\n"
-        "except ValueError as exc:\n    print(exc)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
-                            env=_child_env(False), timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert "TRITON_INTERPRET=1" in result.stdout and "CUDA tensors" in result.stdout
+# --------------------------------------------------------------------------- compiled kernels
+#
+# The tests of the compiled (not interpreted) module share one child process started without
+# TRITON_INTERPRET (fixture ``compiled_kernels``), so that torch and Triton are imported there
+# once instead of once per test. Nothing they run changes that process's module: the compile
+# points Triton's cache at a fresh folder for itself only (a cold compile), and the benchmark
+# script and its tuning candidates are loaded as the command line loads them.
 
-
-_COMPILE_SOURCE = r"""
-import torch, triton
+COMPILED_HELPERS = r"""
+import contextlib, io, os, runpy, sys
+import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-import attnmath.flash_triton as ft
 
-assert not ft.INTERPRETED
-D = 128
-cfg = ft.kernel_config(D, torch.float16)
-jobs = [(ft._flash_fwd_kernel, cfg.fwd_m, cfg.fwd_n, cfg.fwd_warps, cfg.fwd_stages, "EVEN_N"),
-        (ft._flash_bwd_dkdv_kernel, cfg.dkdv_m, cfg.dkdv_n, cfg.dkdv_warps, cfg.bwd_stages, "EVEN_M"),
-        (ft._flash_bwd_dq_kernel, cfg.dq_m, cfg.dq_n, cfg.dq_warps, cfg.bwd_stages, "EVEN_N")]
-for kernel, block_m, block_n, warps, stages, even in jobs:
-    consts = {"HEAD_DIM": D, "BLOCK_M": block_m, "BLOCK_N": block_n, "CAUSAL": True, even: False,
-              "DOT_PRECISION": "tf32", "EMULATE_BF16": False}
+
+def _h100_jobs(D):
+    # (kernel, block_m, block_n, warps, stages, the EVEN_* constant) of the float16 build.
+    cfg = ft.kernel_config(D, torch.float16)
+    return [(ft._flash_fwd_kernel, cfg.fwd_m, cfg.fwd_n, cfg.fwd_warps, cfg.fwd_stages, "EVEN_N"),
+            (ft._flash_bwd_dkdv_kernel, cfg.dkdv_m, cfg.dkdv_n, cfg.dkdv_warps, cfg.bwd_stages, "EVEN_M"),
+            (ft._flash_bwd_dq_kernel, cfg.dq_m, cfg.dq_n, cfg.dq_warps, cfg.bwd_stages, "EVEN_N")]
+
+
+def _signature(kernel, consts):
     signature = {}
     for name in kernel.arg_names:
         if name in consts:
@@ -411,25 +406,90 @@ for kernel, block_m, block_n, warps, stages, even in jobs:
             signature[name] = "fp32"
         else:
             signature[name] = "i32"
-    compiled = triton.compile(ASTSource(kernel, signature, constexprs=consts),
-                              target=GPUTarget("cuda", 90, 32),
-                              options=dict(num_warps=warps, num_stages=stages))
-    print(kernel.__name__, compiled.metadata.shared)
+    return signature
+
+
+def compile_for_h100(cache_dir):
+    # The float16, D = 128, causal kernels compiled for sm_90 with Triton's compiler and ptxas,
+    # Triton's cache in cache_dir: {kernel name: bytes of shared memory}.
+    assert not ft.INTERPRETED
+    D, shared = 128, {}
+    old = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = cache_dir  # Triton reads it at each compile
+    try:
+        for kernel, block_m, block_n, warps, stages, even in _h100_jobs(D):
+            consts = {"HEAD_DIM": D, "BLOCK_M": block_m, "BLOCK_N": block_n, "CAUSAL": True,
+                      even: False, "DOT_PRECISION": "tf32", "EMULATE_BF16": False}
+            compiled = triton.compile(ASTSource(kernel, _signature(kernel, consts), constexprs=consts),
+                                      target=GPUTarget("cuda", 90, 32),
+                                      options=dict(num_warps=warps, num_stages=stages))
+            shared[kernel.__name__] = int(compiled.metadata.shared)
+    finally:
+        if old is None:
+            del os.environ["TRITON_CACHE_DIR"]
+        else:
+            os.environ["TRITON_CACHE_DIR"] = old
+    return shared
+
+
+def tuning_candidates_by_head_dim(bench_dir):
+    # {d: [default settings, *tuning candidates]} of bench/bench_flash_gpu.py, as lists.
+    sys.path.insert(0, bench_dir)
+    try:
+        from bench_flash_gpu import tuning_candidates
+    finally:
+        sys.path.remove(bench_dir)
+    return {d: [list(ft.kernel_config(d))] + [list(c) for c in tuning_candidates(d)] for d in (64, 128)}
+
+
+def run_script(path, *argv):
+    # The script run as ``python path *argv`` runs it, here: (exit status, what it printed).
+    saved_path, saved_argv, printed = list(sys.path), sys.argv, io.StringIO()
+    sys.path.insert(0, os.path.dirname(path))
+    sys.argv = [path, *argv]
+    try:
+        with contextlib.redirect_stdout(printed):
+            runpy.run_path(path, run_name="__main__")
+        status = 0
+    except SystemExit as exc:
+        status = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
+    finally:
+        sys.path[:], sys.argv = saved_path, saved_argv
+    return status, printed.getvalue()
 """
 
 
-def test_kernels_compile_for_an_h100_without_a_gpu(tmp_path):
+@pytest.fixture(scope="module")
+def compiled_kernels():
+    """:mod:`attnmath.flash_triton` in a child process without Triton's interpreter."""
+    from attnmath.testing import TritonProcess
+
+    proc = TritonProcess(interpret=False, helpers=COMPILED_HELPERS)
+    try:
+        yield proc
+    finally:
+        proc.close()
+
+
+def test_compiled_kernels_reject_cpu_tensors_in_a_fresh_process(compiled_kernels):
+    # A process that never had the interpreter on: CPU tensors are refused, naming the way out.
+    assert compiled_kernels.interpreted() is False
+    q = torch.randn(1, 1, 16, 16)
+    with pytest.raises(ValueError) as info:
+        compiled_kernels.flash_attention_triton(q, q, q)
+    assert "TRITON_INTERPRET=1" in str(info.value) and "CUDA tensors" in str(info.value)
+
+
+def test_kernels_compile_for_an_h100_without_a_gpu(compiled_kernels, tmp_path):
     # The interpreter runs the kernels as Python and cannot catch what only the compiler sees
     # (types, layouts, on-chip memory): compile the float16, D = 128, causal build for sm_90
-    # with Triton's own compiler and ptxas, which need no GPU.
-    env = dict(_child_env(False), TRITON_CACHE_DIR=str(tmp_path / "cache"))  # a cold compile
-    result = subprocess.run([sys.executable, "-c", _COMPILE_SOURCE], check=False, capture_output=True,
-                            text=True, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    shared = dict(line.split() for line in result.stdout.splitlines())
+    # with Triton's own compiler and ptxas, which need no GPU, into an empty cache (a cold compile).
+    cache = tmp_path / "cache"
+    shared = compiled_kernels.compile_for_h100(str(cache))
     assert set(shared) == {"_flash_fwd_kernel", "_flash_bwd_dkdv_kernel", "_flash_bwd_dq_kernel"}
     for name, n_bytes in shared.items():
-        assert 0 < int(n_bytes) <= 100 * 1024, f"{name} needs {n_bytes} bytes of shared memory"
+        assert 0 < n_bytes <= 100 * 1024, f"{name} needs {n_bytes} bytes of shared memory"
+    assert any(cache.rglob("*.cubin")), "nothing was compiled into the fresh cache"
 
 
 def test_the_package_does_not_import_triton():
@@ -492,22 +552,12 @@ def test_gpu_benchmark_writes_the_chapter_format_and_a_ratio_table(tmp_path):
                           triton_version="")
 
 
-_CANDIDATES_SOURCE = r"""
-import json, sys
-sys.path.insert(0, sys.argv[1])
-import attnmath.flash_triton as ft
-from bench_flash_gpu import tuning_candidates
-print(json.dumps({d: [list(ft.kernel_config(d))] + [list(c) for c in tuning_candidates(d)]
-                  for d in (64, 128)}))
-"""
-
-
-def test_tuning_candidates_are_valid_distinct_settings_with_the_default_first():
-    # In a child: this process never imports attnmath.flash_triton (module docstring).
+def test_tuning_candidates_are_valid_distinct_settings_with_the_default_first(compiled_kernels):
+    # In the child: this process never imports attnmath.flash_triton (module docstring).
     bench_dir = str(Path(__file__).resolve().parents[2] / "bench")
-    result = subprocess.run([sys.executable, "-c", _CANDIDATES_SOURCE, bench_dir], check=True,
-                            capture_output=True, text=True, env=_child_env(False), timeout=120)
-    for d, (default, *candidates) in json.loads(result.stdout).items():
+    by_head_dim = compiled_kernels.tuning_candidates_by_head_dim(bench_dir)
+    assert sorted(by_head_dim) == [64, 128]
+    for d, (default, *candidates) in by_head_dim.items():
         assert candidates[0] == default, d
         assert len({tuple(c) for c in candidates}) == len(candidates) >= 3
         fwd = {0, 1, 6, 9}  # fwd_m, fwd_n, fwd_warps, fwd_stages
@@ -520,11 +570,10 @@ def test_tuning_candidates_are_valid_distinct_settings_with_the_default_first():
 
 
 @pytest.mark.skipif(NATIVE, reason="checks the run without a CUDA device")
-def test_gpu_benchmark_without_cuda_says_so_and_writes_nothing(tmp_path):
+def test_gpu_benchmark_without_cuda_says_so_and_writes_nothing(compiled_kernels, tmp_path):
     out = tmp_path / "flash_gpu.json"
     script = Path(__file__).resolve().parents[2] / "bench" / "bench_flash_gpu.py"
-    result = subprocess.run([sys.executable, str(script), "--out", str(out)], check=False,
-                            capture_output=True, text=True, env=_child_env(False), timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "no CUDA device: GPU benchmark skipped"
+    status, printed = compiled_kernels.run_script(str(script), "--out", str(out))
+    assert status == 0, printed
+    assert printed.strip() == "no CUDA device: GPU benchmark skipped"
     assert not out.exists()
