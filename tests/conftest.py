@@ -30,6 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_threads, "1")
+
+# Every Python process the suite starts begins with tests/startup/sitecustomize.py (it keeps
+# jsonschema from building parsers no schema here uses: one CPU second per process), and so does
+# this one from here on.
+STARTUP = ROOT / "tests" / "startup"
+if str(STARTUP) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(STARTUP), os.environ.get("PYTHONPATH")]))
+sys.modules.setdefault("rfc3987_syntax", None)
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from headless_chromium import HOW_TO_GET, find_chromium  # noqa: E402  (book/_ext)
 from hypothesis import settings  # noqa: E402
