@@ -636,13 +636,14 @@ def _nonfinite(x, value=_NAN):
 
 
 def _bad_tensors(value):
+    array = value.detach().cpu().numpy()  # a NumPy array for a tensor (a CUDA one too)
     if value.dtype == torch.bool:
-        return ["text", value.to(torch.float32), value.numpy()]
+        return ["text", value.to(torch.float32), array]
     if not value.is_floating_point():
-        return ["text", value.to(torch.float32), value.numpy(), value[0]]
+        return ["text", value.to(torch.float32), array, value[0]]
     bad = value.detach().clone()
     bad.view(-1)[0] = _NAN
-    return ["text", value.numpy(), value.to(torch.float64), value[0], bad]
+    return ["text", array, value.to(torch.float64), value[0], bad]
 
 
 def _bad_arrays(value):
