@@ -219,6 +219,23 @@
   }
   Paged.registerHandlers(CharsPerPage);
 
+  // Every page that paged.js adds stays in the document, and each measurement it takes on the
+  // page it is laying out made Chromium lay out and restyle all the pages before it as well:
+  // the later pages cost several times the first (a third of the print's CPU). A page is done
+  // once the page after it is laid out (paged.js marks where a box split on the page before),
+  // so the pages before that are out of the layout (display: none) until all are laid out; what
+  // paged.js reads of them later (their counters, their text) does not need their layout.
+  class DonePagesAside extends Paged.Handler {
+    beforePageLayout(page, contents, breakToken, chunker) {
+      chunker.pages.slice(0, -2).forEach((done) => { done.element.style.display = 'none'; });
+    }
+
+    afterRendered(pages) {
+      pages.forEach((page) => page.element.style.removeProperty('display'));
+    }
+  }
+  Paged.registerHandlers(DonePagesAside);
+
   // paged.js lays a page out as the first column of a multi-column box; what does not fit runs
   // on into the next column, off the paper, and paged.js moves what it finds there to the next
   // page. A line of a listing that it left there was lost: the page ended with the line before
