@@ -104,10 +104,12 @@ XDIST_GROUP_FILES = {
     "tests/attnmath/test_flash_triton.py": "triton-kernels",
     "tests/attnmath/test_conformance.py": "triton-kernels",
 }
-#: Groups that wait for the book: they run where their tests stand (after the book is built),
-#: so that one worker waits for them while the other goes on. The other groups go out first,
-#: the largest first, so that their long set-ups run beside the many short tests.
-XDIST_IN_PLACE = {"book-pdf"}
+#: Groups that run where their tests stand, not first: the PDF waits for the book (so one worker
+#: waits for it while the other goes on), and the forked-kernels tests spend most of their 15 s
+#: waiting on purpose (a cell past its timeout, a kernel that dies), which leaves a CPU idle if
+#: they run beside the autograde, whose one nbgrader process keeps at most one CPU busy. The other
+#: groups go out first, the largest first, so that their long set-ups run beside the many short tests.
+XDIST_IN_PLACE = {"book-pdf", "forked-kernels"}
 
 
 def xdist_scope(nodeid: str) -> str:
