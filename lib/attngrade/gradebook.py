@@ -9,7 +9,10 @@ autograde``. All writes happen in the main process, one transaction per student.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -73,14 +76,45 @@ def _structure_matches(gb, spec: AssignmentSpec) -> bool:
     return have == expected and solutions == want_solutions
 
 
+@contextlib.contextmanager
+def _recording_alone(db_url: str, assignment: str) -> Iterator[None]:
+    """Hold a PostgreSQL advisory lock for ``assignment`` while the block runs (nothing for
+    another database). Hosts that grade one class into one PostgreSQL gradebook (``--shard``)
+    start at once; nbgrader's ``SaveCells`` deletes and re-creates a notebook's record, so two
+    hosts recording the assignment together broke each other's (a foreign-key violation)."""
+    url = database_url(db_url)
+    if not url.startswith(("postgresql", "postgres")):
+        yield
+        return
+    import sqlalchemy
+
+    digest = hashlib.sha256(f"attngrade {url} {assignment}".encode()).digest()
+    key = int.from_bytes(digest[:8], "big", signed=True)  # the lock's id: a signed 64-bit integer
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:key)"), {"key": key})
+            try:
+                yield
+            finally:
+                conn.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+    finally:
+        engine.dispose()
+
+
 def ensure_assignment(db_url: str, course: CourseConfig, spec: AssignmentSpec, gb=None) -> str:
     """Make sure the gradebook knows the assignment's notebook and cells (as ``generate_assignment`` does).
 
     When they are missing (a fresh database) nbgrader's own preprocessors record them from the
-    source notebook. Returns what was done.
+    source notebook, one grading host at a time (``_recording_alone``). Returns what was done.
     """
     if gb is not None and _structure_matches(gb, spec):  # an open gradebook: no second connection
         return "assignment already in the gradebook"
+    with _recording_alone(db_url, spec.name):
+        return _record_assignment(db_url, course, spec)
+
+
+def _record_assignment(db_url: str, course: CourseConfig, spec: AssignmentSpec) -> str:
     with open_gradebook(db_url, course.course_id) as new:
         if _structure_matches(new, spec):
             return "assignment already in the gradebook"
