@@ -112,3 +112,28 @@ def test_two_hosts_grade_one_class_into_one_postgresql_gradebook(pg_schema_url, 
         scores = {s.student.id: s.score for s in gb.assignment_submissions("01_softmax")}
     assert scores == {s: (8.0 if i % 2 == 0 else 0.0) for i, s in enumerate(students)}
     assert {p.name for p in (tmp_path / "autograded").iterdir()} == set(students)
+
+
+def test_hosts_record_an_assignment_one_at_a_time(pg_schema_url):
+    """While one grading host records an assignment (``_recording_alone``), a second host waits
+    to record the same one, and records another assignment at once."""
+    import threading
+
+    from attngrade.gradebook import _recording_alone
+
+    entered = {name: threading.Event() for name in ("same", "other")}
+
+    def second_host(name: str, assignment: str) -> None:
+        with _recording_alone(pg_schema_url, assignment):
+            entered[name].set()
+
+    with _recording_alone(pg_schema_url, "01_softmax"):
+        threads = [threading.Thread(target=second_host, args=("same", "01_softmax"), daemon=True),
+                   threading.Thread(target=second_host, args=("other", "02_attention"), daemon=True)]
+        for t in threads:
+            t.start()
+        assert entered["other"].wait(60), "another assignment waited for the lock"
+        assert not entered["same"].wait(1.0), "the same assignment was recorded by two hosts at once"
+    assert entered["same"].wait(60), "the second host never recorded the assignment"
+    for t in threads:
+        t.join(60)
