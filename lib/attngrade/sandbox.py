@@ -431,18 +431,44 @@ def _root_plan() -> dict:
     (the course environment minus the references), so plotting and displaying work as in the
     student's kernel. The references, the grader and the course do not exist inside the worker.
     """
-    expose = _expose_paths()
+    expose, links = _expose_paths()
     site = {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p) and p.endswith(("site-packages", "dist-packages"))}
     masks = set(site)
     for path in expose:
         if os.path.isdir(path) and not os.path.islink(path):
             masks.update(os.path.realpath(d) for d in _site_dirs_under(path))
     views = {d: list(site_view(d)) for d in sorted(site)}
-    return {"expose": expose, "masks": sorted(masks, key=len), "views": views}
+    return {"expose": expose, "links": links, "masks": sorted(masks, key=len), "views": views}
 
 
-def _expose_paths() -> list[str]:
-    """What the private root binds: the system's libraries and this Python installation only."""
+def _links_on(path: str, depth: int = 0) -> list[tuple[str, str]]:
+    """Every symbolic link met on the way to the absolute ``path`` (and on the way to each link's
+    target), as ``(where it is, what it says)``; ``where`` has no link above it. The private root
+    recreates these links, so the path leads inside the worker where it leads here."""
+    links, here = [], "/"
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            here = os.path.dirname(here)
+            continue
+        step = os.path.join(here, part)
+        if os.path.islink(step):
+            if depth > 40:
+                raise OSError(f"too many levels of symbolic links in {path}")
+            target = os.readlink(step)
+            links.append((step, target))
+            links.extend(_links_on(os.path.join(here, target), depth + 1))
+            step = os.path.realpath(step)
+        here = step
+    return links
+
+
+def _expose_paths() -> tuple[list[str], list[tuple[str, str]]]:
+    """What the private root binds: the system's libraries and this Python installation only,
+    each by its real path (so that the masks, planned by real paths, cover everything bound),
+    and the symbolic links that lead there from the paths this interpreter uses (a linked
+    ``.venv``, course root or ``site-packages``), which the root recreates as links."""
     paths = [
         "/usr",
         "/bin",
@@ -458,7 +484,7 @@ def _expose_paths() -> list[str]:
     for entry in sys.path:
         if entry and os.path.isdir(entry) and ("site-packages" in entry or "dist-packages" in entry):
             prefixes.add(entry)
-    real = sorted({os.path.realpath(p) for p in prefixes} | prefixes, key=len)
+    real = sorted({os.path.realpath(p) for p in prefixes}, key=len)
     chosen: list[str] = []
     for p in real:
         if not os.path.isdir(p) or p == "/":
@@ -466,7 +492,8 @@ def _expose_paths() -> list[str]:
         if any(p == c or p.startswith(c.rstrip("/") + "/") for c in paths + chosen):
             continue
         chosen.append(p)
-    return paths + chosen
+    links = {link for p in sorted(prefixes | {sys.executable}) for link in _links_on(os.path.abspath(p))}
+    return paths + chosen, sorted(links, key=lambda link: (len(link[0]), link))
 
 
 def _env(mode: str, scratch: str) -> dict:
@@ -571,6 +598,7 @@ def _config(
         "mode": mode,
         "root": scratch,
         "expose": plan["expose"],
+        "links": plan["links"],
         "masks": plan["masks"],
         "views": plan["views"],
         "hidden": hidden,

@@ -156,6 +156,17 @@ def _bind_exposed(libc, root: str, expose: list) -> bool:
     return read_only
 
 
+def _make_links(root: str, links: list) -> None:
+    """The symbolic links on the way to the bound real paths (a linked ``.venv`` or course root),
+    made after every bind: each ``where`` has no link above it, so nothing here is made through a
+    link, and inside the root each link leads to the same bound, masked folder as outside."""
+    for where, target in sorted(links, key=lambda link: len(link[0])):
+        if os.path.lexists(root + where):
+            continue  # inside a bound folder, where it is already what it is here
+        os.makedirs(root + os.path.dirname(where), exist_ok=True)
+        os.symlink(target, root + where)
+
+
 def _bind_views(libc, root: str, masks: list, views: dict) -> None:
     """Package folders: emptied, then only the allowed entries (the course environment minus the
     references): what is not bound here does not exist inside the worker."""
@@ -192,6 +203,7 @@ def _build_root(cfg: dict, report: dict) -> None:
     _mount(libc, "tmpfs", root + "/tmp", "tmpfs", _MS["NOSUID"] | _MS["NODEV"], f"size={tmp_bytes},mode=1777")
     read_only = _bind_exposed(libc, root, cfg["expose"])
     _bind_views(libc, root, cfg.get("masks", []), cfg.get("views", {}))
+    _make_links(root, cfg.get("links", []))
     _mount_devices(libc, root, tmp_bytes)
     try:
         _mount(libc, None, root, None, _MS["REMOUNT"] | _MS["RDONLY"] | _MS["NOSUID"] | _MS["NODEV"])

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -297,6 +298,59 @@ def test_the_private_root_holds_the_course_environment_and_nothing_of_the_refere
     banned = {"torch", "scipy", "attnmath", "attngrade", "_attnmath", "nbgrader", "jax", "functorch", "torchgen"}
     assert not seen & banned, seen & banned
     assert not [e for entries in out["site"].values() for e in entries if e.endswith(".pth")]
+
+
+def _linked_interpreters(base) -> dict:
+    """The course's interpreter reached through links, as an instructor may have set it up: a
+    ``.venv`` that is a relative link, a course root that is a link, and a virtual environment
+    whose ``site-packages`` is a link (to the course's)."""
+    venv = Path(sys.prefix)
+    (base / "linked_venv").mkdir()
+    (base / "linked_venv" / ".venv").symlink_to(os.path.relpath(venv, base / "linked_venv"))
+    (base / "course").symlink_to(venv.parent)
+    fake = base / "site_link"
+    (fake / "bin").mkdir(parents=True)
+    (fake / "pyvenv.cfg").write_text((venv / "pyvenv.cfg").read_text())
+    (fake / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
+    site = next(p for p in sys.path if p.startswith(str(venv)) and p.endswith("site-packages"))
+    (fake / Path(site).relative_to(venv)).parent.mkdir(parents=True)
+    (fake / Path(site).relative_to(venv)).symlink_to(site)
+    return {
+        "linked .venv": base / "linked_venv" / ".venv" / "bin" / "python",
+        "linked course root": base / "course" / venv.name / "bin" / "python",
+        "linked site-packages": fake / "bin" / "python",
+    }
+
+
+LINKED = r"""
+import json, sys
+sys.path.insert(0, HERE)
+import test_isolation as ti
+from attngrade.sandbox import Limits, detect_isolation, run_worker
+iso = detect_isolation("auto", jobs=1, limits=Limits(timeout=10), hidden=[], tmp_root=TMP)
+run = run_worker(ti._job(ti.REACH), iso, Limits(timeout=30), tmp_root=TMP)
+out = json.loads(run.parts["p"].records[0]["out"]) if run.end == "done" else {"end": run.end, "detail": run.detail}
+out.update(mode=iso.mode, prefix=sys.prefix)
+print(json.dumps(out))
+"""
+
+
+@needs_private_root
+def test_a_linked_environment_leaves_the_references_unreachable(isolation, tmp_path):
+    """The private root is planned by real paths: an environment reached through a link (the
+    ``.venv``, the course root or ``site-packages``) shows the same masked view as the real one."""
+    if not isolation.enforced.get("references_absent"):
+        pytest.skip(f"{isolation.mode}: no private root here, the README says what is enforced instead")
+    for how, python in _linked_interpreters(tmp_path).items():
+        script = f"HERE = {str(Path(__file__).parent)!r}\nTMP = {str(tmp_path)!r}\n" + LINKED
+        proc = subprocess.run([str(python), "-c", script], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, (how, proc.stderr[-3000:])
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert out["prefix"].startswith(str(tmp_path)), (how, "the interpreter runs from the linked path", out["prefix"])
+        assert out.get("imported") == ["IPython"], (how, out)
+        assert not out["child_torch"], how
+        seen = {e.lower().split("-")[0].split(".")[0] for entries in out["site"].values() for e in entries}
+        assert {"numpy", "ipython"} <= seen and not seen & {"torch", "attnmath", "nbgrader", "scipy"}, (how, seen)
 
 
 PLOT = r"""
