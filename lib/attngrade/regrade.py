@@ -2,8 +2,12 @@
 
 A re-grade into the same output folder skips a submission whose fingerprint is unchanged: the
 sources, types and nbgrader metadata of its cells (outputs and execution counts do not count),
-the release and hidden tests of the assignment, the grader's own code, the limits, the late
-marker, and the submission time where the assignment has a late policy. Its row in the gradebook
+the release and hidden tests of the assignment (every file of its source folder), each part's
+points, cases, expected values, tolerances and memory budgets as made now, the code of the library
+the expected values come from (``attnmath``) and the versions of the packages they are computed
+with, the grader's own code, the limits, the late marker, and the submission time where the
+assignment has a late policy. So after the instructor fixes the library or a hidden test, a
+re-grade without ``--force`` grades again everyone whose grade could change. Its row in the gradebook
 is left alone (manual grades included) and its result is read back from
 ``OUT/state/<student>.json`` for the CSV and the summary.
 """
@@ -11,15 +15,77 @@ is left alone (manual grades included) and its result is read back from
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
+import sys
 from pathlib import Path
 
+from . import plain
 from .grader import PartResult, Result
 
 __all__ = ["fingerprint", "save_state", "load_state"]
 
 _CODE = sorted(Path(__file__).resolve().parent.glob("*.py"))
+#: The packages whose versions can change an expected value.
+_VERSIONED = ("numpy", "torch", "nbgrader", "attnmath")
+
+
+def _library_root() -> Path | None:
+    """Where ``attnmath`` (the expected values' source) is installed, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("attnmath")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]).resolve() if locations else None
+
+
+def _library_digest(root: Path | None) -> str:
+    """Every source file of the library and the versions of what it computes with, hashed
+    (read again whenever a file's size or time differs)."""
+    files = sorted(root.rglob("*.py")) if root is not None else []
+    return _hash_library(root, tuple((p, p.stat().st_mtime_ns, p.stat().st_size) for p in files))
+
+
+@functools.lru_cache(maxsize=8)
+def _hash_library(root: Path | None, files: tuple) -> str:
+    from importlib import metadata
+
+    h = hashlib.sha256(sys.version.encode())
+    for name in _VERSIONED:
+        try:
+            h.update(f"{name}=={metadata.version(name)}".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{name} absent".encode())
+    for path, _, _ in files:
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def _assignment_digest(spec) -> str:
+    """The hidden tests' source folder and each part's points and cases as made now (inputs,
+    expected values, tolerances, budgets, kinds), hashed once per assignment."""
+    cached = getattr(spec, "_regrade_digest", None)
+    if cached is not None:
+        return cached
+    h = hashlib.sha256()
+    folder = spec.source_path.parent
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    for ps in spec.parts:
+        h.update(json.dumps([ps.grade_id, ps.function, ps.points]).encode())
+        for case in ps.cases:
+            fields = (case.label, case.kind, case.tol, case.max_peak_bytes, case.args, case.kwargs, case.expected)
+            try:
+                h.update(plain.pack(list(fields)))
+            except plain.PlainDataError:
+                h.update(repr(fields).encode())
+    digest = h.hexdigest()
+    try:
+        spec._regrade_digest = digest
+    except AttributeError:  # pragma: no cover - a frozen spec: recompute each time
+        pass
+    return digest
 
 
 def _cells(notebook: dict | None) -> object:
@@ -40,8 +106,8 @@ def fingerprint(spec, sub, *, limits, policy=None, notebook: dict | None = None)
     for code in _CODE:
         h.update(code.read_bytes())
     h.update(json.dumps(spec.release, sort_keys=True, default=str).encode())
-    hidden = spec.source_path.parent / "hidden_tests.py"
-    h.update(hidden.read_bytes() if hidden.is_file() else b"")
+    h.update(_assignment_digest(spec).encode())
+    h.update(_library_digest(_library_root()).encode())
     h.update(json.dumps(
         [sub.student, sub.source, sub.late, sub.problem, sub.ignored, _cells(notebook), repr(limits),
          # the time counts only where a late policy makes it count: a copied file is no change

@@ -81,3 +81,46 @@ def test_a_one_notebook_change_regrades_one_student_and_keeps_manual_grades(tmp_
 
     third = gk.run_attngrade(*args, "--force")
     assert third.returncode == 0 and "not graded again" not in third.stdout
+
+
+def test_the_fingerprint_changes_with_whatever_can_change_a_grade_and_with_nothing_else(tmp_path, monkeypatch):
+    """After the instructor fixes the library, a hidden test, the points or the limits, a re-grade
+    without ``--force`` grades again; loading the same course twice changes nothing."""
+    import dataclasses
+    import shutil
+
+    from attngrade import regrade
+    from attngrade.grader import load_assignment, load_course
+    from attngrade.sandbox import Limits
+    from attngrade.submissions import Submission
+
+    course = load_course(gk.ROOT)
+    sub = Submission("alice", None, "flat", source="alice.ipynb")
+    nb = {"cells": [{"cell_type": "code", "source": "x = 1", "metadata": {}}]}
+
+    def key(spec=None, limits=Limits()):
+        return regrade.fingerprint(spec or load_assignment(course, "01_softmax"), sub, limits=limits, notebook=nb)
+
+    base = key()
+    assert key() == base, "the same course, loaded again"
+    assert key(limits=Limits(timeout=31)) != base
+    spec = load_assignment(course, "01_softmax")
+    spec.parts[0].points += 1
+    assert key(spec) != base, "a part's points"
+    spec = load_assignment(course, "01_softmax")
+    first = spec.parts[0].cases[0]
+    first.expected = None if first.expected is not None else 0.0
+    assert key(spec) != base, "an expected value, as a fix of the library gives"
+    hidden = tmp_path / "solutions" / "01_softmax"
+    shutil.copytree(gk.SOLUTIONS / "01_softmax", hidden)
+    moved = dataclasses.replace(load_assignment(course, "01_softmax"), source_path=hidden / spec.source_path.name)
+    assert key(moved) == base, "the same hidden tests elsewhere"
+    (hidden / "hidden_tests.py").write_text((hidden / "hidden_tests.py").read_text() + "\n# fixed\n")
+    moved = dataclasses.replace(moved)
+    assert key(moved) != base, "a hidden test's source"
+    library = tmp_path / "attnmath"
+    shutil.copytree(regrade._library_root(), library, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(regrade, "_library_root", lambda: library)
+    assert key() == base, "the same library elsewhere"
+    (library / "softmax.py").write_text((library / "softmax.py").read_text() + "\n# a fix\n")
+    assert key() != base, "the library's code"
