@@ -3,9 +3,10 @@ formulas at first paint.
 
 After the HTML build, :func:`typeset_book` gathers the TeX of every formula of every page (the
 ``\\(...\\)`` and ``\\[...\\]`` that Sphinx writes into elements of class ``math``), has MathJax's
-own server-side package typeset them all in one run of Node.js (``book/_ext/typeset_math.cjs``,
-npm ``mathjax-full`` at the version of ``package.json``, installed into ``node_modules/`` by
-``make book``), and puts the CommonHTML markup in place of the TeX. One stylesheet,
+own server-side package typeset them all in one run of Node.js (:mod:`mathjax_node`, shared with
+attngrade's feedback pages: ``lib/mathjax_node/typeset_math.cjs``, npm ``mathjax-full`` at the
+version of ``package.json``, installed into ``node_modules/`` by ``make book``), and puts the
+CommonHTML markup in place of the TeX. One stylesheet,
 ``_static/mathjax-typeset.css``, draws every character used in the book from MathJax's own fonts
 (``_static/mathjax/output/chtml/fonts/woff-v2``). A page whose formulas are all typeset no longer
 loads MathJax; a page with TeX left elsewhere (in a cell's output, say) keeps it, and MathJax
@@ -28,14 +29,12 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = Path(__file__).resolve().parent / "typeset_math.cjs"
+import mathjax_node
+from mathjax_node import SCRIPT, node_modules, renderer_available  # noqa: F401 - this module's API
+
 STYLESHEET = "mathjax-typeset.css"
 FONTS = "mathjax/output/chtml/fonts/woff-v2"  # relative to _static, where the stylesheet is
 #: The fonts of nearly every formula, fetched with the page rather than when the text is laid out.
@@ -46,15 +45,6 @@ _DELIMITED = re.compile(r"\\\((?P<inline>.*?)\\\)|\\\[(?P<display>.*?)\\\]", re.
 _CONFIG_SCRIPT = re.compile(r"\s*<script>window\.MathJax = .*?</script>", re.S)
 _LOADER_SCRIPT = re.compile(r'\s*<script\b[^>]*src="[^"]*mathjax/startup\.js[^"]*"[^>]*>\s*</script>')
 _CODE_OR_SCRIPT = re.compile(r"<(pre|script|style|textarea)\b.*?</\1>", re.S)
-
-
-def node_modules() -> Path:
-    return Path(os.environ.get("ATTNMATH_NODE_MODULES", ROOT / "node_modules"))
-
-
-def renderer_available() -> bool:
-    """Whether Node.js and the MathJax package are here to typeset at build time."""
-    return shutil.which("node") is not None and (node_modules() / "mathjax-full").is_dir()
 
 
 def formulas_of(page: str) -> list[tuple[str, bool]]:
@@ -68,14 +58,9 @@ def formulas_of(page: str) -> list[tuple[str, bool]]:
 
 
 def run_mathjax(formulas: list[tuple[str, bool]], macros: dict) -> dict:
-    """Typeset ``formulas`` with MathJax in Node.js: their markup, errors and stylesheet."""
-    request = {"macros": macros, "fontURL": FONTS, "formulas": [list(f) for f in formulas]}
-    env = {**os.environ, "NODE_PATH": str(node_modules())}
-    done = subprocess.run(["node", str(SCRIPT)], input=json.dumps(request), capture_output=True,
-                          text=True, env=env, check=False, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"MathJax (node {SCRIPT.name}) failed: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout)
+    """Typeset ``formulas`` with MathJax in Node.js: their markup, errors and stylesheet, whose
+    fonts load from the book's ``_static`` (:func:`mathjax_node.run_mathjax`)."""
+    return mathjax_node.run_mathjax(formulas, macros, FONTS)
 
 
 def replace_formulas(page: str, markup: dict[tuple[str, bool], str]) -> str:
@@ -115,9 +100,7 @@ RECORD = ".mathjax-typeset.json"
 def renderer_key(macros: dict) -> str:
     """A digest of everything the markup depends on besides the formula: the script, MathJax's
     version, the macros and the fonts' address."""
-    package = node_modules() / "mathjax-full" / "package.json"
-    h = hashlib.sha256(SCRIPT.read_bytes())
-    h.update(package.read_bytes() if package.is_file() else b"")
+    h = mathjax_node.renderer_digest()
     h.update(json.dumps([macros, FONTS], sort_keys=True).encode())
     return h.hexdigest()
 

@@ -1,8 +1,9 @@
-// Typesets the book's TeX formulas when the book is built, with MathJax's own server-side
-// package (npm "mathjax-full", the version in package.json), so that a page's mathematics is
-// in its HTML at first paint and no MathJax runs in the reader's browser.
+// Typesets TeX formulas with MathJax's own server-side package (npm "mathjax-full", the
+// version in package.json): the book's when it is built (book/_ext/attnmath_mathjax.py), so that
+// a page's mathematics is in its HTML at first paint, and the task text of attngrade's feedback
+// pages, so that a page sent alone shows its formulas without MathJax.
 //
-// Called by book/_ext/attnmath_mathjax.py: reads one JSON object on stdin,
+// Called by lib/mathjax_node (run_mathjax): reads one JSON object on stdin,
 //   {"macros": {"R": "\\mathbb{R}", ...}, "fontURL": "...", "formulas": [[tex, display], ...]}
 // and writes one JSON object on stdout,
 //   {"html": [CommonHTML markup of each formula, or null], "errors": [message or null],
