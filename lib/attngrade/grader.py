@@ -22,7 +22,7 @@ from . import plain
 from .notebooks import cell_grade_id
 from .reading import SubmissionError, read_notebook
 from .sandbox import Isolation, Limits
-from .spec import load_parts, make_cases
+from .spec import course_secret, load_parts, make_cases
 from .staticcheck import REFERENCE_MODULES, analyse_cell, to_python
 from .submissions import Submission
 
@@ -143,7 +143,7 @@ def load_assignment(course: CourseConfig, name: str) -> AssignmentSpec:
     except Exception as exc:  # noqa: BLE001
         raise ConfigError(f"cannot load {spec_file}: {type(exc).__name__}: {exc}") from exc
     parts, code_cells, manual = _release_cells(name, release, parts_by_id, spec_file.name)
-    blob, held = _case_inputs(name, parts)
+    blob, held = _case_inputs(name, parts, course_secret(course.root))
     reference = frozenset(REFERENCE_MODULES | {m for ps in parts for m in ps.part.forbidden})
     trusted, modules, imported = set(), set(), {"numpy"}
     for _, kind, src in code_cells:
@@ -184,12 +184,13 @@ def _release_cells(name: str, release, parts_by_id: dict, spec_name: str) -> tup
     return parts, code_cells, manual
 
 
-def _case_inputs(name: str, parts: list) -> tuple[bytes, dict]:
-    """The cases of every part made once; their inputs as plain data (memory cases' apart)."""
+def _case_inputs(name: str, parts: list, secret: str | None = None) -> tuple[bytes, dict]:
+    """The cases of every part made once (from the course secret where there is one); their
+    inputs as plain data (memory cases' apart)."""
     inputs, held = {}, {}
     for ps in parts:
         try:
-            ps.cases = make_cases(ps.part)
+            ps.cases = make_cases(ps.part, secret)
         except Exception as exc:  # noqa: BLE001
             raise ConfigError(f"{name}: making the cases of {ps.grade_id} failed: {exc!r}") from exc
         inputs[ps.grade_id] = [

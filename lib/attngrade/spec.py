@@ -24,6 +24,7 @@ output is wrong. The same specification runs
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import os
 import tracemalloc
@@ -46,10 +47,24 @@ __all__ = [
     "run_hidden_tests",
     "precision_contract",
     "SEED",
+    "course_secret",
 ]
 
-SEED = 20261122  # the hidden inputs' seed; a part's cases depend on it and on the part's grade id
+SEED = 20261122  # the hidden inputs' public seed; a part's cases depend on it and on the part's grade id
 SPEC_FILE = "hidden_tests.py"
+#: The course secret: the environment variable, else this file in the course root (git ignores it).
+SECRET_ENV, SECRET_FILE = "ATTNGRADE_COURSE_SECRET", ".attngrade-secret"
+
+
+def course_secret(root: str | Path | None = None) -> str | None:
+    """The course's secret, or None: ``$ATTNGRADE_COURSE_SECRET``, else the first line of
+    ``<root>/.attngrade-secret``. With a secret, every hidden case's inputs come from a seed
+    drawn from it, so the public hidden tests show the kinds of cases but not their inputs."""
+    secret = os.environ.get(SECRET_ENV, "").strip()
+    if not secret and root is not None and (Path(root) / SECRET_FILE).is_file():
+        lines = (Path(root) / SECRET_FILE).read_text(encoding="utf-8").strip().splitlines()
+        secret = lines[0].strip() if lines else ""
+    return secret or None
 
 
 @dataclass
@@ -186,9 +201,14 @@ def precision_contract(part: Part, cases: list[Case] | None = None) -> str:
     )
 
 
-def make_cases(part: Part) -> list[Case]:
-    """The part's cases, from a generator seeded by :data:`SEED` and the grade id."""
-    seed = SEED + sum(map(ord, part.grade_id))
+def make_cases(part: Part, secret: str | None = None) -> list[Case]:
+    """The part's cases, from a generator seeded by :data:`SEED` and the grade id, or by the
+    course secret and the grade id (:func:`course_secret`)."""
+    if secret:
+        digest = hashlib.sha256(f"{secret}\0{part.grade_id}".encode()).digest()
+        seed = int.from_bytes(digest[:8], "little")
+    else:
+        seed = SEED + sum(map(ord, part.grade_id))
     return list(part.cases(np.random.default_rng(seed)))
 
 
@@ -283,13 +303,14 @@ def run_hidden_tests(assignment: str, grade_id: str, namespace: dict) -> None:
     """
     from attnmath.testing import uses_reference
 
-    part = load_parts(spec_path(assignment))[grade_id]
+    path = spec_path(assignment)
+    part = load_parts(path)[grade_id]
     fn = namespace.get(part.function)
     if not callable(fn):
         raise AssertionError(f"{part.function} is not defined")
     if uses_reference(fn, forbidden=part.forbidden):
         raise AssertionError(f"{part.function} calls a reference implementation; implement it yourself")
-    cases = make_cases(part)
+    cases = make_cases(part, course_secret(path.parents[2]))
     passed, reason = check_outputs(part, cases, compute_outputs(fn, cases))
     if not passed:
         raise AssertionError(f"hidden tests of {part.function} failed")
