@@ -24,6 +24,7 @@ from .grader import STATUSES, AssignmentSpec, Result
 from .names import csv_cell, shown
 from .notebooks import cell_grade_id
 from .submissions import _norm  # one notion of "unchanged" for the grader and the report
+from .texmath import NOTE, Maths, book_macros, formulas_in, replace_formulas, typeset
 
 __all__ = [
     "csv_header",
@@ -35,6 +36,7 @@ __all__ = [
     "write_log",
     "STATUS_TEXT",
     "copy_mathjax",
+    "code_html",
     "failed_kind",
     "answered_written",
 ]
@@ -59,33 +61,37 @@ th{background:#f3f3f3}.pass{color:#176b2c;font-weight:600}.fail{color:#a0181c;fo
 .result{background:#f6f6f6;border-radius:4px;padding:.4rem .8rem}.task{color:#333}
 .status-graded{color:#176b2c}.status-other{color:#a0181c}code{background:#f3f3f3;padding:0 .2rem}
 pre.code{background:#f6f8fa;border:1px solid #ddd;border-radius:4px;padding:.5rem;overflow-x:auto;
-font-size:.85rem}
+font-size:.85rem;white-space:pre;tab-size:4}.note{background:#fff8e1;border-left:4px solid #e0b000;
+padding:.3rem .8rem}
 """
 
 
-def _markdown(text: str) -> str:
-    """Markdown to HTML with its maths kept verbatim for MathJax (``$...$``, ``$$...$$``)."""
-    maths: list[str] = []
+def _markdown(text: str, maths: Maths) -> str:
+    """Markdown to HTML, each formula (``$...$``, ``$$...$$``) typeset by ``maths`` or kept as TeX."""
+    kept: list[str] = []
 
-    def keep(m):
-        maths.append(m.group(0))
-        return f"MATHSPAN{len(maths) - 1}X"
+    def keep(source):
+        kept.append(source)
+        return f"MATHSPAN{len(kept) - 1}X"
 
-    protected = re.sub(r"\$\$.+?\$\$|\$[^$\n]+?\$", keep, text, flags=re.S)
+    protected = replace_formulas(text, keep)
     try:
         import mistune
 
         rendered = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])(protected)
     except Exception:  # noqa: BLE001 - plain text is a fine fallback
         rendered = "<pre>" + html.escape(protected) + "</pre>"
-    return re.sub(r"MATHSPAN(\d+)X", lambda m: html.escape(maths[int(m.group(1))]), rendered)
+    return re.sub(r"MATHSPAN(\d+)X", lambda m: maths.formula(kept[int(m.group(1))]), rendered)
 
 
 def _mathjax_head(prefix: str) -> str:
-    """The MathJax set-up of the book (same macros), loaded from a local copy beside the page."""
+    """The book's MathJax (same macros), loaded from a local copy beside the page, for formulas
+    left as TeX; once it runs, the page's note on TeX (:data:`attngrade.texmath.NOTE`) goes."""
+    macros = json.dumps(book_macros())
     return (
-        "<script>window.MathJax={tex:{inlineMath:[['$','$'],['\\\\(','\\\\)']],"
-        "macros:{softmax:'\\\\operatorname{softmax}',R:'\\\\mathbb{R}'}}};</script>"
+        f"<script>window.MathJax={{tex:{{inlineMath:[['$','$'],['\\\\(','\\\\)']],macros:{macros}}},"
+        "startup:{pageReady(){const n=document.getElementById('texnote');if(n)n.remove();"
+        "return MathJax.startup.defaultPageReady();}}};</script>"
         f"<script defer src='{prefix}mathjax/tex-chtml.js'></script>"
     )
 
@@ -239,7 +245,9 @@ def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
     """``folder/<student>.html``: the file graded, the files ignored, lateness, and per part the
     result, the kind of hidden case that failed and the student's own code, beside the task text."""
     folder.mkdir(parents=True, exist_ok=True)
-    out = _feedback_head(folder, spec, result)
+    sections = _task_sections(spec)
+    maths = typeset(formulas_in(t for _, texts in sections for t in texts))
+    out = _feedback_head(folder, spec, result, maths, sections)
     out.append("<h2>Parts</h2><table><tr><th>part</th><th>function</th><th>points</th><th>result</th></tr>")
     answered = answered_written(spec, result)
     for i, ps in enumerate(spec.parts, 1):
@@ -254,7 +262,7 @@ def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
         what = "graded by your instructor" if answered[gid] else "not answered: 0 points"
         out.append(f"<tr><td>written</td><td>{_e(gid)}</td><td>— / {pts:g}</td><td>{what}</td></tr>")
     out.append("</table><h2>The tasks</h2>")
-    out.extend(_feedback_tasks(spec, result, answered))
+    out.extend(_feedback_tasks(spec, result, answered, maths, sections))
     out.append(f"<p><small>Generated {_e(time.strftime('%Y-%m-%d %H:%M'))}.</small></p></body></html>")
     path = folder / f"{result.student}.html"
     path.write_text("\n".join(out), encoding="utf-8", errors="backslashreplace")
@@ -266,13 +274,23 @@ def _e(text) -> str:
     return html.escape(shown(str(text)))
 
 
-def _feedback_head(folder: Path, spec: AssignmentSpec, result: Result) -> list[str]:
+def _maths_head(folder: Path, maths: Maths, sections) -> tuple[str, str]:
+    """``(head, note)``: the typeset formulas' stylesheet, and where a formula is left as TeX the
+    local MathJax (when copied beside the page) and the note that says so."""
+    left = not maths.complete(formulas_in(t for _, texts in sections for t in texts))
+    head = f"<style>{maths.css}</style>" if maths.css else ""
+    if left and (folder / "mathjax" / "tex-chtml.js").is_file():
+        head += _mathjax_head("")
+    return head, (f"<p class='note' id='texnote'>{_e(NOTE)}</p>" if left else "")
+
+
+def _feedback_head(folder: Path, spec: AssignmentSpec, result: Result, maths: Maths, sections) -> list[str]:
     e = _e
-    head = _mathjax_head("") if (folder / "mathjax" / "tex-chtml.js").is_file() else ""
+    head, note = _maths_head(folder, maths, sections)
     status_class = "status-graded" if result.status == "graded" else "status-other"
     out = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>Feedback: {e(spec.name)}</title>"
-        f"<style>{_CSS}</style>{head}</head><body>",
+        f"<style>{_CSS}</style>{head}</head><body>{note}",
         f"<h1>Feedback on {e(spec.name)} ({e(spec.notebook)}.ipynb)</h1>",
         f"<p>Student: <b>{e(result.student)}</b></p>",
         f"<p>Status: <b class='{status_class}'>{e(STATUS_TEXT.get(result.status, result.status))}</b></p>",
@@ -308,20 +326,34 @@ def _feedback_head(folder: Path, spec: AssignmentSpec, result: Result) -> list[s
     return out
 
 
-def _shown_code(source: str) -> str:
-    if len(source) <= MAX_CODE_CHARS:
-        return source
-    return source[:MAX_CODE_CHARS] + f"\n... ({len(source) - MAX_CODE_CHARS} more characters not shown)"
+def code_html(source: str) -> str:
+    """A student's code as a ``<pre class='code'>`` block: its own line breaks and indentation
+    (tabs as 4 spaces), every other control character and undecodable byte shown escaped
+    (:func:`attngrade.names.shown`, line by line), highlighted as Python when Pygments is
+    installed, and at most :data:`MAX_CODE_CHARS` characters, with a note of what is left out."""
+    clipped = source[:MAX_CODE_CHARS]
+    text = "\n".join(shown(line.expandtabs(4)) for line in re.split(r"\r\n|\r|\n", clipped))
+    try:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import PythonLexer
+
+        body = highlight(text, PythonLexer(stripnl=False, ensurenl=False), HtmlFormatter(nowrap=True, noclasses=True))
+    except ImportError:
+        body = html.escape(text)
+    more = len(source) - len(clipped)
+    tail = f"<p><small>({more} more characters not shown)</small></p>" if more else ""
+    return f"<pre class='code'>{body}</pre>{tail}"
 
 
-def _feedback_tasks(spec: AssignmentSpec, result: Result, answered: dict) -> list[str]:
+def _feedback_tasks(spec: AssignmentSpec, result: Result, answered: dict, maths: Maths, sections) -> list[str]:
     """The release's task text with each part's result and, where it failed, the student's code."""
     out = []
     index = {p.grade_id: i for i, p in enumerate(spec.parts, 1)}
     cells = result.notebook.cells if result.notebook is not None else []
     sources = {cell_grade_id(c): c.source for c in cells}
-    for gid, texts in _task_sections(spec):
-        out.extend(f"<div class='task'>{_markdown(text)}</div>" for text in texts)
+    for gid, texts in sections:
+        out.extend(f"<div class='task'>{_markdown(text, maths)}</div>" for text in texts)
         if gid in index:
             pr = result.parts.get(gid)
             cls = "pass" if pr and pr.passed else "fail"
@@ -334,7 +366,7 @@ def _feedback_tasks(spec: AssignmentSpec, result: Result, answered: dict) -> lis
             if pr is not None and not pr.passed and cell in sources:
                 out.append(
                     f"<details open><summary>Your code for part {index[gid]}</summary>"
-                    f"<pre class='code'>{_e(_shown_code(sources[cell]))}</pre></details>"
+                    f"{code_html(sources[cell])}</details>"
                 )
         elif gid:
             text = (
