@@ -1,25 +1,29 @@
 """Grades a learning-management system imports: ``attngrade ... --export canvas|moodle``.
 
 Each file has the columns of that system's own import (below). The grade is ``grades.csv``'s
-``total``: the autograded score less the late penalty, plus the points given by hand. A student
-who submitted nothing (on the roster, not among the submissions), or whose submission was not
-graded (``missing``, ``malformed``, ``ambiguous``), gets an empty grade, never a zero: both
+``total`` (the autograded score less the late penalty, plus the points given by hand) scaled from
+the assignment's own points (``total_max``) to the points the LMS records it out of: ``--points``,
+else the roster's (Canvas's ``Points Possible`` row, Moodle's ``Maximum Grade``), else unscaled. A
+student who submitted nothing (on the roster, not among the submissions), or whose submission was
+not graded (``missing``, ``malformed``, ``ambiguous``), gets an empty grade, never a zero: both
 systems leave an empty cell alone.
 
-* **Canvas** (Grades > Import): ``Student, ID, SIS User ID, SIS Login ID, Section`` and one
-  column per assignment, headed by its name (``Name (assignment id)`` matches an existing one),
-  with the ``Points Possible`` row that Canvas's own export has under the header. ``ID`` is the
-  Canvas user id, the first number of Canvas's download names
-  (``name[_late]_<user id>_<submission id>_<file>``).
+* **Canvas** (Grades > Import): ``Student, ID, SIS User ID, SIS Login ID, Section`` and the
+  assignment's column with the ``Points Possible`` row that Canvas's own export has under the
+  header. Canvas's importer matches a column to an assignment by the id in ``Title (id)``, then
+  by its exact title, and otherwise creates a new assignment; so the column is ``--column``, or
+  the roster's column for this assignment (:func:`canvas_column`). ``ID`` is the Canvas user id,
+  the first number of Canvas's download names (``name[_late]_<user id>_<attachment id>_<file>``).
 * **Moodle** (assignment, *Upload grading worksheet*; the offline-grading-worksheet feedback
   type): ``Identifier`` (``Participant <id>``, the number of Moodle's download names
-  ``Full Name_<id>_assignsubmission_file_<file>``), ``Grade`` and ``Last modified (grade)`` are
-  the columns Moodle reads; the others are those of the worksheet Moodle downloads.
+  ``Full Name_<id>_assignsubmission_file``), ``Grade`` and ``Last modified (grade)`` are the
+  columns Moodle reads (a grade above the assignment's maximum is skipped, hence the scaling);
+  the others are those of the worksheet Moodle downloads. Times carry their UTC offset.
 
-The LMS user id comes from the submission's file name, or from a roster: the system's own
-export (Canvas's gradebook CSV, Moodle's grading worksheet) or any CSV with a ``student`` column
-(attngrade's id) and ``id``, ``name``, ``email``, ``section`` columns. Every roster row is
-written, graded or not.
+The LMS user id comes from the submission's file name, or from a roster (:class:`Roster`): the
+system's own export (Canvas's gradebook CSV, Moodle's grading worksheet) or any CSV with a
+``student`` column (attngrade's id) and ``id``, ``name``, ``email``, ``section`` columns. Every
+roster row is written, graded or not.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from __future__ import annotations
 import csv
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -35,6 +39,10 @@ from .names import base_id, csv_cell, csv_cell_text
 
 __all__ = [
     "CANVAS_HEADER",
+    "Roster",
+    "canvas_column",
+    "check_options",
+    "lms_points",
     "KINDS",
     "MOODLE_HEADER",
     "NOT_GRADED",
@@ -64,6 +72,13 @@ MOODLE_HEADER = [
 ]
 MOODLE_PREFIX = "Participant "
 NOT_GRADED = ("missing", "malformed", "ambiguous")
+#: The columns Canvas's gradebook importer reads as the student's, and the totals it never
+#: imports (canvas-lms ``app/models/gradebook_importer.rb``: ``GRADEBOOK_IMPORTER_RESERVED_NAMES``,
+#: ``NON_ASSIGNMENT_COLUMN_HEADERS``, which also match their "Unposted ..." forms).
+CANVAS_RESERVED = frozenset({"Student", "LastName", "FirstName", "ID", "SIS User ID", "SIS Login ID", "Section",
+                             "Integration ID", "Root Account"})
+CANVAS_TOTALS = re.compile("Current Score|Current Points|Current Grade|Final Score|Final Points|Final Grade|"
+                           "Override Score|Override Grade|Override Status")
 
 @dataclass
 class Person:
@@ -101,20 +116,35 @@ def lms_id_from_filename(filename: str, notebook: str, assignment: str, system: 
 
 
 def read_grades(path: Path) -> list[dict]:
-    """The rows of ``grades.csv``, its fields as the students wrote them."""
-    with open(path, newline="", encoding="utf-8") as fh:
+    """The rows of ``grades.csv`` (UTF-8, with or without its byte-order mark), its fields as the
+    students wrote them."""
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         return [{k: csv_cell_text(v or "") for k, v in row.items()} for row in csv.DictReader(fh)]
 
 
-def _roster_row(row: dict) -> Person | None:
-    get = {k.strip().lower(): csv_cell_text((v or "").strip()) for k, v in row.items() if k}.get
+@dataclass
+class Roster:
+    """``--roster``: the LMS's students, and what its file says of the assignment's column.
+
+    ``columns``: Canvas's assignment columns (header -> its ``Points Possible``), the columns
+    Canvas's importer reads as assignments (not its student, total or override columns);
+    ``max_grade``: the ``Maximum Grade`` of Moodle's worksheet.
+    """
+
+    people: list = field(default_factory=list)
+    kind: str = "plain"  # "canvas", "moodle" or "plain"
+    columns: dict = field(default_factory=dict)
+    max_grade: str = ""
+
+
+def _roster_row(get) -> Person | None:
     if get("identifier") is not None:  # Moodle's grading worksheet
         ident = get("identifier") or ""
         if not ident.startswith(MOODLE_PREFIX):
             return None
         return Person("", ident[len(MOODLE_PREFIX):].strip(), get("full name") or "", get("email address") or "")
     if get("sis user id") is not None:  # Canvas's gradebook export
-        if (get("student") or "").strip().lower() == "points possible" or not get("id"):
+        if "points possible" in (get("student") or "").lower() or not get("id"):
             return None
         return Person("", get("id") or "", get("student") or "", "", get("sis user id") or "",
                       get("sis login id") or "", get("section") or "")
@@ -122,37 +152,77 @@ def _roster_row(row: dict) -> Person | None:
                   get("email") or "", get("sis_user_id") or "", get("sis_login_id") or "", get("section") or "")
 
 
-def read_roster(path: Path) -> list[Person]:
+def _getter(row: dict):
+    return {k.strip().lower(): csv_cell_text((v or "").strip()) for k, v in row.items() if k}.get
+
+
+def _canvas_columns(header: list[str], rows: list[dict]) -> dict:
+    """Canvas's assignment columns and their points: its importer skips the student columns
+    (``GRADEBOOK_IMPORTER_RESERVED_NAMES``) and the totals (``NON_ASSIGNMENT_COLUMN_HEADERS``,
+    with their "Unposted" forms) and reads every other column as an assignment
+    (canvas-lms ``app/models/gradebook_importer.rb``); custom columns such as ``Notes`` have no
+    ``Points Possible`` and are left out here too."""
+    points = next((r for r in rows if "points possible" in (r.get(header[0]) or "").lower()), {})
+    columns = {}
+    for name in header:
+        if name.strip() in CANVAS_RESERVED or CANVAS_TOTALS.search(name):
+            continue
+        value = (points.get(name) or "").strip()
+        if value and not value.lower().startswith("(read only"):
+            columns[name] = value
+    return columns
+
+
+def read_roster(path: Path) -> Roster:
     """The students of a roster CSV: Canvas's gradebook export, Moodle's grading worksheet, or a
     CSV with ``student``, ``id``, ``name``, ``email``, ``section`` columns."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
-            rows = list(csv.DictReader(fh))
+            reader = csv.DictReader(fh)
+            rows, header = list(reader), list(reader.fieldnames or [])
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ValueError(f"--roster {path}: cannot read it as a UTF-8 CSV ({exc})") from exc
-    people = [p for p in map(_roster_row, rows) if p is not None]
+    people = [p for p in (_roster_row(_getter(r)) for r in rows) if p is not None]
     if rows and not any(p.student or p.lms_id for p in people):
         raise ValueError(
             f"--roster {path}: no student column found; give Canvas's gradebook export, Moodle's "
             "grading worksheet, or a CSV with a 'student' or 'id' column"
         )
-    return people
+    lowered = {h.strip().lower() for h in header}
+    if "identifier" in lowered:
+        grades = {(_getter(r)("maximum grade") or "").strip() for r in rows} - {""}
+        return Roster(people, "moodle", max_grade=grades.pop() if len(grades) == 1 else "")
+    if "sis user id" in lowered:
+        return Roster(people, "canvas", _canvas_columns(header, rows))
+    return Roster(people)
 
 
-def roster_for(kind: str | None, path: str | None) -> list | None:
-    """``--roster``'s students for ``--export kind``, or None without one; ValueError names the problem."""
+def roster_for(kind: str | None, path: str | None) -> Roster | None:
+    """``--roster``'s students for ``--export kind`` (or ``--return``), or None without one;
+    ValueError names the problem."""
     if path is None:
         return None
     if kind is None:
-        raise ValueError("--roster goes with --export canvas|moodle")
+        raise ValueError("--roster goes with --export canvas|moodle or --return canvas|moodle")
     return read_roster(Path(path))
 
 
-def _grade(row: dict | None) -> str:
-    """``grades.csv``'s total, or empty: no submission, or one that was not graded."""
+def _number(value: float) -> str:
+    """A grade as the LMS reads it: at most 4 decimals, no trailing zeros (``60``, ``7.25``)."""
+    text = f"{value:.4f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _grade(row: dict | None, points: float | None = None) -> str:
+    """``grades.csv``'s total on the LMS's scale (``points`` for the assignment's own
+    ``total_max``), or empty: no submission, or one that was not graded."""
     if row is None or row.get("status") in NOT_GRADED:
         return ""
-    return (row.get("total") or "").strip()
+    total = (row.get("total") or "").strip()
+    if not total or points is None:
+        return total
+    own = float(row.get("total_max") or 0)
+    return _number(float(total) * points / own) if own > 0 else total
 
 
 def _id_of_name(name: str) -> str | None:
@@ -195,48 +265,136 @@ def match(rows: list, roster: list, notebook: str, assignment: str, kind: str) -
     return pairs, problems
 
 
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")
+
+
 def _moodle_time(when: datetime) -> str:
-    """Moodle's own date format (``userdate``), which its worksheet import reads with ``strtotime``."""
-    return when.strftime("%A, %d %B %Y, %I:%M %p")
+    """Moodle's own date format (``userdate``'s ``strftimedaydatetime``, in English whatever the
+    locale) with the UTC offset written after it: the worksheet import reads the time with PHP's
+    ``strtotime`` (``assignfeedback_offline_grade_importer::next``), which takes the offset and
+    otherwise reads the time in the server's zone. ``when`` without a zone is local time."""
+    when = when if when.tzinfo is not None else when.astimezone()
+    return (f"{_DAYS[when.weekday()]}, {when.day:02d} {_MONTHS[when.month - 1]} {when.year}, "
+            f"{(when.hour + 11) % 12 + 1:02d}:{when.minute:02d} {'AM' if when.hour < 12 else 'PM'} "
+            f"{when.strftime('%z')}")
 
 
-def _canvas_rows(pairs, column: str, max_points: str, problems: list):
+def _submitted_time(text: str) -> str:
+    """``grades.csv``'s submission time (nbgrader's ``... UTC``) in Moodle's format, or as written."""
+    try:
+        return _moodle_time(datetime.fromisoformat(text.strip().replace(" UTC", "+00:00")))
+    except ValueError:
+        return text
+
+
+def _column_key(text: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", re.sub(r"\s*\(\d+\)\s*$", "", text).lower())
+
+
+def canvas_column(roster: Roster | None, assignment: str, notebook: str, column: str | None = None):
+    """``(column, notes)``: the Canvas gradebook column the grades go to. ``--column`` when given
+    (one of the roster's assignment columns when the roster is Canvas's export); else the
+    roster's only assignment column, or the one titled like the assignment or its notebook
+    (``Softmax (881)`` for ``softmax``); else the assignment's name, with a note that Canvas's
+    import then creates a new assignment. ValueError when the roster leaves the choice open."""
+    columns = roster.columns if roster is not None and roster.kind == "canvas" else {}
+    if column is not None:
+        if not column.strip():
+            raise ValueError("--column: give the column's header, e.g. 'Softmax (881)'")
+        if columns and column not in columns:
+            raise ValueError(f"--column {column!r} is not an assignment column of the roster; it has: "
+                             + ", ".join(map(repr, columns)))
+        return column, []
+    if len(columns) == 1:
+        return next(iter(columns)), []
+    hits = [c for c in columns if _column_key(c) in {_column_key(assignment), _column_key(notebook)}]
+    if len(hits) == 1:
+        return hits[0], []
+    if columns:
+        raise ValueError(f"--column: the roster has {len(columns)} assignment columns ("
+                         + ", ".join(map(repr, columns)) + f"); name the one for {assignment} with --column")
+    return assignment, [f"no Canvas column for {assignment} in a roster: Canvas's import creates a new "
+                        f"assignment named {assignment!r}; give --roster (Canvas's gradebook export) or "
+                        "--column 'Title (id)' to fill the existing one"]
+
+
+def lms_points(kind: str, roster: Roster | None, column: str | None, points: float | None = None) -> float | None:
+    """The points the LMS records the assignment out of: ``--points``, else the roster's (Canvas:
+    the column's ``Points Possible``; Moodle: the worksheet's ``Maximum Grade``), else None (the
+    assignment's own points). ValueError names a value that is not a number of points."""
+    if points is not None:
+        if not points > 0:
+            raise ValueError(f"--points must be more than 0, got {points:g}")
+        return float(points)
+    text = ""
+    if roster is not None and roster.kind == "canvas" == kind:
+        text = roster.columns.get(column, "")
+    elif roster is not None and roster.kind == "moodle" == kind:
+        text = roster.max_grade
+    if not text:
+        return None
+    try:
+        value = float(text.replace(",", "."))
+    except ValueError:
+        raise ValueError(f"--roster: the assignment is out of {text!r}, not a number of points "
+                         "(a scale or letter grade); give --points") from None
+    if not value > 0:
+        raise ValueError(f"--roster: the assignment is out of {text!r}; give --points")
+    return value
+
+
+def _canvas_rows(pairs, column: str, points: float | None, own: float, problems: list):
     yield [*CANVAS_HEADER, column]
-    yield ["Points Possible", "", "", "", "", max_points]
+    yield ["Points Possible", "", "", "", "", _number(points if points is not None else own)]
     for person, row in pairs:
         if not (person.lms_id or person.sis_user_id or person.sis_login_id):
             problems.append(f"{person.student or person.name}: no Canvas id; not exported")
             continue
         yield [person.name or person.student, person.lms_id, person.sis_user_id, person.sis_login_id,
-               person.section, _grade(row)]
+               person.section, _grade(row, points)]
 
 
-def _moodle_rows(pairs, max_points: str, when: datetime, problems: list):
+def _moodle_rows(pairs, points: float | None, own: float, when: datetime, problems: list):
     yield list(MOODLE_HEADER)
     for person, row in pairs:
         if not person.lms_id:
             problems.append(f"{person.student or person.name}: no Moodle participant id; not exported")
             continue
-        submitted = (row or {}).get("timestamp") or ""
+        submitted = _submitted_time((row or {}).get("timestamp") or "")
         yield [f"{MOODLE_PREFIX}{person.lms_id}", person.name or person.student, person.email,
                "Submitted for grading" if row is not None and row.get("status") != "missing" else "No submission",
-               _grade(row), max_points, "Yes", submitted, _moodle_time(when), ""]
+               _grade(row, points), _number(points if points is not None else own), "Yes", submitted,
+               _moodle_time(when), ""]
+
+
+def _own_points(rows: list, points: float | None) -> float:
+    """The assignment's own points (``grades.csv``'s ``total_max``)."""
+    own = next((float(r["total_max"]) for r in rows if (r.get("total_max") or "").strip()), None)
+    if own is None:
+        if points is None:
+            raise ValueError("points is needed when rows give no total_max")
+        return points
+    return own
 
 
 def write(
     kind: str,
     rows: list,
-    roster: list | None,
+    roster: Roster | list | None,
     path: Path,
     *,
     notebook: str,
     assignment: str,
-    max_points: float | None = None,
+    points: float | None = None,
     column: str | None = None,
     when: datetime | None = None,
 ) -> list[str]:
-    """Write the ``kind`` (``canvas`` or ``moodle``) import file of ``rows`` (``grades.csv``'s rows)
-    for everyone on ``roster`` (a list of :class:`Person`, or None) to ``path``.
+    """Write the ``kind`` (``canvas`` or ``moodle``) import file of ``rows`` (``grades.csv``'s
+    rows) for everyone on ``roster`` (a :class:`Roster`, a list of :class:`Person`, or None) to
+    ``path``: into ``column`` (:func:`canvas_column`), each total scaled from the assignment's own
+    points to ``points`` (:func:`lms_points`).
 
     Returns the problems (students that could not be exported, and why), for the instructor.
     """
@@ -244,40 +402,60 @@ def write(
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if not isinstance(rows, list):
         raise TypeError(f"rows must be a list of grades.csv rows, got {type(rows).__name__}")
-    if max_points is None:
-        max_points = float(rows[0]["total_max"]) if rows and rows[0].get("total_max") else None
-    if max_points is None:
-        raise ValueError("max_points is needed when rows give no total_max")
-    pairs, problems = match(rows, list(roster or []), notebook, assignment, kind)
-    points = f"{float(max_points):g}"
+    if not isinstance(roster, Roster):
+        roster = Roster(list(roster or []))
+    if kind == "moodle" and column is not None:
+        raise ValueError("--column: Moodle's grading worksheet has one Grade column; --column is for Canvas")
+    column, notes = canvas_column(roster, assignment, notebook, column) if kind == "canvas" else (None, [])
+    points = lms_points(kind, roster, column, points)
+    own = _own_points(rows, points)
+    pairs, problems = match(rows, roster.people, notebook, assignment, kind)
     if kind == "canvas":
-        out = _canvas_rows(pairs, column or assignment, points, problems)
+        out = _canvas_rows(pairs, column, points, own, problems)
     else:
-        out = _moodle_rows(pairs, points, when or datetime.now().astimezone(), problems)
+        out = _moodle_rows(pairs, points, own, when or datetime.now().astimezone(), problems)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         for line in out:
             w.writerow([csv_cell(x) for x in line])
-    return problems
+    return notes + problems
 
 
-def write_for_class(kind: str, out: Path, roster: list | None, *, notebook: str, assignment: str) -> tuple[Path, list]:
+def write_for_class(kind: str, out: Path, roster: Roster | None, *, notebook: str, assignment: str,
+                    points: float | None = None, column: str | None = None) -> tuple[Path, list]:
     """The grading command's step: ``out/<kind>.csv`` from ``out/grades.csv``; returns its path
     and the problems (students not exported, and why)."""
     path = Path(out) / f"{kind}.csv"
     problems = write(kind, read_grades(Path(out) / "grades.csv"), roster, path, notebook=notebook,
-                     assignment=assignment)
+                     assignment=assignment, points=points, column=column)
     return path, problems
 
 
-def class_step(kind: str, out: Path, roster: list | None, spec, say=print) -> Path | None:
+def class_step(kind: str, out: Path, roster: Roster | None, spec, say=print, *, points: float | None = None,
+               column: str | None = None) -> Path | None:
     """The grading command's export step (``--export``), after ``grades.csv`` is written."""
     try:
-        path, problems = write_for_class(kind, out, roster, notebook=spec.notebook, assignment=spec.name)
-    except OSError as exc:
+        path, problems = write_for_class(kind, out, roster, notebook=spec.notebook, assignment=spec.name,
+                                         points=points, column=column)
+    except (OSError, ValueError) as exc:
         print(f"attngrade: --export {kind}: not written ({exc}); grades.csv is", file=sys.stderr)
         return None
     say(f"{kind} import file: {path}")
     for problem in problems:
         print(f"attngrade: --export {kind}: {problem}", file=sys.stderr)
     return path
+
+
+def check_options(kind: str | None, roster: Roster | None, *, assignment: str, notebook: str,
+                  points: float | None = None, column: str | None = None) -> None:
+    """``--export``'s ``--column`` and ``--points`` checked against the roster before anything is
+    graded; ValueError names the option."""
+    if kind is None:
+        if column is not None or points is not None:
+            raise ValueError("--column and --points go with --export canvas|moodle")
+        return
+    if kind == "moodle" and column is not None:
+        raise ValueError("--column: Moodle's grading worksheet has one Grade column; --column is for Canvas")
+    roster = roster if isinstance(roster, Roster) else Roster(list(roster or []))
+    chosen = canvas_column(roster, assignment, notebook, column)[0] if kind == "canvas" else None
+    lms_points(kind, roster, chosen, points)

@@ -205,8 +205,15 @@ def csv_row(spec: AssignmentSpec, r: Result) -> list[str]:
 
 
 def write_csv(path: Path, spec: AssignmentSpec, rows: list[list[str]]) -> None:
-    """``grades.csv``: one row per student, as :func:`csv_row` made it."""
-    with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as fh:
+    """``grades.csv``: one row per student, as :func:`csv_row` made it.
+
+    UTF-8 with a byte-order mark: Excel opens a CSV without one in the system's ANSI code page
+    (``Anna MÃ¼ller``) and with one as UTF-8. Read it back as ``utf-8-sig``
+    (:func:`attngrade.export.read_grades`): read as plain UTF-8, the first header is
+    ``\ufeffstudent``. The mark goes before the header, so the CSV-injection rule
+    (:func:`attngrade.names.csv_cell`) is untouched.
+    """
+    with open(path, "w", newline="", encoding="utf-8-sig", errors="backslashreplace") as fh:
         w = csv.writer(fh)
         w.writerow(csv_header(spec))
         w.writerows(rows)

@@ -250,7 +250,7 @@ def run_attngrade(*args: str, timeout: float = 900) -> subprocess.CompletedProce
 
 
 def read_grades(out: Path) -> dict[str, dict]:
-    with open(out / "grades.csv", newline="") as fh:
+    with open(out / "grades.csv", newline="", encoding="utf-8-sig") as fh:  # attngrade writes a BOM
         return {row["student"]: row for row in csv.DictReader(fh)}
 
 

@@ -4,7 +4,11 @@ exported by the system comes back through the file with every student and the ri
 from __future__ import annotations
 
 import csv
-from datetime import datetime, timezone
+import json
+import shutil
+import subprocess
+from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
@@ -60,11 +64,11 @@ def test_canvas_file_has_the_documented_header_and_points_row(tmp_path):
 
 def test_canvas_round_trip_through_its_own_export(tmp_path):
     roster = X.read_roster(_write_csv(tmp_path / "export.csv", CANVAS_EXPORT))
-    assert [p.lms_id for p in roster] == ["12345", "4711", "555", "999"]  # the points row is no student
+    assert [p.lms_id for p in roster.people] == ["12345", "4711", "555", "999"]  # the points row is no student
+    assert roster.kind == "canvas" and roster.columns == {"Softmax (881)": "10"}
     out = tmp_path / "import.csv"
-    problems = X.write("canvas", CANVAS_GRADES, roster, out, notebook=NB, assignment=ASSIGNMENT,
-                       column="Softmax (881)")
-    assert problems == []
+    problems = X.write("canvas", CANVAS_GRADES, roster, out, notebook=NB, assignment=ASSIGNMENT)
+    assert problems == []  # the roster's one assignment column, out of its 10 points
     rows = _read(out)
     assert rows[0] == CANVAS_EXPORT[0]
     assert rows[2:] == [
@@ -74,8 +78,8 @@ def test_canvas_round_trip_through_its_own_export(tmp_path):
         ["'=cmd|' /C calc'!A0", "999", "s4", "evil", "Sec B", "10"],  # never a formula
     ]
     again = X.read_roster(out)
-    assert [(p.lms_id, p.name, p.sis_user_id, p.sis_login_id, p.section) for p in again] == [
-        (p.lms_id, p.name, p.sis_user_id, p.sis_login_id, p.section) for p in roster
+    assert [(p.lms_id, p.name, p.sis_user_id, p.sis_login_id, p.section) for p in again.people] == [
+        (p.lms_id, p.name, p.sis_user_id, p.sis_login_id, p.section) for p in roster.people
     ]
 
 
@@ -103,7 +107,8 @@ def test_moodle_file_has_the_worksheet_columns_moodle_reads(tmp_path):
     assert {"Identifier", "Grade", "Last modified (grade)"} <= set(rows[0])
     by_id = {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
     assert by_id["Participant 4711"]["Grade"] == "9.5"
-    assert by_id["Participant 4711"]["Last modified (grade)"] == "Wednesday, 02 December 2026, 03:30 PM"
+    assert by_id["Participant 4711"]["Last modified (grade)"] == "Wednesday, 02 December 2026, 03:30 PM +0000"
+    assert by_id["Participant 4711"]["Last modified (submission)"] == "Tuesday, 01 December 2026, 10:00 AM +0000"
     assert by_id["Participant 4713"]["Grade"] == ""  # malformed: not graded, never a zero
 
 
@@ -119,7 +124,7 @@ def test_moodle_round_trip_through_its_worksheet(tmp_path):
     ]
     assert [r["Status"] for r in rows] == ["Submitted for grading", "No submission", "Submitted for grading"]
     again = X.read_roster(out)
-    assert [(p.lms_id, p.name, p.email) for p in again] == [(p.lms_id, p.name, p.email) for p in roster]
+    assert [(p.lms_id, p.name, p.email) for p in again.people] == [(p.lms_id, p.name, p.email) for p in roster.people]
 
 
 def test_plain_roster_matches_by_student_id_and_names_the_unmatched(tmp_path):
@@ -133,8 +138,9 @@ def test_plain_roster_matches_by_student_id_and_names_the_unmatched(tmp_path):
     out = tmp_path / "c.csv"
     problems = X.write("canvas", grades, roster, out, notebook=NB, assignment=ASSIGNMENT)
     assert [r[1:2] + r[5:] for r in _read(out)[2:]] == [["101", "6"], ["102", ""]]
-    assert len(problems) == 1 and problems[0].startswith("zed: not on the roster")
-    assert _read(out)[0][-1] == ASSIGNMENT  # the column is the assignment's name by default
+    assert len(problems) == 2 and problems[1].startswith("zed: not on the roster")
+    # No Canvas column in the roster: the assignment's name, and the instructor is told what Canvas does.
+    assert _read(out)[0][-1] == ASSIGNMENT and "creates a new assignment" in problems[0]
 
 
 def test_without_a_roster_only_students_with_an_lms_id_are_written(tmp_path):
@@ -175,10 +181,10 @@ def test_grades_and_roster_fields_come_back_as_written(text):
 
 def test_bad_input_names_the_argument(tmp_path):
     with pytest.raises(ValueError, match="kind"):
-        X.write("blackboard", [], None, tmp_path / "x.csv", notebook=NB, assignment=ASSIGNMENT, max_points=1)
+        X.write("blackboard", [], None, tmp_path / "x.csv", notebook=NB, assignment=ASSIGNMENT, points=1)
     with pytest.raises(TypeError, match="rows"):
-        X.write("canvas", None, None, tmp_path / "x.csv", notebook=NB, assignment=ASSIGNMENT, max_points=1)
-    with pytest.raises(ValueError, match="max_points"):
+        X.write("canvas", None, None, tmp_path / "x.csv", notebook=NB, assignment=ASSIGNMENT, points=1)
+    with pytest.raises(ValueError, match="points"):
         X.write("canvas", [], None, tmp_path / "x.csv", notebook=NB, assignment=ASSIGNMENT)
     bad = tmp_path / "bad.csv"
     bad.write_bytes(b"\xff\xfe\x00bad")
@@ -194,7 +200,7 @@ def test_write_for_class_reads_grades_csv(tmp_path):
         w.writeheader()
         w.writerows(CANVAS_GRADES)
     path, problems = X.write_for_class("canvas", tmp_path, None, notebook=NB, assignment=ASSIGNMENT)
-    assert path == tmp_path / "canvas.csv" and problems == []
+    assert path == tmp_path / "canvas.csv" and len(problems) == 1 and "new assignment" in problems[0]
     assert {r[1]: r[5] for r in _read(path)[2:]} == {"12345": "7.2", "4711": "", "999": "10"}
 
 
@@ -220,4 +226,93 @@ def test_roster_for_checks_the_option_pair(tmp_path):
     with pytest.raises(ValueError, match="--roster"):
         X.roster_for("moodle", str(tmp_path / "absent.csv"))
     path = _write_csv(tmp_path / "r.csv", MOODLE_WORKSHEET)
-    assert [p.lms_id for p in X.roster_for("moodle", str(path))] == ["4711", "4712", "4713"]
+    assert [p.lms_id for p in X.roster_for("moodle", str(path)).people] == ["4711", "4712", "4713"]
+
+
+# ---- the column the roster names, on its scale (issue 37) ---------------------------------------
+
+# Canvas's gradebook export of a course with two assignments, its totals and a custom column; the
+# importer reads "Title (id)" columns as assignments and skips the student columns and totals.
+CANVAS_TWO = [
+    ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Notes", "Softmax (881)", "Attention (882)",
+     "Current Score", "Unposted Current Score", "Final Score", "Final Grade"],
+    ["    Points Possible", "", "", "", "", "", "100", "50", "(read only)", "(read only)", "(read only)",
+     "(read only)"],
+    ["Smith, John", "12345", "s1", "jsmith", "Sec A", "", "", "", "", "", "", ""],
+    ["Doe, Jane", "555", "s3", "jdoe", "Sec B", "", "", "", "", "", "", ""],
+]
+
+
+def test_canvas_fills_the_column_of_this_assignment_out_of_its_points(tmp_path):
+    roster = X.read_roster(_write_csv(tmp_path / "export.csv", CANVAS_TWO))
+    assert roster.columns == {"Softmax (881)": "100", "Attention (882)": "50"}
+    out = tmp_path / "import.csv"
+    grades = [_row("smithjohn", "smithjohn_12345_67890_softmax.ipynb", total="6"),
+              _row("doejane", "doejane_555_1_softmax.ipynb", total="7.25")]
+    assert X.write("canvas", grades, roster, out, notebook=NB, assignment=ASSIGNMENT) == []
+    rows = _read(out)
+    assert rows[0][-1] == "Softmax (881)" and rows[1][-1] == "100"  # the notebook's title, its points
+    assert {r[1]: r[-1] for r in rows[2:]} == {"12345": "60", "555": "72.5"}  # 6/10 is 60/100
+    X.write("canvas", grades, roster, out, notebook=NB, assignment=ASSIGNMENT, column="Attention (882)")
+    assert _read(out)[0][-1] == "Attention (882)" and {r[1]: r[-1] for r in _read(out)[2:]} == {"12345": "30",
+                                                                                               "555": "36.25"}
+    X.write("canvas", grades, roster, out, notebook=NB, assignment=ASSIGNMENT, points=8)
+    assert _read(out)[1][-1] == "8" and {r[1]: r[-1] for r in _read(out)[2:]} == {"12345": "4.8", "555": "5.8"}
+
+
+@pytest.mark.parametrize("column, notebook, message", [
+    ("Softmx (881)", NB, "not an assignment column of the roster"),  # a typo
+    (None, "attention_rows", "name the one for 01_softmax with --column"),  # two columns, neither named so
+    ("  ", NB, "--column: give the column's header"),
+])
+def test_a_column_the_roster_cannot_settle_is_an_error_naming_column(tmp_path, column, notebook, message):
+    roster = X.read_roster(_write_csv(tmp_path / "export.csv", CANVAS_TWO))
+    with pytest.raises(ValueError, match="--column") as err:
+        X.check_options("canvas", roster, assignment=ASSIGNMENT, notebook=notebook, column=column)
+    assert message in str(err.value)
+    X.check_options("canvas", roster, assignment=ASSIGNMENT, notebook=NB)  # the notebook's column: fine
+
+
+def test_moodle_grades_are_scaled_to_the_worksheets_maximum_grade(tmp_path):
+    sheet = [X.MOODLE_HEADER] + [r[:5] + ["100.00"] + r[6:] for r in MOODLE_WORKSHEET[1:]]
+    roster = X.read_roster(_write_csv(tmp_path / "worksheet.csv", sheet))
+    assert roster.kind == "moodle" and roster.max_grade == "100.00"
+    out = tmp_path / "upload.csv"
+    grades = [_row("Anna_Müller", "Anna Müller_4711_assignsubmission_file_softmax.ipynb", total="6")]
+    X.write("moodle", grades, roster, out, notebook=NB, assignment=ASSIGNMENT)
+    rows = {r["Identifier"]: r for r in (dict(zip(X.MOODLE_HEADER, x)) for x in _read(out)[1:])}
+    assert (rows["Participant 4711"]["Grade"], rows["Participant 4711"]["Maximum Grade"]) == ("60", "100")
+    scale = [X.MOODLE_HEADER] + [r[:5] + ["Scale"] + r[6:] for r in MOODLE_WORKSHEET[1:]]
+    with pytest.raises(ValueError, match="--points"):
+        X.write("moodle", grades, X.read_roster(_write_csv(tmp_path / "s.csv", scale)), out, notebook=NB,
+                assignment=ASSIGNMENT)
+    with pytest.raises(ValueError, match="--column"):
+        X.check_options("moodle", roster, assignment=ASSIGNMENT, notebook=NB, column="Grade")
+    with pytest.raises(ValueError, match="--points must be more than 0"):
+        X.check_options("moodle", roster, assignment=ASSIGNMENT, notebook=NB, points=0)
+    with pytest.raises(ValueError, match="go with --export"):
+        X.check_options(None, None, assignment=ASSIGNMENT, notebook=NB, points=10)
+
+
+@pytest.mark.skipif(not shutil.which("php"), reason="needs PHP, whose strtotime Moodle's import uses")
+def test_moodles_strtotime_reads_the_times_at_their_instant():
+    """Moodle's worksheet import reads "Last modified (grade)" with PHP's strtotime; with the UTC
+    offset written, the server's own zone plays no part."""
+    when = datetime(2026, 12, 2, 0, 5, tzinfo=timezone(timedelta(hours=-5)))
+    text = X._moodle_time(when)
+    script = f"date_default_timezone_set('Australia/Perth'); echo strtotime({json.dumps(text)});"
+    done = subprocess.run(["php", "-r", script], capture_output=True, text=True, timeout=60, check=True)
+    assert int(done.stdout) == int(when.timestamp()), text
+
+
+def test_grades_csv_opens_in_excel_with_its_accents_and_never_as_a_formula(tmp_path):
+    from attngrade.report import write_csv
+
+    spec = SimpleNamespace(parts=[], manual={})
+    header_len = len(__import__("attngrade.report", fromlist=["csv_header"]).csv_header(spec))
+    rows = [["Anna_Müller"] + [""] * (header_len - 1), [csv_cell("=HYPERLINK(1)")] + [""] * (header_len - 1)]
+    write_csv(tmp_path / "grades.csv", spec, rows)
+    raw = (tmp_path / "grades.csv").read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8's byte-order mark: Excel reads UTF-8, not ANSI
+    assert "Anna_Müller".encode() in raw and b"\n'=HYPERLINK(1)" in raw.replace(b"\r\n", b"\n")
+    assert [r["student"] for r in X.read_grades(tmp_path / "grades.csv")] == ["Anna_Müller", "=HYPERLINK(1)"]

@@ -116,7 +116,7 @@ def test_a_class_of_30_with_a_hostile_file_for_each_edge_finishes(tmp_path, empt
     proc = gk.run_attngrade("01_softmax", root, "--out", out, "--db", url, "--jobs", "2", "--timeout", "20")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ids = student_ids(expect)
-    raw = (out / "grades.csv").read_bytes().decode("utf-8")
+    raw = (out / "grades.csv").read_bytes().decode("utf-8-sig")
     rows = {r["student"]: r for r in csv.DictReader(raw.splitlines(keepends=True))}
     assert len(rows) == 30
     for name, (status, score, words) in expect.items():
