@@ -15,8 +15,9 @@ help:
 	@echo "make exercises  regenerate exercises/ from solutions/ with nbgrader"
 	@echo "make lab        open JupyterLab on your own copy of the exercises (work/)"
 	@echo "make bench      run the benchmarks and print their figures"
-	@echo "make grade ASSIGNMENT=01_softmax SUBMISSIONS=path [OUT=grading-output] [JOBS=n] [DB=url]"
-	@echo "                grade submissions: gradebook, grades.csv, feedback, summary (attngrade)"
+	@echo "make grade ASSIGNMENT=01_softmax SUBMISSIONS=path [OUT=grading-output] [JOBS=n] [DB=url] [ARGS=\"...\"]"
+	@echo "                grade submissions: gradebook, grades.csv, feedback, summary (attngrade);"
+	@echo "                ARGS: any other attngrade options, e.g. ARGS=\"--export canvas --roster r.csv\""
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -121,10 +122,12 @@ lab: $(LAB_CONFIG)/labconfig/page_config.json lab-work
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
+# ARGS goes to attngrade as the shell reads it (quote a path with spaces inside it): every option
+# of `attngrade --help` (--export, --roster, --column, --points, --return, --force, ...).
 OUT ?= grading-output
 grade: $(STAMP)
-	@test -n "$(ASSIGNMENT)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=01_softmax SUBMISSIONS=path [OUT=grading-output] [JOBS=n] [DB=url]"; exit 2; }
-	$(BIN)/attngrade "$(ASSIGNMENT)" "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(DB),--db "$(DB)")
+	@test -n "$(ASSIGNMENT)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=01_softmax SUBMISSIONS=path [OUT=grading-output] [JOBS=n] [DB=url] [ARGS=\"--export canvas --roster r.csv\"]"; exit 2; }
+	$(BIN)/attngrade "$(ASSIGNMENT)" "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(DB),--db "$(DB)") $(ARGS)
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from .export import KINDS
+from .returning import KINDS as RETURN_KINDS
 from .pipeline import Options, grade_class, shard_of
 from .sandbox import MODES, Limits
 
@@ -75,8 +76,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--export", choices=KINDS, help="also write OUT/<lms>.csv for that LMS's gradebook import")
     p.add_argument(
         "--roster", metavar="FILE",
-        help="the LMS's students for --export: its own gradebook export or grading worksheet, or a CSV "
-        "with student,id,name,email,section columns",
+        help="the LMS's students for --export and --return: its own gradebook export or grading worksheet, "
+        "or a CSV with student,id,name,email,section columns",
+    )
+    p.add_argument(
+        "--column", metavar="NAME",
+        help="--export canvas: the gradebook column to fill, e.g. 'Softmax (881)' (default: the roster's "
+        "column for this assignment)",
+    )
+    p.add_argument(
+        "--points", type=float, metavar="N",
+        help="--export: the points the LMS records the assignment out of; grades are scaled from the "
+        "assignment's own (default: the roster's Points Possible or Maximum Grade)",
+    )
+    p.add_argument(
+        "--return", dest="return_to", choices=RETURN_KINDS, metavar="LMS",
+        help="also write OUT/return-<lms>.zip, the feedback pages named for that LMS's bulk feedback "
+        "upload, and OUT/return-<lms>.csv listing where each page went (canvas or moodle)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
@@ -106,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         similarity=args.similarity,
         export=args.export,
         roster=args.roster,
+        column=args.column,
+        points=args.points,
+        return_to=args.return_to,
     )
     return grade_class(opts)
 

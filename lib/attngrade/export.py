@@ -41,6 +41,7 @@ __all__ = [
     "CANVAS_HEADER",
     "Roster",
     "canvas_column",
+    "people_of",
     "check_options",
     "lms_points",
     "KINDS",
@@ -265,19 +266,38 @@ def match(rows: list, roster: list, notebook: str, assignment: str, kind: str) -
     return pairs, problems
 
 
+def people_of(students: list, roster: Roster | None, *, notebook: str, assignment: str) -> dict:
+    """``{student: Person}`` for ``students`` (``(student id, file, name from the submission)``):
+    the roster's row matched as the exports match it, else the name the submission gave and the
+    LMS id of its file name (formgrader's names: :func:`attngrade.gradebook.name_students`)."""
+    rows = [{"student": sid, "file": file} for sid, file, _ in students]
+    pairs, _ = match(rows, roster.people if roster is not None else [], notebook, assignment, None)
+    found = {row["student"]: person for person, row in pairs if row is not None}
+    people = {}
+    for sid, file, name in students:
+        person = found.get(sid)
+        if person is None:
+            lms = lms_id_from_filename(file, notebook, assignment) if file else None
+            person = Person(sid, lms or "", name)
+        elif person.name in ("", sid) and name:
+            person = Person(person.student, person.lms_id, name, person.email)
+        people[sid] = person
+    return people
+
+
 _DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
            "October", "November", "December")
 
 
 def _moodle_time(when: datetime) -> str:
-    """Moodle's own date format (``userdate``'s ``strftimedaydatetime``, in English whatever the
-    locale) with the UTC offset written after it: the worksheet import reads the time with PHP's
+    """Moodle's own date format (``userdate``'s ``strftimedaydatetime``, ``Friday, 8 March 2024,
+    9:05 PM``: no leading zeros; in English whatever the locale) with the UTC offset after it: the worksheet import reads the time with PHP's
     ``strtotime`` (``assignfeedback_offline_grade_importer::next``), which takes the offset and
     otherwise reads the time in the server's zone. ``when`` without a zone is local time."""
     when = when if when.tzinfo is not None else when.astimezone()
-    return (f"{_DAYS[when.weekday()]}, {when.day:02d} {_MONTHS[when.month - 1]} {when.year}, "
-            f"{(when.hour + 11) % 12 + 1:02d}:{when.minute:02d} {'AM' if when.hour < 12 else 'PM'} "
+    return (f"{_DAYS[when.weekday()]}, {when.day} {_MONTHS[when.month - 1]} {when.year}, "
+            f"{(when.hour + 11) % 12 + 1}:{when.minute:02d} {'AM' if when.hour < 12 else 'PM'} "
             f"{when.strftime('%z')}")
 
 

@@ -28,6 +28,10 @@ __all__ = [
     "database_url",
     "has_submission",
     "manual_scores",
+    "name_students",
+    "split_name",
+    "submitted_folder",
+    "write_submitted_copy",
 ]
 
 
@@ -325,3 +329,69 @@ def write_autograded_notebook(folder: Path, spec: AssignmentSpec, result: Result
     if result.timestamp:
         (target / "timestamp.txt").write_text(result.timestamp, encoding="utf-8")
     return path
+
+
+def submitted_folder(course: CourseConfig, autograded: Path) -> Path:
+    """Where formgrader looks for what was handed in: the course's ``submitted/`` when the rebuilt
+    notebooks go to the course's ``autograded/``, else a ``submitted/`` beside ``autograded``."""
+    if Path(autograded).resolve() != Path(course.autograded).resolve():
+        return Path(autograded).parent / "submitted"
+    cd = course.config.CourseDirectory if course.config is not None else {}
+    return course.root / (cd["submitted_directory"] if "submitted_directory" in cd else "submitted")
+
+
+def write_submitted_copy(folder: Path, spec: AssignmentSpec, result: Result, source: Path | None) -> Path | None:
+    """The student's notebook, as handed in, where formgrader counts submissions:
+    ``<submitted>/<student>/<assignment>/<notebook>.ipynb`` with ``timestamp.txt`` (as ``nbgrader
+    zip_collect`` leaves them). Formgrader's "# Submissions" counts these folders, and it takes a
+    submission for autograded only when this ``timestamp.txt`` reads as the gradebook's time
+    (``NbGraderAPI.get_autograded_students``). Nothing when no file was handed in or the file is
+    already there (the submissions are the course's own ``submitted/``)."""
+    if source is None or not Path(source).is_file():
+        return None
+    target = folder / result.student / spec.name
+    path = target / f"{spec.notebook}.ipynb"
+    if path.exists() and path.resolve() == Path(source).resolve():
+        return path
+    target.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(Path(source).read_bytes())
+    stamp = target / "timestamp.txt"
+    if result.timestamp:
+        stamp.write_text(result.timestamp, encoding="utf-8")
+    elif stamp.exists():
+        stamp.unlink()
+    return path
+
+
+def split_name(name: str) -> tuple[str, str] | None:
+    """``(first, last)`` of a person's name: ``Nguyen, Minh`` (an LMS's sortable name) or ``Minh
+    Nguyen``; None for a name of one word (an id, a login), which formgrader then shows as it is."""
+    name = " ".join(name.split())
+    if "," in name:
+        last, _, first = name.partition(",")
+        return (first.strip(), last.strip()) if first.strip() and last.strip() else None
+    first, _, last = name.rpartition(" ")
+    return (first, last) if first and last else None
+
+
+def name_students(gb, people: dict) -> int:
+    """Give formgrader the students' names: ``people`` maps a student id to an object with
+    ``name``, ``email`` and ``lms_id`` (:class:`attngrade.export.Person`). Only empty fields of
+    students already in the gradebook are filled (a name set in formgrader stays). Returns how
+    many students changed."""
+    from nbgrader.api import Student
+
+    changed = 0
+    for student_id, person in people.items():
+        row = gb.db.get(Student, student_id)
+        if row is None:
+            continue
+        names = split_name(person.name or "")
+        fields = {"first_name": names[0] if names else None, "last_name": names[1] if names else None,
+                  "email": person.email or None, "lms_user_id": person.lms_id or None}
+        new = {k: v[:128] for k, v in fields.items() if v and not getattr(row, k)}
+        for key, value in new.items():
+            setattr(row, key, value)
+        changed += bool(new)
+    gb.db.commit()
+    return changed

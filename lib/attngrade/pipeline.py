@@ -30,7 +30,7 @@ from pathlib import Path
 #: Marked absent here, in the grader's process only (never in a worker), before nbformat loads.
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from . import export, sandbox, similarity  # noqa: E402 - after the line above
+from . import export, returning, sandbox, similarity  # noqa: E402 - after the line above
 from .grader import ConfigError, grade_submission, grader_failure, load_assignment, load_course
 from .late import late_policy
 from .names import shown
@@ -64,6 +64,9 @@ class Options:
     similarity: bool | None = None  # None: on for a class of 3 or more (attngrade.similarity)
     export: str | None = None  # "canvas" or "moodle" (attngrade.export)
     roster: str | None = None  # the LMS's students for export: a CSV (attngrade.export.read_roster)
+    column: str | None = None  # --export canvas: the gradebook column (attngrade.export.canvas_column)
+    points: float | None = None  # --export: the points the LMS records (attngrade.export.lms_points)
+    return_to: str | None = None  # --return: the LMS the feedback pages go back through (attngrade.returning)
 
 
 class InstructorError(Exception):
@@ -115,6 +118,7 @@ def _grade_class(opts: Options, tmp_root: str) -> int:
         try:
             kept, todo = _unchanged(batch, rec)
             recorded = _grade_all(batch, rec, kept, todo)
+            _name_students(batch, rec)
         finally:
             if rec.gb is not None:
                 rec.gb.close()
@@ -183,7 +187,8 @@ def _hidden(opts: Options, course, db_url: str) -> list[str]:
 def _prepare(opts: Options, tmp_root: str) -> Batch:
     """Discover and read the class while the isolation probe (a worker process) runs."""
     try:
-        roster = export.roster_for(opts.export, opts.roster)
+        returning.check_kind(opts.return_to)
+        roster = export.roster_for(opts.export or opts.return_to, opts.roster)
     except ValueError as exc:
         raise InstructorError(str(exc)) from exc
     course, shard, policy = _course(opts)
@@ -196,6 +201,8 @@ def _prepare(opts: Options, tmp_root: str) -> Batch:
         error, batch = None, None
         try:
             spec = load_assignment(course, opts.assignment)
+            export.check_options(opts.export, roster, assignment=spec.name, notebook=spec.notebook,
+                                 points=opts.points, column=opts.column)
             subs = discover(opts.submissions, spec.name, spec.notebook, workdir=tmp_root)
             everyone = len(subs)
             if shard is not None:
@@ -293,8 +300,27 @@ def _recorder(batch: Batch) -> Recorder:
         f"isolation {batch.isolation.mode}"
     )
     if not opts.no_gradebook:
+        from .gradebook import submitted_folder
+
         rec.gb = _open_gradebook(batch)
+        rec.submitted = submitted_folder(batch.course, autograded)
     return rec
+
+
+def _name_students(batch: Batch, rec: Recorder) -> None:
+    """Formgrader's names of the students: the roster's, else the submissions' own."""
+    if rec.gb is None:
+        return
+    from .gradebook import name_students
+
+    students = [(s.student, s.source, s.name) for s in batch.subs]
+    people = export.people_of(students, batch.roster, notebook=batch.spec.notebook, assignment=batch.spec.name)
+    with rec.lock:
+        try:
+            name_students(rec.gb, people)
+        except Exception as exc:  # noqa: BLE001 - the grades are in; formgrader shows ids
+            rec.gb.db.rollback()
+            rec.gb_errors.setdefault("(student names)", f"{type(exc).__name__}: {exc}"[:500])
 
 
 def _open_gradebook(batch: Batch):
@@ -427,7 +453,10 @@ def _report(batch: Batch, rec: Recorder, recorded: list, seconds: float, graded:
     similarity.class_step(opts.out, spec, results, batch.prepared, everyone=batch.everyone, shard=batch.shard,
                           enabled=opts.similarity, say=opts.say)
     if opts.export:
-        export.class_step(opts.export, opts.out, batch.roster, spec, say=opts.say)
+        export.class_step(opts.export, opts.out, batch.roster, spec, say=opts.say, points=opts.points,
+                          column=opts.column)
+    if opts.return_to:
+        returning.class_step(opts.return_to, opts.out, batch.roster, spec, say=opts.say)
     counts: dict = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1

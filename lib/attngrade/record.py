@@ -30,6 +30,7 @@ class Recorder:
     autograded: Path
     policy: object = None  # attngrade.late.LatePolicy or None
     gb: object = None  # an open nbgrader Gradebook, or None (not written)
+    submitted: Path | None = None  # where formgrader counts submissions (attngrade.gradebook.submitted_folder)
     keys: dict = field(default_factory=dict)  # student -> fingerprint (attngrade.regrade)
     gb_errors: dict = field(default_factory=dict)  # student -> why the gradebook write failed
     lock: threading.Lock = field(default_factory=threading.Lock)  # the gradebook's session is not thread-safe
@@ -84,17 +85,19 @@ def record(rec: Recorder, res: Result, sub: Submission, *, graded_now: bool = Tr
 
             res.manual = manual_scores(rec.gb, rec.spec, [res.student]).get(res.student)
     if graded_now:
-        _outputs(rec, res)
+        _outputs(rec, res, sub)
     return Recorded(res, csv_row(rec.spec, res), summary_row(rec.spec, res))
 
 
-def _outputs(rec: Recorder, res: Result) -> None:
-    from .gradebook import write_autograded_notebook
+def _outputs(rec: Recorder, res: Result, sub: Submission) -> None:
+    from .gradebook import write_autograded_notebook, write_submitted_copy
 
     try:
         write_autograded_notebook(rec.autograded, rec.spec, res)
+        if rec.submitted is not None:
+            write_submitted_copy(rec.submitted, rec.spec, res, sub.path)
     except Exception as exc:  # noqa: BLE001 - noted on the student's row
-        res.notes.append(f"autograded notebook not written: {type(exc).__name__}: {exc}"[:300])
+        res.notes.append(f"notebook for formgrader not written: {type(exc).__name__}: {exc}"[:300])
     write_feedback(rec.out / "feedback", rec.spec, res)
     write_log(rec.out / "logs", res)
     if res.student not in rec.gb_errors and res.student in rec.keys:

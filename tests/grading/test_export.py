@@ -107,8 +107,8 @@ def test_moodle_file_has_the_worksheet_columns_moodle_reads(tmp_path):
     assert {"Identifier", "Grade", "Last modified (grade)"} <= set(rows[0])
     by_id = {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
     assert by_id["Participant 4711"]["Grade"] == "9.5"
-    assert by_id["Participant 4711"]["Last modified (grade)"] == "Wednesday, 02 December 2026, 03:30 PM +0000"
-    assert by_id["Participant 4711"]["Last modified (submission)"] == "Tuesday, 01 December 2026, 10:00 AM +0000"
+    assert by_id["Participant 4711"]["Last modified (grade)"] == "Wednesday, 2 December 2026, 3:30 PM +0000"
+    assert by_id["Participant 4711"]["Last modified (submission)"] == "Tuesday, 1 December 2026, 10:00 AM +0000"
     assert by_id["Participant 4713"]["Grade"] == ""  # malformed: not graded, never a zero
 
 
@@ -316,3 +316,4 @@ def test_grades_csv_opens_in_excel_with_its_accents_and_never_as_a_formula(tmp_p
     assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8's byte-order mark: Excel reads UTF-8, not ANSI
     assert "Anna_Müller".encode() in raw and b"\n'=HYPERLINK(1)" in raw.replace(b"\r\n", b"\n")
     assert [r["student"] for r in X.read_grades(tmp_path / "grades.csv")] == ["Anna_Müller", "=HYPERLINK(1)"]
+
