@@ -31,6 +31,26 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def _time_options(p: argparse.ArgumentParser) -> None:
+    """When each student submitted and by when they had to (attngrade.late, attngrade.lms)."""
+    p.add_argument(
+        "--timezone", metavar="ZONE",
+        help="the course's time zone (IANA name, e.g. Europe/Berlin) for times that state none: "
+        "timestamp.txt, deadlines, LMS file names (default: c.AttnGrade.timezone, else "
+        "c.Exchange.timezone, else UTC)",
+    )
+    p.add_argument(
+        "--submission-times", metavar="FILE",
+        help="the LMS's submission times: Moodle's grading worksheet, Gradescope's grades CSV, or a CSV with "
+        "student (or id) and submitted columns (an LMS download's own file times are never used)",
+    )
+    p.add_argument(
+        "--deadlines", metavar="FILE",
+        help="a CSV of deadlines: assignment (optional), student (attngrade's id or the LMS user id; empty: "
+        "everyone) and due columns; per-student rows are extensions (see the README)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="attngrade",
@@ -94,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
         help="also write OUT/return-<lms>.zip, the feedback pages named for that LMS's bulk feedback "
         "upload, and OUT/return-<lms>.csv listing where each page went (canvas or moodle)",
     )
+    _time_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -125,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         column=args.column,
         points=args.points,
         return_to=args.return_to,
+        timezone=args.timezone,
+        submission_times=args.submission_times,
+        deadlines=args.deadlines,
     )
     return grade_class(opts)
 

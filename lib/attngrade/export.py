@@ -95,25 +95,11 @@ class Person:
 
 
 def lms_id_from_filename(filename: str, notebook: str, assignment: str, system: str | None = None) -> str | None:
-    """The LMS user id in a Canvas or Moodle download name (of ``system`` only, when given), or None.
+    """The LMS user id in a Canvas or Moodle download's file path (of ``system`` only, when given),
+    or None: :func:`attngrade.lms.lms_id_of_path` (Moodle's folder names too)."""
+    from .lms import lms_id_of_path
 
-    Uses :func:`attngrade.submissions.parse_filename`'s reading: a Canvas name is recognised by
-    the submission id it keeps, and the user id is the number just before it.
-    """
-    from .submissions import parse_filename
-
-    name = Path(str(filename)).name
-    parsed = parse_filename(name, notebook, assignment)
-    if parsed.student is None:
-        return None
-    moodle = re.search(r"_(\d+)_assignsubmission_", name)
-    if moodle:
-        return moodle.group(1) if system in (None, "moodle") else None
-    if parsed.submission_id is not None and system in (None, "canvas"):
-        canvas = re.search(rf"_(\d+)_{parsed.submission_id}(?!\d)", name)
-        if canvas:
-            return canvas.group(1)
-    return None
+    return lms_id_of_path(str(filename), system)
 
 
 def read_grades(path: Path) -> list[dict]:

@@ -22,7 +22,9 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["shown", "base_id", "student_ids", "csv_cell", "csv_cell_text", "clip_bytes", "MAX_ID_BYTES"]
+__all__ = [
+    "shown", "base_id", "student_ids", "distinct_ids", "csv_cell", "csv_cell_text", "clip_bytes", "MAX_ID_BYTES",
+]
 
 #: The longest id in bytes of UTF-8 (file names hold 255; the id gets ``.html``, ``.json``...).
 MAX_ID_BYTES = 120
@@ -77,21 +79,31 @@ def _identity(name: str) -> str:
     return unicodedata.normalize("NFC", name)
 
 
-def _hashed(base: str, name: str) -> str:
-    digest = hashlib.sha256(_raw_bytes(_identity(name))).hexdigest()[:_HASH_CHARS]
+def _hashed(base: str, identity: str) -> str:
+    digest = hashlib.sha256(_raw_bytes(identity)).hexdigest()[:_HASH_CHARS]
     return f"{clip_bytes(base or 'unnamed', MAX_ID_BYTES - _HASH_CHARS - 1)}~{digest}"
+
+
+def distinct_ids(labels: dict) -> dict:
+    """Each key's id from its label (``{key: label}``); different keys always get different ids.
+
+    A key is a name (str) or a tuple such as ``("canvas", "2036")`` (an LMS user); the id is the
+    label's :func:`base_id`, or where two keys' labels give one id (or the id is too long), that
+    id cut to fit with ``~`` and a hash of the key (of the name itself for a str key)."""
+    bases = {key: base_id(label) for key, label in labels.items()}
+    count = Counter(bases.values())
+    ids = {}
+    for key, base in bases.items():
+        plain = base and count[base] == 1 and len(base.encode("utf-8")) <= MAX_ID_BYTES
+        identity = _identity(key) if isinstance(key, str) else "\x00".join(map(str, key))
+        ids[key] = base if plain else _hashed(base, identity)
+    return ids
 
 
 def student_ids(names: Iterable[str]) -> dict[str, str]:
     """Each name's id (keys: the names in NFC); different names always get different ids."""
     names = list(dict.fromkeys(_identity(n) for n in names))
-    bases = {n: base_id(n) for n in names}
-    count = Counter(bases.values())
-    ids = {}
-    for name, base in bases.items():
-        plain = base and count[base] == 1 and len(base.encode("utf-8")) <= MAX_ID_BYTES
-        ids[name] = base if plain else _hashed(base, name)
-    return ids
+    return distinct_ids({n: n for n in names})
 
 
 def csv_cell(text: str) -> str:

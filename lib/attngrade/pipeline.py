@@ -32,14 +32,15 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 from . import export, returning, sandbox, similarity  # noqa: E402 - after the line above
 from .grader import ConfigError, grade_submission, grader_failure, load_assignment, load_course
-from .late import late_policy
+from .late import assign_deadlines, course_zone, load_policy
+from .lms import read_times
 from .names import shown
 from .reading import SubmissionError, read_notebook
 from .record import Recorded, Recorder, record
 from .regrade import fingerprint, load_state
 from .report import copy_mathjax, csv_row, summary_row, write_csv, write_summary
 from .sandbox import Limits, detect_isolation
-from .submissions import Submission, discover, other_assignment
+from .submissions import Submission, discover_class, other_assignment
 
 __all__ = ["Options", "InstructorError", "grade_class", "shard_of"]
 
@@ -67,6 +68,9 @@ class Options:
     column: str | None = None  # --export canvas: the gradebook column (attngrade.export.canvas_column)
     points: float | None = None  # --export: the points the LMS records (attngrade.export.lms_points)
     return_to: str | None = None  # --return: the LMS the feedback pages go back through (attngrade.returning)
+    timezone: str | None = None  # --timezone: the course's zone (attngrade.late.course_zone)
+    submission_times: str | None = None  # --submission-times: an LMS's CSV of times (attngrade.lms.read_times)
+    deadlines: str | None = None  # --deadlines: everyone's and per-student deadlines (attngrade.late)
 
 
 class InstructorError(Exception):
@@ -167,7 +171,9 @@ def _course(opts: Options):
             + (", ".join(valid) or "none (run `make exercises` to release them)")
         )
     try:
-        return course, _shard(opts.shard), late_policy(course.config, opts.assignment)
+        zone = course_zone(course.config, opts.timezone)
+        policy, deadlines = load_policy(course.config, opts.assignment, deadlines=opts.deadlines, zone=zone)
+        return course, _shard(opts.shard), policy, (zone, deadlines)
     except ValueError as exc:
         raise InstructorError(str(exc)) from exc
 
@@ -191,7 +197,7 @@ def _prepare(opts: Options, tmp_root: str) -> Batch:
         roster = export.roster_for(opts.export or opts.return_to, opts.roster)
     except ValueError as exc:
         raise InstructorError(str(exc)) from exc
-    course, shard, policy = _course(opts)
+    course, shard, policy, timing = _course(opts)
     db_url = opts.db or course.db_url
     hidden = _hidden(opts, course, db_url)
     with ThreadPoolExecutor(max_workers=1) as one:
@@ -203,7 +209,7 @@ def _prepare(opts: Options, tmp_root: str) -> Batch:
             spec = load_assignment(course, opts.assignment)
             export.check_options(opts.export, roster, assignment=spec.name, notebook=spec.notebook,
                                  points=opts.points, column=opts.column)
-            subs = discover(opts.submissions, spec.name, spec.notebook, workdir=tmp_root)
+            subs = _discover(opts, course, spec, tmp_root, timing)
             everyone = len(subs)
             if shard is not None:
                 subs = [s for s in subs if shard_of(s.student, shard[1]) == shard[0]]
@@ -224,6 +230,18 @@ def _prepare(opts: Options, tmp_root: str) -> Batch:
     batch.isolation = isolation
     batch.roster = roster
     return batch
+
+
+def _discover(opts: Options, course, spec, tmp_root: str, timing: tuple) -> list:
+    """The class's submissions (:func:`attngrade.submissions.discover_class`), their own deadlines
+    (``--deadlines``), and the warnings the instructor must read, printed."""
+    zone, deadlines = timing
+    times = read_times(opts.submission_times, zone) if opts.submission_times else None
+    found = discover_class(opts.submissions, spec.name, spec.notebook, workdir=tmp_root, zone=zone, times=times,
+                           assignments=_assignments(course))
+    for warning in found.warnings + assign_deadlines(found.subs, deadlines):
+        print(f"attngrade: warning: {shown(warning)}", file=sys.stderr)
+    return found.subs
 
 
 def _read_one(spec, sub: Submission):

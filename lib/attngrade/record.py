@@ -51,7 +51,7 @@ def attach(res: Result, sub: Submission, policy) -> None:
     res.lms_late = sub.late
     res.evidence = sub.evidence
     res.timestamp = sub.timestamp
-    res.lateness = policy.lateness(sub.timestamp, sub.late) if policy else None
+    res.lateness = policy.lateness(sub.timestamp, sub.late, sub.due) if policy else None
     res.late_penalty = round(res.score * res.lateness.fraction, 4) if res.lateness else 0.0
     res.manual = None
 

@@ -111,7 +111,7 @@ def fingerprint(spec, sub, *, limits, policy=None, notebook: dict | None = None)
     h.update(json.dumps(
         [sub.student, sub.source, sub.late, sub.problem, sub.ignored, _cells(notebook), repr(limits),
          # the time counts only where a late policy makes it count: a copied file is no change
-         repr(policy), sub.timestamp if policy is not None else None],
+         repr(policy), [sub.timestamp, sub.due] if policy is not None else None],
         sort_keys=True, default=str,
     ).encode())
     return h.hexdigest()

@@ -1,12 +1,19 @@
 """Finding submissions, reading them defensively, and rebuilding them from the release.
 
-Layouts accepted for ``SUBMISSIONS`` (see :func:`discover`):
+Discovery (:func:`discover`) accepts, for ``SUBMISSIONS`` (a folder or a zip of one):
 
-* **nbgrader**: ``<student>/<assignment>/<notebook>.ipynb`` (optionally with ``timestamp.txt``),
-  as in a course's ``submitted/`` folder; a course root holding ``submitted/`` works too.
-* **flat folder** of notebooks named by student (rules in :func:`student_from_filename`).
-* **zip** of either of the above (one enclosing folder is fine).
+* **nbgrader**: ``<student>/<assignment>/<notebook>.ipynb`` (with ``timestamp.txt``), as in a
+  course's ``submitted/`` folder (a course root holding ``submitted/`` works too). The assignment
+  folder's name is matched without regard to case (``02_Attention``); a notebook handed in
+  without it (``<student>/<notebook>.ipynb``) is that student's too. The notebook must have the
+  released name; other notebooks are listed as ignored.
+* **LMS downloads** as each LMS writes them (:mod:`attngrade.lms`): Canvas, Moodle (folders or
+  flat), Blackboard, Brightspace and Gradescope. The identity is the LMS's user id wherever the
+  download holds one, and the student's own file name never makes a new student.
+* **flat folder** of notebooks named by student (rules in :func:`parse_filename`).
+* **zip** of any of these (enclosing folders are fine).
 
+Every notebook becomes a row: one that no rule places is a ``malformed`` row naming the file.
 The discovery stage never follows a link and keeps whatever one entry holds (a name that is not
 UTF-8, a FIFO, a zip member too large) to that entry's submission. A submitted notebook is never
 trusted: :mod:`attngrade.reading` parses it in a bounded child process, and :func:`rebuild` takes from it only the sources of the answer cells, by the grade
@@ -28,16 +35,20 @@ import unicodedata
 import zipfile
 import zlib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
-from .names import base_id, clip_bytes, shown, student_ids
+from . import lms
+from .late import read_time, utc_text
+from .names import base_id, clip_bytes, distinct_ids, shown
 from .notebooks import cell_grade_id
 from .reading import MAX_FILE_BYTES, SubmissionError, read_small
 
 __all__ = [
+    "Discovery",
     "Submission",
     "discover",
+    "discover_class",
     "student_from_filename",
     "parse_filename",
     "FileName",
@@ -48,24 +59,40 @@ __all__ = [
     "Unpacked",
 ]
 
+#: The most a class's zip may expand to; every student gets a fair share (:func:`_shares`).
 MAX_ZIP_BYTES = 2 * 2**30
+#: The most a file that is no notebook is unpacked with (receipts, metadata); larger ones are listed.
+MAX_OTHER_BYTES = 2**20
 _IGNORED = {"__MACOSX", ".ipynb_checkpoints", "__pycache__"}
+_METADATA = {"submission_metadata.yml", "index.html"}  # Gradescope's, Brightspace's
 
 
 @dataclass
 class Submission:
     student: str
     path: Path | None  # the notebook; None when it is missing
-    layout: str  # nbgrader, flat
+    layout: str  # nbgrader, flat, or the LMS whose download it is (canvas, moodle, ...)
     timestamp: str | None = None  # UTC, nbgrader's format; from the best evidence (see ``evidence``)
     problem: tuple[str, str] | None = None  # (status, reason) found while discovering
     notes: list = field(default_factory=list)
     source: str = ""  # the file graded, as named in the submissions
     ignored: list = field(default_factory=list)  # [(file, why)] files of this student not graded
-    late: bool = False  # the LMS marked the file late
-    evidence: str = ""  # where ``timestamp`` comes from
-    submission_id: int | None = None  # the LMS's submission id (Canvas)
+    late: bool | None = None  # the LMS's own verdict (True late, False on time); None: it gives none
+    evidence: str = ""  # where ``timestamp`` (or, without one, the verdict) comes from
+    submission_id: int | None = None  # the LMS's id of the file graded (Canvas's file id)
     name: str = ""  # the name the id was made from (before sanitising)
+    lms: str = ""  # the LMS of the download ("" for nbgrader and flat folders)
+    lms_id: str = ""  # the student's id in that LMS (Canvas user id, Moodle participant id, ...)
+    due: str | None = None  # the student's own deadline (UTC), from a deadlines file or the LMS
+
+
+@dataclass
+class Discovery:
+    """What :func:`discover_class` found: the submissions and what the instructor must know."""
+
+    subs: list
+    warnings: list = field(default_factory=list)
+    lms: str = ""  # the LMS whose download this is, when one is
 
 
 @dataclass
@@ -74,14 +101,13 @@ class FileName:
 
     student: str | None
     name: str  # the student's part of the file name, before sanitising
-    late: bool = False
+    late: bool | None = None
     submission_id: int | None = None
-    copy: int | None = None  # a copy or resubmission counter: ``alice (1)``, ``..._67890-2``
+    copy: int | None = None  # a copy or resubmission counter: ``alice (1)``, ``alice_softmax-2``
     notes: list = field(default_factory=list)
-
-
-_CANVAS = re.compile(r"(?P<name>.*?)(?P<late>_late)?_(?P<user>\d+)_(?P<sub>\d+)")
-_MOODLE = re.compile(r"(?P<name>.*?)_(?P<user>\d+)_assignsubmission_\w+?_?")
+    lms: str = ""  # the LMS whose name it is (attngrade.lms)
+    lms_id: str = ""
+    own: str = ""  # the student's own file name inside an LMS's name
 
 
 def _strip_names(stem: str, names: set) -> str | None:
@@ -95,61 +121,57 @@ def _strip_names(stem: str, names: set) -> str | None:
     return stem
 
 
+def _lms_filename(filename: str) -> FileName | None:
+    placed = lms.name_owner(unicodedata.normalize("NFC", filename), timezone.utc, {})
+    if placed is None:
+        return None
+    notes = ["marked late by the LMS"] if placed.late else []
+    return FileName(clip_bytes(base_id(placed.label), 100) or None, placed.label, placed.late, placed.order,
+                    None, notes, placed.lms, placed.lms_id, placed.own)
+
+
 def parse_filename(
     filename: str, notebook: str, assignment: str, *, assignment_suffix: bool = True
 ) -> FileName:
     """Read a flat folder's file name: the student, LMS tokens, late markers, copy counters.
 
-    Rules, applied to the name without ``.ipynb``; nothing is removed unless its pattern is
+    An LMS's download name (:mod:`attngrade.lms`: Canvas ``<name>[_LATE]_<user id>_<file id>_<file>``,
+    Moodle ``<Full Name>_<id>_assignsubmission_file_<file>``) gives ``<name>_<user id>``: the user
+    id is the identity, and the student's own file name after it (``attention-Copy1.ipynb``) is
+    no part of it. Other names, without ``.ipynb``; nothing is removed unless its pattern is
     unambiguous, so two different file names never give one student by accident:
 
     1. a browser's copy marker ``alice (1)`` is removed and noted;
     2. a trailing ``_<notebook>`` or ``_<assignment>`` is removed (``alice_softmax``,
-       ``alice_01_softmax``); a name that *is* the notebook or assignment names nobody;
-    3. LMS tokens are removed: Canvas's ``[_late]_<user id>_<submission id>`` (two numbers; its
-       resubmission counter after the file name is removed with it) and Moodle's
-       ``_<id>_assignsubmission_file_``. The late marker and the submission id are kept;
-       a resubmission counter ``-2`` is removed only where it follows the notebook's name
-       (``alice_softmax-2``) or Canvas's tokens;
-    4. what is left is the student id (:func:`attngrade.names.base_id`). ``s_1001``, ``team-01``,
+       ``alice_01_softmax``), with a resubmission counter after it (``alice_softmax-2``); a name
+       that *is* the notebook or assignment names nobody;
+    3. what is left is the student id (:func:`attngrade.names.base_id`). ``s_1001``, ``team-01``,
        ``alice_2`` stay as they are: one number alone is not an LMS token.
 
     ``student_01_softmax`` reads as ``student`` + ``_01_softmax`` or as ``student_01`` +
     ``_softmax``; with ``assignment_suffix=False`` only ``_<notebook>`` is removed.
     :func:`discover` decides that for a whole folder (see :func:`_folder_uses_assignment_suffix`).
     """
+    from_lms = _lms_filename(filename)
+    if from_lms is not None:
+        return from_lms
     stem = filename[:-6] if filename.lower().endswith(".ipynb") else filename
     copy_no, notes = None, []
     m = re.fullmatch(r"(.*?)\s+\((\d+)\)", stem)
     if m and m.group(1):
         stem, copy_no = m.group(1), int(m.group(2))
         notes.append(f"file is a copy ({copy_no})")
-    counter = re.fullmatch(r"(.*?)-(\d{1,3})", stem)
     names = {notebook.lower(), assignment.lower()} if assignment_suffix else {notebook.lower()}
-    for candidate, with_counter in ((counter.group(1), True) if counter else (None, False), (stem, False)):
-        if candidate is None:
-            continue
-        rest = _strip_names(candidate, names)
-        if rest is None:
-            if with_counter:
-                continue
-            return FileName(None, stem, copy=copy_no, notes=notes)
-        canvas = _CANVAS.fullmatch(rest)
-        moodle = _MOODLE.fullmatch(rest)
-        if with_counter and not canvas and rest == candidate:
-            continue  # "-2" counts resubmissions only after the notebook's name or Canvas's tokens
-        late, sub_id = False, None
-        if canvas and canvas.group("name"):
-            rest, late, sub_id = canvas.group("name"), bool(canvas.group("late")), int(canvas.group("sub"))
-        elif moodle and moodle.group("name"):
-            rest = moodle.group("name")
-        if with_counter:
-            copy_no = int(counter.group(2))
-            notes.append(f"LMS resubmission counter -{copy_no}")
-        if late:
-            notes.append("marked late by the LMS")
-        return FileName(clip_bytes(base_id(rest), 100) or None, rest, late, sub_id, copy_no, notes)
-    return FileName(None, stem, copy=copy_no, notes=notes)  # pragma: no cover - the loop returns
+    counter = re.fullmatch(r"(.*?)-(\d{1,3})", stem)
+    if counter:  # "-2" counts resubmissions only after the notebook's name
+        rest = _strip_names(counter.group(1), names)
+        if rest is not None and rest != counter.group(1):
+            notes.append(f"LMS resubmission counter -{counter.group(2)}")
+            return FileName(clip_bytes(base_id(rest), 100) or None, rest, None, None, int(counter.group(2)), notes)
+    rest = _strip_names(stem, names)
+    if rest is None:
+        return FileName(None, stem, copy=copy_no, notes=notes)
+    return FileName(clip_bytes(base_id(rest), 100) or None, rest, None, None, copy_no, notes)
 
 
 def _folder_uses_assignment_suffix(names: list[str], notebook: str, assignment: str) -> bool:
@@ -170,10 +192,6 @@ def student_from_filename(filename: str, notebook: str, assignment: str) -> tupl
     return parsed.student, parsed.notes
 
 
-def _utc_text(when: datetime) -> str:
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
-
-
 def _kind(path: Path) -> str:
     """``dir``, ``file``, ``link``, ``other`` or ``absent``, from ``lstat``: links are never followed."""
     try:
@@ -185,25 +203,30 @@ def _kind(path: Path) -> str:
     return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
 
 
-def _read_timestamp(folder: Path) -> tuple[str | None, list[str]]:
+def _read_timestamp(folder: Path, zone: tzinfo) -> tuple[datetime | None, list[str]]:
+    """nbgrader's ``timestamp.txt`` in ``folder``, read in the course's ``zone`` (an offset or
+    zone it states is honoured: :func:`attngrade.late.read_time`); the notes."""
     path = folder / "timestamp.txt"
     if _kind(path) == "absent":
         return None, []
     try:
         text = read_small(path, 4096).decode("utf-8", "replace").strip()[:100]
-        from nbgrader.utils import parse_utc
-
-        return _utc_text(parse_utc(text).replace(tzinfo=timezone.utc)), []
-    except Exception:  # noqa: BLE001 - any unreadable timestamp is ignored, and noted
+    except OSError:
         return None, ["timestamp.txt unreadable (not a plain text file); no submission time recorded"]
+    try:
+        return read_time(text, zone), []
+    except ValueError as exc:
+        return None, [f"timestamp.txt: {shown(str(exc))[:160]}; no submission time recorded"]
 
 
 @dataclass
 class Unpacked:
-    """A zip unpacked into ``root``; ``problems``: members left out (an empty file in their place)."""
+    """A zip unpacked into ``root``; ``problems``: members left out (an empty file in their place),
+    ``listed``: files that are no notebook, listed but not unpacked (an empty file in their place)."""
 
     root: Path
     problems: dict = field(default_factory=dict)  # Path -> why the member was not unpacked
+    listed: dict = field(default_factory=dict)  # Path -> its size in the zip
 
 
 def _member_parts(name: str) -> list[str] | None:
@@ -227,7 +250,8 @@ def _unpack_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, bud
     if info.file_size > MAX_FILE_BYTES:
         return f"is {info.file_size} bytes in the zip (limit {MAX_FILE_BYTES})"
     if info.file_size > budget:
-        return f"was not unpacked: the zip expands to more than {MAX_ZIP_BYTES} bytes"
+        return (f"was not unpacked: it is {info.file_size} bytes and this student's share of the "
+                f"{MAX_ZIP_BYTES} bytes a class's zip may expand to has {budget} left")
     try:
         with zf.open(info) as src, open(target, "wb") as dst:
             copied = 0
@@ -241,31 +265,86 @@ def _unpack_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, bud
     return None
 
 
+def _owner_hint(parts: list[str], depth: int) -> str:
+    """Whose a zip member probably is, to share the zip's size limit: the folder below the
+    enclosing ones, else the student an LMS's or a flat file name gives."""
+    if len(parts) > depth + 1:
+        return "/".join(parts[: depth + 1])
+    name = parts[-1]
+    m = re.match(r"(.+?)_attempt_\d{4}-", name)  # Blackboard: the attempt's prefix
+    if m:
+        return m.group(1)
+    placed = lms.name_owner(name, timezone.utc, {})
+    if placed is not None:
+        return f"{placed.lms}:{placed.lms_id}"
+    return parse_filename(name, "", "").name
+
+
+def _shares(requests: dict, total: int) -> dict:
+    """Each owner's budget of ``total`` bytes: as much as it asks while everyone's equal share of
+    what is left lasts (water filling), so one large submission never crowds out the others."""
+    left, shares = total, {}
+    owners = sorted(requests, key=lambda o: requests[o])
+    for i, owner in enumerate(owners):
+        shares[owner] = min(requests[owner], left // (len(owners) - i))
+        left -= shares[owner]
+    return shares
+
+
+def _plan(members: list) -> tuple[list, dict]:
+    """Each member's owner (:func:`_owner_hint`) and ``{owner: budget}`` for the notebooks
+    among ``members`` [(info, parts)]."""
+    depth = 0
+    while members and all(len(p) > depth + 1 for _, p in members) and len({p[depth] for _, p in members}) == 1:
+        depth += 1  # folders every member is inside (an export's own folder) are nobody's
+    owners, requests = [], {}
+    for info, parts in members:
+        owner = _owner_hint(parts, depth)
+        owners.append(owner)
+        if parts[-1].lower().endswith(".ipynb"):
+            requests[owner] = requests.get(owner, 0) + info.file_size
+    return owners, _shares(requests, MAX_ZIP_BYTES)
+
+
+def _unpack(zf: zipfile.ZipFile, info, owner: str, target: Path, budgets: dict, unpacked: Unpacked) -> None:
+    """One member to ``target``: a notebook within its owner's share, a small other file, or
+    an empty file in its place (listed, or recorded as a problem)."""
+    notebook = target.name.lower().endswith(".ipynb")
+    if not notebook and info.file_size > MAX_OTHER_BYTES:
+        target.write_bytes(b"")
+        unpacked.listed[target] = info.file_size
+        return
+    budget = budgets.get(owner, 0) if notebook else MAX_OTHER_BYTES
+    why = _unpack_member(zf, info, target, budget)
+    if why is not None:
+        target.write_bytes(b"")
+        unpacked.problems[target] = why
+        return
+    if notebook:
+        budgets[owner] -= info.file_size
+    stamp = calendar.timegm((*info.date_time, 0, 0, 0))
+    os.utime(target, (stamp, stamp))
+
+
 def _extract_zip(path: Path, into: Path) -> Unpacked:
-    """Unpack safely: no member outside ``into``, no links; a member too large or unreadable is
-    left out and recorded (it makes its student's submission ``malformed``, nobody else's).
-    Every file gets the time the zip stored for it (read as UTC)."""
+    """Unpack safely: no member outside ``into``, no links. Each student's notebooks share the
+    size limit fairly (:func:`_shares`); a member too large or unreadable is left out and
+    recorded (it makes its student's submission ``malformed``, nobody else's); a file that is
+    no notebook and over :data:`MAX_OTHER_BYTES` is listed without its bytes. Every file gets
+    the time the zip stored for it (read as UTC)."""
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise ValueError(f"{path} is not a readable zip file: {exc}") from exc
-    unpacked, budget = Unpacked(into), MAX_ZIP_BYTES
+    unpacked = Unpacked(into)
     with zf:
-        for info in zf.infolist():
-            parts = None if info.is_dir() else _member_parts(info.filename)
-            if parts is None:
-                continue
+        members = [(i, p) for i in zf.infolist() if not i.is_dir() for p in [_member_parts(i.filename)] if p]
+        owners, budgets = _plan(members)
+        for (info, parts), owner in zip(members, owners):
             target = into.joinpath(*parts)
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                why = _unpack_member(zf, info, target, budget)
-                if why is not None:
-                    target.write_bytes(b"")
-                    unpacked.problems[target] = why
-                    continue
-                budget -= info.file_size
-                stamp = calendar.timegm((*info.date_time, 0, 0, 0))
-                os.utime(target, (stamp, stamp))
+                _unpack(zf, info, owner, target, budgets, unpacked)
             except (OSError, ValueError, OverflowError):
                 continue  # a member whose path cannot be made here (a file where a folder is)
     return unpacked
@@ -275,216 +354,550 @@ def _visible(p: Path) -> bool:
     return not (p.name.startswith(".") or p.name in _IGNORED)
 
 
-def _file_time(path: Path, zipped: bool) -> tuple[str, str]:
-    when = datetime.fromtimestamp(os.lstat(path).st_mtime, timezone.utc)
-    evidence = "the zip's stored time of the file" if zipped else "the file's modification time"
-    return _utc_text(when), evidence
+def _open_root(path: str | Path, workdir: str | None) -> tuple[Path, bool, Unpacked | None]:
+    root = Path(path)
+    if not root.exists():
+        raise ValueError(f"{path}: no such file or folder; give the folder or zip of the submissions")
+    zipped = root.is_file() and zipfile.is_zipfile(root)
+    unpacked = None
+    if zipped:
+        unpacked = _extract_zip(root, Path(tempfile.mkdtemp(prefix="attngrade-zip-", dir=workdir)))
+        root = unpacked.root
+    if not root.is_dir():
+        raise ValueError(
+            f"{path} is neither a folder nor a zip file; give the folder or zip of the submissions"
+        )
+    return root, zipped, unpacked
 
 
-def _newest(cands: list[Submission]) -> tuple[Submission | None, str]:
-    """The newest of one student's files from the best evidence, or None (a tie) and why."""
-    present = [c for c in cands if c.path is not None] or cands
-    if len(present) == 1:
-        return present[0], "the only notebook"
-    ids = [c.submission_id for c in present]
-    if all(i is not None for i in ids) and len(set(ids)) == len(ids):
-        return max(present, key=lambda c: c.submission_id), "the highest LMS submission id"
-    times = [c.timestamp for c in present]
-    if all(times) and len(set(times)) == len(times):
-        best = max(present, key=lambda c: c.timestamp)
-        return best, f"the latest time ({best.evidence})"
-    return None, "no evidence of which is newer (same LMS id or time)"
+@dataclass
+class _File:
+    """A file (or link, FIFO, or folder named like a notebook) below the submissions folder."""
+
+    path: Path
+    parts: tuple  # its path below the submissions folder
+    kind: str  # file, link, other, dir
+
+    @property
+    def source(self) -> str:
+        return shown("/".join(self.parts))
+
+    @property
+    def notebook(self) -> bool:
+        return self.parts[-1].lower().endswith(".ipynb")
+
+
+def _walk(base: Path, depth: int = 16) -> list[_File]:
+    """Every file below ``base`` (hidden ones and ``__MACOSX`` aside); links are not followed."""
+    out, stack = [], [(base, ())]
+    while stack:
+        folder, parts = stack.pop()
+        try:
+            children = list(folder.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            if not _visible(child):
+                continue
+            kind, rel = _kind(child), (*parts, child.name)
+            if kind == "dir" and not child.name.lower().endswith(".ipynb"):
+                if len(rel) < depth:
+                    stack.append((child, rel))
+            else:
+                out.append(_File(child, rel, kind))
+    return sorted(out, key=lambda f: f.parts)
+
+
+def _same_assignment(folder: str, assignment: str) -> bool:
+    return unicodedata.normalize("NFC", folder).casefold() == assignment.casefold()
+
+
+def _names_nobody(name: str, notebook: str, assignment: str) -> bool:
+    return name.lower().endswith(".ipynb") and parse_filename(name, notebook, assignment).student is None
+
+
+def _is_student_folder(folder: Path, assignment: str, notebook: str) -> bool:
+    """Whether ``folder`` is one student's (an LMS's folder, nbgrader's), not an enclosing one."""
+    if lms.is_student_folder(folder.name):
+        return True
+    try:
+        children = [c for c in folder.iterdir() if _visible(c)]
+    except OSError:
+        return True
+    if any(_same_assignment(c.name, assignment) for c in children):
+        return True
+    notebooks = [c.name for c in children if c.name.lower().endswith(".ipynb")]
+    return bool(notebooks) and all(_names_nobody(n, notebook, assignment) for n in notebooks)
+
+
+def _base(root: Path, assignment: str, notebook: str) -> Path:
+    """The folder holding the submissions: ``submitted/`` of a course root, or inside the folders
+    that enclose everything (an export's own folder)."""
+    for _ in range(6):
+        entries = [p for p in root.iterdir() if _visible(p)]
+        if _kind(root / "submitted") == "dir" and not any(p.name.lower().endswith(".ipynb") for p in entries):
+            root = root / "submitted"
+            continue
+        if len(entries) != 1 or _kind(entries[0]) != "dir" or _is_student_folder(entries[0], assignment, notebook):
+            break
+        root = entries[0]
+    return root
+
+
+@dataclass
+class _Cand:
+    """One notebook of one student, before the choice (:func:`_pick`)."""
+
+    file: _File
+    own: str  # the student's own file name
+    attempt: tuple = ()  # orders the student's attempts; () when there is one
+    order: int | None = None  # orders uploads of one attempt (Canvas's file id)
+    when: datetime | None = None  # the submission time the evidence gives
+    late: bool | None = None
+    evidence: str = ""
+    rank: int = 0  # nbgrader: 0 the assignment folder, 1 the student's folder, 2 another folder
+    weak: bool = False  # ``when`` is a file's time (a flat folder's only evidence)
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class _Student:
+    """Everything placed to one student (by the key: the LMS's id, or the name)."""
+
+    key: object  # the name (str) for nbgrader and flat folders; (lms, id) for an LMS's download
+    label: str  # what the id is made from
+    name: str
+    layout: str
+    lms: str = ""
+    lms_id: str = ""
+    cands: list = field(default_factory=list)
+    others: list = field(default_factory=list)  # [(file, why)]: files of the student that are no notebook
+    problem: tuple | None = None
+    notes: list = field(default_factory=list)
+    late: bool | None = None  # the LMS's verdict, from any of the student's files
+    evidence: str = ""
 
 
 @dataclass
 class _Scan:
-    """What every entry of one submissions folder is read against."""
+    """What every file of one submissions folder is read against."""
 
-    root: Path
+    base: Path
     assignment: str
     notebook: str
+    zone: tzinfo
     zipped: bool
-    problems: dict  # from the zip: Path -> why that member was left out
+    unpacked: Unpacked | None
+    others: set  # the course's other assignments (their folders are not this one's)
+    gradescope: dict = field(default_factory=dict)
+    blackboard: dict = field(default_factory=dict)  # attempt prefix -> username
+    receipts: dict = field(default_factory=dict)  # Blackboard: attempt stem -> receipt
     long_suffix: bool = True
+    students: dict = field(default_factory=dict)  # key -> _Student
+    warnings: list = field(default_factory=list)
+    weak: list = field(default_factory=list)  # submissions whose time is a file's time
 
     @property
     def nb_file(self) -> str:
         return self.notebook + ".ipynb"
 
+    def student(self, key, label: str, name: str, layout: str, placed=None) -> _Student:
+        if key not in self.students:
+            self.students[key] = _Student(key, label, name, layout, placed.lms if placed else "",
+                                          placed.lms_id if placed else "")
+        return self.students[key]
 
-def _open_root(path: str | Path, workdir: str | None) -> tuple[Path, bool, dict]:
-    root = Path(path)
-    if not root.exists():
-        raise ValueError(f"{path}: no such file or folder; give the folder or zip of the submissions")
-    zipped = root.is_file() and zipfile.is_zipfile(root)
-    problems: dict = {}
-    if zipped:
-        unpacked = _extract_zip(root, Path(tempfile.mkdtemp(prefix="attngrade-zip-", dir=workdir)))
-        root, problems = unpacked.root, unpacked.problems
-    if not root.is_dir():
-        raise ValueError(
-            f"{path} is neither a folder nor a zip file; give the folder or zip of the submissions"
-        )
-    return root, zipped, problems
+    def folder_student(self, folder: str) -> _Student:
+        """The student of an nbgrader folder (or a flat file's name): the name is the key."""
+        name = unicodedata.normalize("NFC", folder)
+        return self.student(name, name, name, "nbgrader")
 
 
-def _entries(root: Path, assignment: str) -> tuple[Path, list[Path]]:
-    """The folder holding the submissions (``submitted/`` or one enclosing folder) and its entries."""
-    if _kind(root / "submitted") == "dir" and not any(p.suffix == ".ipynb" for p in root.iterdir()):
-        root = root / "submitted"
-    entries = [p for p in root.iterdir() if _visible(p)]
-    if len(entries) == 1 and _kind(entries[0]) == "dir" and _kind(entries[0] / assignment) != "dir":
-        inner = entries[0]
-        inside = list(inner.iterdir())
-        if any(p.suffix == ".ipynb" for p in inside) or any(_kind(d / assignment) == "dir" for d in inside):
-            root, entries = inner, [p for p in inside if _visible(p)]
-    return root, sorted(entries)
+_RECEIPT = re.compile(r".+_attempt_\d{4}(?:-\d\d){5}\.txt")
 
 
-def _has_notebooks(entries: list[Path], assignment: str) -> bool:
-    return any(
-        e.suffix.lower() == ".ipynb" or (_kind(e) == "dir" and _kind(e / assignment) != "absent")
-        for e in entries
-    )
+def _read_metadata(scan: _Scan, files: list) -> None:
+    """Gradescope's ``submission_metadata.yml`` and Blackboard's receipts, read before any file is
+    placed (they say whose the other files are)."""
+    for f in files:
+        name = f.parts[-1]
+        if f.kind != "file" or not (name == "submission_metadata.yml" or _RECEIPT.fullmatch(name)):
+            continue
+        try:
+            text = read_small(f.path, 64 * MAX_OTHER_BYTES).decode("utf-8", "replace")
+            if name.endswith(".txt"):
+                scan.receipts[name[:-4]] = lms.read_receipt(text)
+            else:
+                scan.gradescope.update(lms.read_gradescope(text))
+        except Exception as exc:  # noqa: BLE001 - a metadata file is evidence; without it, say so
+            scan.warnings.append(f"{f.source}: unreadable ({type(exc).__name__}: {shown(str(exc))[:100]}); not used")
+    stems = [f.parts[-1] for f in files] + list(scan.receipts)
+    scan.blackboard = lms.blackboard_users(stems, scan.receipts)
 
 
-def _nbgrader_entry(scan: _Scan, entry: Path, kind: str) -> Submission | None:
-    """``<student>/<assignment>/<notebook>.ipynb``; None when the folder has no such assignment."""
-    name, folder = unicodedata.normalize("NFC", entry.name), entry / scan.assignment
-    where = f"{shown(entry.name)}/{scan.assignment}/"
-    sub = Submission(name, None, "nbgrader", name=name, source=where)
-    if kind == "link":
-        sub.problem = ("malformed", f"{shown(entry.name)} is a symbolic link; links are not followed")
-        return sub
-    folder_kind = _kind(folder)
-    if folder_kind == "link":
-        sub.problem = ("malformed", f"{where.rstrip('/')} is a symbolic link; links are not followed")
-        return sub
-    if folder_kind != "dir":
-        return None
-    sub.timestamp, sub.notes = _read_timestamp(folder)
-    sub.evidence = "nbgrader's timestamp.txt" if sub.timestamp else ""
-    others = sorted(
-        p.name for p in folder.iterdir() if p.suffix == ".ipynb" and _visible(p) and p.name != scan.nb_file
-    )
-    sub.ignored = [(shown(where + o), f"not the released name {scan.nb_file}") for o in others]
-    candidate = folder / scan.nb_file
-    _attach_file(sub, scan, candidate, _kind(candidate), where + scan.nb_file)
-    if sub.problem is None and sub.path is None:
-        found = f"; found {', '.join(map(shown, others))}" if others else " in the submission folder"
-        sub.problem = ("missing", f"no {scan.nb_file}{found}")
-    return sub
+def _file_time(path: Path, zipped: bool) -> tuple[datetime, str]:
+    when = datetime.fromtimestamp(os.lstat(path).st_mtime, timezone.utc)
+    return when, ("the zip's stored time of the file" if zipped else "the file's modification time")
 
 
-def _attach_file(sub: Submission, scan: _Scan, path: Path, kind: str, source: str) -> None:
-    """Make ``path`` the file ``sub`` grades, or give ``sub`` the problem that stops it."""
-    if kind == "absent":
-        return
-    sub.source = shown(source)
-    if kind == "link":
-        sub.problem = ("malformed", f"{sub.source} is a symbolic link; links are not followed")
-    elif kind != "file":
-        sub.problem = ("malformed", f"{sub.source} is not a regular file")
-    elif path in scan.problems:
-        sub.problem = ("malformed", f"{sub.source} {scan.problems[path]}")
-    else:
-        sub.path = path
-
-
-def _flat_entry(scan: _Scan, entry: Path, kind: str) -> Submission:
-    """A notebook named by its student (:func:`parse_filename`)."""
-    parsed = parse_filename(entry.name, scan.notebook, scan.assignment, assignment_suffix=scan.long_suffix)
-    name = unicodedata.normalize("NFC", parsed.name if parsed.student else entry.stem)
-    timestamp, evidence = _file_time(entry, scan.zipped)
-    sub = Submission(
-        name, None, "flat", timestamp, None, list(parsed.notes), late=parsed.late, evidence=evidence,
-        submission_id=parsed.submission_id, name=name,
-    )
-    _attach_file(sub, scan, entry, kind, entry.name)
-    if parsed.student is None and sub.problem is None:
-        sub.problem = ("malformed", f"the file name {shown(entry.name)!r} does not name a student")
-        sub.path = None
-    return sub
-
-
-def _entry(scan: _Scan, entry: Path) -> Submission | None:
-    """One entry of the submissions folder as a submission; every failure is that entry's own."""
+def _lms_owners(scan: _Scan, f: _File) -> list | None:
+    """The students an LMS's folder or file name gives ``f`` (:mod:`attngrade.lms`), or None."""
     try:
-        kind = _kind(entry)
-        if entry.suffix.lower() == ".ipynb" and kind != "dir":
-            return _flat_entry(scan, entry, kind)
-        if kind in ("dir", "link"):
-            return _nbgrader_entry(scan, entry, kind)
+        for i in range(len(f.parts) - 1):
+            owners = lms.folder_owner(f.parts[i], "/".join(f.parts[i + 1:]), scan.zone, scan.gradescope)
+            if owners:
+                return owners
+        placed = lms.name_owner(unicodedata.normalize("NFC", f.parts[-1]), scan.zone, scan.blackboard)
+    except ValueError:
         return None
-    except Exception as exc:  # noqa: BLE001 - the class goes on; this entry says why it was not read
-        name = unicodedata.normalize("NFC", entry.name)
-        why = f"the grader could not read {shown(entry.name)!r} ({type(exc).__name__}: {shown(str(exc))[:100]})"
-        return Submission(name, None, "unknown", problem=("malformed", why), name=name)
+    return [placed] if placed is not None else None
 
 
-def _choose(name: str, cands: list[Submission]) -> Submission:
-    """One student's submission among their files: the newest, or ``ambiguous`` on a tie."""
-    if len(cands) == 1:
-        return cands[0]
-    files = ", ".join(sorted(c.source for c in cands))
-    best, why = _newest(cands)
-    if best is None:
-        keep = cands[0]
-        keep.problem = (
-            "ambiguous",
-            f"{len(cands)} files for {shown(name)!r} and {why}: {files}; "
-            "keep the one to grade (or fix their times) and grade again",
-        )
+def _add_lms(scan: _Scan, f: _File, placed) -> None:
+    st = scan.student((placed.lms, placed.lms_id), placed.label, placed.name, placed.lms, placed)
+    if placed.late is not None:
+        st.late, st.evidence = bool(st.late) or placed.late, placed.evidence
+    if not f.notebook:
+        size = scan.unpacked.listed.get(f.path) if scan.unpacked else None
+        st.others.append((f.source, "not a notebook" + (f", {size} bytes, not unpacked" if size else "")))
+        return
+    st.cands.append(_Cand(f, placed.own, placed.attempt, placed.order, placed.when, placed.late, placed.evidence,
+                          notes=list(placed.notes)))
+
+
+def _add_receipt(scan: _Scan, f: _File) -> None:
+    """A Blackboard receipt: its student has a row even when the attempt holds no notebook."""
+    stem = f.parts[-1][:-4]
+    prefix = stem.rsplit("_attempt_", 1)[0]
+    user = scan.blackboard.get(prefix)
+    if user:
+        scan.student(("blackboard", user), user, user, "blackboard", lms.Placed("blackboard", user, user, ""))
+    said = scan.receipts.get(stem, {}).get("submitted")
+    if said and not any(w.startswith("Blackboard's receipts") for w in scan.warnings):
+        try:
+            read_time(re.sub(r" o'clock", "", said), scan.zone)
+        except ValueError as exc:
+            scan.warnings.append(f"Blackboard's receipts state their times as {said!r}, which the course's zone "
+                                 f"does not read ({shown(str(exc))[:120]}): set c.AttnGrade.timezone or --timezone "
+                                 "to the Blackboard server's zone, in which the file names' attempt times are read")
+
+
+def _place_flat(scan: _Scan, f: _File) -> None:
+    """A file at the top of a folder that no LMS's name rule reads: a notebook named by its student."""
+    name = f.parts[-1]
+    if not f.notebook:
+        if f.kind == "link":
+            scan.folder_student(name).problem = ("malformed", f"{f.source} is a symbolic link; links are not followed")
+        elif name not in _METADATA:
+            scan.warnings.append(f"{f.source}: not a notebook, and its name names no student; not graded")
+        return
+    parsed = parse_filename(name, scan.notebook, scan.assignment, assignment_suffix=scan.long_suffix)
+    label = unicodedata.normalize("NFC", parsed.name if parsed.student else name[:-6])
+    st = scan.student(label, label, label, "flat")
+    when, evidence = _file_time(f.path, scan.zipped)
+    st.cands.append(_Cand(f, name, when=when, evidence=evidence, weak=True, notes=list(parsed.notes)))
+    if parsed.student is None:
+        st.problem = ("malformed", f"the file name {f.source!r} does not name a student")
+
+
+def _looks_like_assignment(folder: str, scan: _Scan) -> bool:
+    """A folder of another assignment (the course's, or named like one: ``01_softmax``)."""
+    low = unicodedata.normalize("NFC", folder).casefold()
+    return low in scan.others or bool(re.fullmatch(r"\d+[_-]\w.*", low))
+
+
+def _place_nbgrader(scan: _Scan, f: _File) -> None:
+    """A file inside a student's folder: ``<student>/<assignment>/...``, ``<student>/<notebook>``,
+    or a notebook in another folder of the student's (not another assignment's)."""
+    student, rest = f.parts[0], f.parts[1:]
+    ours = _same_assignment(rest[0], scan.assignment)
+    if f.kind == "link" and len(rest) == 1 and ours:
+        scan.folder_student(student).problem = ("malformed", f"{f.source} is a symbolic link; links are not followed")
+        return
+    if not f.notebook:
+        return  # timestamp.txt, data files: nbgrader's layout keeps them beside the notebook
+    if len(rest) == 1:
+        rank, dated = 1, f.path.parent
+    elif ours:
+        rank, dated = (0 if len(rest) == 2 else 3), scan.base / student / rest[0]
+    elif _looks_like_assignment(rest[0], scan):
+        return  # another assignment's notebook, in nbgrader's submitted/ folder
     else:
-        keep = best
-        keep.notes.append(f"graded {keep.source!r}: {why} of {len(cands)} files")
-    for c in sorted(cands, key=lambda c: c.source):
-        if c is not keep or keep.problem is not None:
-            keep.ignored.append((c.source, "older" if keep.problem is None else "ambiguous: not graded"))
-        if c is not keep:
-            keep.ignored.extend(c.ignored)
-    if keep.problem is not None:
-        keep.source, keep.path, keep.timestamp = "", None, None  # nothing graded, no file named
-    keep.late = any(c.late for c in ([keep] if keep.problem is None else cands))
-    return keep
+        rank, dated = 2, f.path.parent
+    st = scan.folder_student(student)
+    when, notes = _read_timestamp(dated, scan.zone)
+    evidence = "nbgrader's timestamp.txt" if when else ""
+    if rank == 1:
+        notes.append(f"no {scan.assignment}/ folder: the notebook is in the student's folder")
+    st.cands.append(_Cand(f, rest[-1], when=when, evidence=evidence, rank=rank, notes=notes))
+
+
+def _nbgrader_folders(scan: _Scan) -> None:
+    """Every student folder holding this assignment's folder has a row, even an empty one."""
+    for entry in scan.base.iterdir():
+        if _visible(entry) and _kind(entry) == "dir" and not lms.is_student_folder(entry.name):
+            try:
+                if any(_same_assignment(c.name, scan.assignment) for c in entry.iterdir()):
+                    scan.folder_student(entry.name)
+            except OSError:
+                continue
+
+
+def _place(scan: _Scan, f: _File) -> None:
+    """Give ``f`` to its student(s); a file that no rule places is noted."""
+    name = f.parts[-1]
+    if f.kind == "file" and _RECEIPT.fullmatch(name):
+        return _add_receipt(scan, f)
+    if len(f.parts) == 1 and name in _METADATA or name == "submission_metadata.yml":
+        return None
+    owners = _lms_owners(scan, f)
+    for placed in owners or []:
+        _add_lms(scan, f, placed)
+    if owners:
+        return None
+    return _place_flat(scan, f) if len(f.parts) == 1 else _place_nbgrader(scan, f)
+
+
+def _released_name(own: str, nb_file: str) -> bool:
+    """``own`` is the released notebook's name, a copy counter of a browser or LMS aside
+    (``attention (1).ipynb``, Canvas's ``attention-1.ipynb``); Jupyter's ``-Copy1`` is a copy."""
+    base = own.rsplit("/", 1)[-1]
+    base = re.sub(r"(?:-\d{1,3}|\s+\(\d+\))(?=\.ipynb$)", "", base, flags=re.IGNORECASE)
+    return base.casefold() == nb_file.casefold()
+
+
+def _released(scan: _Scan, st: _Student, cands: list) -> tuple[list, list]:
+    """The notebooks that may be graded (``pool``) and why each other one is not."""
+    if st.layout == "nbgrader":  # nbgrader's contract: the released name, in the assignment's folder
+        named = [c for c in cands if c.own.casefold() == scan.nb_file.casefold()]
+        best = min((c.rank for c in named), default=None)
+        pool = [c for c in named if c.rank == best]
+    else:
+        named = [c for c in cands if _released_name(c.own, scan.nb_file)]
+        pool = named or cands
+    why = [(c.file.source, "outside the assignment folder" if c in named else f"not the released name {scan.nb_file}")
+           for c in cands if c not in pool]
+    return pool, why
+
+
+def _newest(pool: list) -> tuple[_Cand | None, str]:
+    """The newest of one attempt's notebooks by the best evidence, or None (a tie) and why."""
+    orders = [c.order for c in pool]
+    if None not in orders and len(set(orders)) == len(orders):
+        return max(pool, key=lambda c: c.order), "the LMS's newest upload (the highest file id)"
+    times = [c.when for c in pool]
+    if None not in times and len(set(times)) == len(times):
+        best = max(pool, key=lambda c: c.when)
+        return best, f"the latest time ({best.evidence})"
+    return None, "no evidence of which is newer (same LMS id or time)"
+
+
+def _pick(scan: _Scan, st: _Student) -> tuple[_Cand | None, list, str]:
+    """The notebook to grade among ``st``'s: the newest attempt's, the released name's, then the
+    newest upload; None and why when none (``missing``) or no evidence decides (a tie)."""
+    cands, ignored = st.cands, []
+    attempts = {c.attempt for c in cands}
+    if len(attempts) > 1 and all(c.attempt for c in cands):
+        newest = max(attempts)
+        ignored += [(c.file.source, "older") for c in cands if c.attempt != newest]
+        cands = [c for c in cands if c.attempt == newest]
+    pool, why = _released(scan, st, cands)
+    ignored += why
+    if not pool:
+        return None, ignored, "missing"
+    if len(pool) == 1:
+        return pool[0], ignored, "the only notebook"
+    best, reason = _newest(pool)
+    tag = "older" if best is not None else "ambiguous: not graded"
+    ignored += [(c.file.source, tag) for c in sorted(pool, key=lambda c: c.file.source) if c is not best]
+    return best, ignored, reason
+
+
+def _attach_file(sub: Submission, scan: _Scan, f: _File) -> None:
+    """Make ``f`` the file ``sub`` grades, or give ``sub`` the problem that stops it."""
+    sub.source = f.source
+    problems = scan.unpacked.problems if scan.unpacked else {}
+    if f.kind == "link":
+        sub.problem = ("malformed", f"{sub.source} is a symbolic link; links are not followed")
+    elif f.kind != "file":
+        sub.problem = ("malformed", f"{sub.source} is not a regular file")
+    elif f.path in problems:
+        sub.problem = ("malformed", f"{sub.source} {problems[f.path]}")
+    else:
+        sub.path = f.path
+
+
+_NO_TIME = {
+    "canvas": "Canvas's download holds no submission time (its files carry the download's time)",
+    "moodle": "Moodle's download holds no submission time (its files carry the download's time)",
+}
+
+
+def _graded(sub: Submission, scan: _Scan, st: _Student, best: _Cand, reason: str) -> None:
+    """What the graded notebook ``best`` says of ``sub``: the file, the time and its evidence."""
+    _attach_file(sub, scan, best.file)
+    sub.notes += best.notes
+    if len(st.cands) > 1:
+        sub.notes.append(f"graded {sub.source!r}: {reason} of {len(st.cands)} files")
+    if st.lms and not _released_name(best.own, scan.nb_file):
+        sub.notes.append(f"graded {shown(best.own)!r}, the student's own name for the notebook "
+                         f"(not the released {scan.nb_file})")
+    sub.submission_id = best.order
+    if best.late is not None:
+        sub.late = best.late
+    if best.when is not None:
+        sub.timestamp, sub.evidence = utc_text(best.when), best.evidence
+        if best.weak:
+            scan.weak.append(sub)
+    elif st.lms in _NO_TIME:
+        sub.evidence = "; ".join(e for e in (_NO_TIME[st.lms], sub.evidence) if e)
+
+
+def _choose(scan: _Scan, st: _Student) -> Submission:
+    """One student's submission: the notebook to grade (:func:`_pick`), or the problem."""
+    sub = Submission("", None, st.layout, notes=list(st.notes), late=st.late, evidence=st.evidence, name=st.name,
+                     lms=st.lms, lms_id=st.lms_id)
+    best, ignored, reason = _pick(scan, st) if st.cands else (None, [], "missing")
+    sub.ignored = ignored + st.others
+    if st.problem is not None:
+        sub.problem = st.problem
+        sub.source = st.cands[0].file.source if st.cands else ""
+        sub.ignored = [(c.file.source, "not graded") for c in st.cands[1:]] + st.others
+    elif best is None and reason == "missing":
+        found = [s for s, _ in sub.ignored]
+        sub.problem = ("missing", f"no {scan.nb_file}" + (f"; found {', '.join(found)}" if found else
+                                                         " in the submission folder"))
+    elif best is None:
+        files = ", ".join(sorted(c.file.source for c in st.cands))
+        sub.problem = ("ambiguous", f"{len(st.cands)} files for {shown(st.name)!r} and {reason}: {files}; "
+                       "keep the one to grade (or fix their times) and grade again")
+    else:
+        _graded(sub, scan, st, best, reason)
+    return sub
+
+
+def _apply_times(scan: _Scan, subs: list, times) -> None:
+    """The submission times (and the LMS's verdicts and extensions) of a times CSV
+    (:func:`attngrade.lms.read_times`), matched by the LMS's user id or attngrade's id."""
+    if times is None:
+        return
+    unmatched = []
+    for sub in subs:
+        keys = [k for k in (sub.lms_id, sub.student) if k]
+        row = next((times.rows[k.casefold() if "@" in k else k] for k in keys
+                    if (k.casefold() if "@" in k else k) in times.rows), None)
+        if row is None:
+            unmatched.append(sub.student)
+            continue
+        when, late, due = row
+        if when is not None:
+            sub.timestamp, sub.evidence = utc_text(when), f"{shown(times.path)}, column {times.column!r}"
+            scan.weak = [s for s in scan.weak if s is not sub]
+        if late is not None:
+            sub.late = late
+        if due is not None:
+            sub.due = utc_text(due)
+    if unmatched:
+        scan.warnings.append(f"--submission-times {shown(times.path)}: no row for {len(unmatched)} submission(s) "
+                        f"({', '.join(unmatched[:10])}{', ...' if len(unmatched) > 10 else ''}); their times "
+                        "are the download's evidence alone")
+
+
+def _one_time(scan: _Scan, files: list) -> None:
+    """Files that all carry one time carry a copy's or a download's time, not submission times:
+    say so, and drop such times where they were the only evidence."""
+    stamps = {os.lstat(f.path).st_mtime for f in files if f.notebook and f.kind == "file"}
+    count = sum(1 for f in files if f.notebook and f.kind == "file")
+    if count < 2 or len(stamps) != 1:
+        return
+    when = utc_text(datetime.fromtimestamp(stamps.pop(), timezone.utc))
+    dropped = [s for s in scan.weak if s.timestamp == when]
+    scan.warnings.append(
+        f"all {count} notebooks carry one time, {when[:19]} UTC: the time the "
+        f"{'zip' if scan.zipped else 'folder'} was made, not when anyone submitted; it is not used as a "
+        "submission time" + (f" ({len(dropped)} submissions have no time)" if dropped else "")
+    )
+    for sub in dropped:
+        sub.timestamp = None
+        sub.evidence = "no submission time: every file carries the same time (a download's or a copy's)"
+
+
+def _namesakes(scan: _Scan) -> None:
+    """Brightspace names no user id: several submissions under one name are taken as one
+    student's resubmissions; say so, since two students may share the name."""
+    for st in scan.students.values():
+        attempts = {c.attempt for c in st.cands}
+        if st.lms == "brightspace" and len(attempts) > 1:
+            scan.warnings.append(
+                f"Brightspace's download names no user id: the {len(attempts)} submissions named "
+                f"{shown(st.name)!r} are graded as one student's (the newest); if two students share the "
+                "name, grade their submissions apart"
+            )
+
+
+def _no_time_warning(subs: list, lms_name: str, warnings: list) -> None:
+    untimed = [s for s in subs if s.lms and s.timestamp is None and s.problem is None]
+    if untimed and lms_name in _NO_TIME:
+        verdict = " (Canvas's LATE marker still says who is late)" if lms_name == "canvas" else ""
+        warnings.append(f"{len(untimed)} submissions have no submission time: {_NO_TIME[lms_name]}{verdict}; "
+                        "give the LMS's submission times with --submission-times")
+
+
+def discover_class(
+    path: str | Path, assignment: str, notebook: str, *, workdir: str | None = None, zone: tzinfo | None = None,
+    times=None, assignments=(),
+) -> Discovery:
+    """Every submission of ``assignment`` under ``path`` (a folder or a zip), sorted by student,
+    and the warnings the instructor must read (module docstring).
+
+    One student with several files: the newest attempt (an LMS's attempt time or id), then the
+    notebook with the released name, then the newest upload by the best evidence (an LMS's file
+    id, nbgrader's ``timestamp.txt``, a flat folder's file times) is graded; the others are
+    listed in ``ignored``. When nothing tells which is newer, the student's status is
+    ``ambiguous`` and nothing is guessed. An LMS download's file times are never evidence.
+    ``zone``: the course's time zone (:func:`attngrade.late.course_zone`); ``times``: an LMS's
+    submission times (:func:`attngrade.lms.read_times`); ``assignments``: the course's
+    assignments, whose folders in nbgrader's layout are not this one's. Raises ``ValueError``
+    when ``path`` does not exist or holds no submission at all.
+    """
+    root, zipped, unpacked = _open_root(path, workdir)
+    base = _base(root, assignment, notebook)
+    files = _walk(base)
+    others = {a.casefold() for a in assignments if a.casefold() != assignment.casefold()}
+    scan = _Scan(base, assignment, notebook, zone or timezone.utc, zipped, unpacked, others)
+    _read_metadata(scan, files)
+    flat = [f.parts[0] for f in files if len(f.parts) == 1 and f.notebook]
+    scan.long_suffix = _folder_uses_assignment_suffix(flat, notebook, assignment)
+    _nbgrader_folders(scan)
+    for f in files:
+        _place(scan, f)
+    if not scan.students:
+        raise ValueError(
+            f"{path}: no notebooks found (expected <student>/{assignment}/{notebook}.ipynb, <student>.ipynb "
+            "files, an LMS's download (Canvas, Moodle, Blackboard, Brightspace, Gradescope), or a zip of one)"
+        )
+    ids = distinct_ids({key: st.label for key, st in scan.students.items()})
+    subs = []
+    for key, st in scan.students.items():
+        sub = _choose(scan, st)
+        sub.student = ids[key]
+        subs.append(sub)
+    _apply_times(scan, subs, times)
+    _namesakes(scan)
+    _one_time(scan, files)
+    kinds = [s.lms for s in subs if s.lms]
+    lms_name = max(set(kinds), key=kinds.count) if kinds else ""
+    _no_time_warning(subs, lms_name, scan.warnings)
+    return Discovery(sorted(subs, key=lambda s: s.student), scan.warnings, lms_name)
 
 
 def discover(
-    path: str | Path, assignment: str, notebook: str, *, workdir: str | None = None
+    path: str | Path, assignment: str, notebook: str, *, workdir: str | None = None, zone: tzinfo | None = None,
+    times=None, assignments=(),
 ) -> list[Submission]:
-    """Every submission of ``assignment`` under ``path`` (folder or zip), sorted by student.
-
-    Links are never followed (a link is its student's ``malformed``), and whatever one entry
-    holds (a name that is not UTF-8, a FIFO, a zip member too large) is that entry's problem,
-    never the class's. One student with several files: the newest by the best evidence is graded
-    (LMS submission ids, then nbgrader's ``timestamp.txt`` or the zip's stored times or the
-    files' times); the others are listed in ``ignored``. When nothing tells which is newer, the
-    student's status is ``ambiguous`` and nothing is guessed. Different names get different ids
-    (:func:`attngrade.names.student_ids`). Raises ``ValueError`` when ``path`` does not exist or
-    holds no notebook at all.
-    """
-    root, zipped, problems = _open_root(path, workdir)
-    root, entries = _entries(root, assignment)
-    if not _has_notebooks(entries, assignment):
-        raise ValueError(
-            f"{path}: no notebooks found (expected <student>/{assignment}/{notebook}.ipynb, "
-            f"or <student>.ipynb files, or a zip of either)"
-        )
-    flat_names = [e.name for e in entries if e.suffix.lower() == ".ipynb" and _kind(e) != "dir"]
-    scan = _Scan(root, assignment, notebook, zipped, problems)
-    scan.long_suffix = _folder_uses_assignment_suffix(flat_names, notebook, assignment)
-    groups: dict[str, list[Submission]] = {}
-    for entry in entries:
-        sub = _entry(scan, entry)
-        if sub is not None:
-            groups.setdefault(sub.name, []).append(sub)
-    ids = student_ids(groups)
-    subs = []
-    for name, cands in groups.items():
-        keep = _choose(name, cands)
-        keep.student = ids[unicodedata.normalize("NFC", name)]
-        subs.append(keep)
-    return sorted(subs, key=lambda s: s.student)
+    """The submissions of :func:`discover_class` (its warnings aside)."""
+    return discover_class(path, assignment, notebook, workdir=workdir, zone=zone, times=times,
+                          assignments=assignments).subs
 
 
 def other_assignment(gids: set, assignment: str, releases: dict[str, set]) -> str | None:

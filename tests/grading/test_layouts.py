@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import zipfile
+from datetime import timedelta, timezone
 
 import nbformat
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import gradingkit as gk
 from attngrade.submissions import discover, student_from_filename
@@ -19,10 +22,15 @@ from attngrade.submissions import discover, student_from_filename
         ("alice_softmax.ipynb", "alice"),
         ("alice_01_softmax.ipynb", "alice"),
         ("Alice_Softmax.ipynb", "Alice"),
-        ("alice_12345_67890_softmax.ipynb", "alice"),
-        ("alice_late_12345_67890_softmax.ipynb", "alice"),
-        ("alice_smith_12345_67890_softmax-1.ipynb", "alice_smith"),
-        ("Alice Smith_1234_assignsubmission_file_softmax.ipynb", "Alice_Smith"),
+        # An LMS's name: the user id is the identity, the student's own file name no part of it.
+        ("alice_12345_67890_softmax.ipynb", "alice_12345"),
+        ("alice_late_12345_67890_softmax.ipynb", "alice_12345"),
+        ("alice_LATE_12345_67890_softmax.ipynb", "alice_12345"),
+        ("alice_smith_12345_67890_softmax-1.ipynb", "alice_smith_12345"),
+        ("nguyenminh_2036_71000001_attention-Copy1.ipynb", "nguyenminh_2036"),
+        ("LATE_anon_Kx4bZ_71000002_my notebook.ipynb", "anon_Kx4bZ"),
+        ("Alice Smith_1234_assignsubmission_file_softmax.ipynb", "Alice_Smith_1234"),
+        ("Alice Smith_1234_assignsubmission_file_Softmax (2).ipynb", "Alice_Smith_1234"),
         ("bob (1).ipynb", "bob"),
         ("bob_smith.ipynb", "bob_smith"),
         ("s_1001.ipynb", "s_1001"),
@@ -69,7 +77,7 @@ def test_discovering_a_flat_folder(tmp_path, notebooks):
     (tmp_path / ".ipynb_checkpoints").mkdir()
     _write(notebooks["right"], tmp_path / ".ipynb_checkpoints" / "eve-checkpoint.ipynb")
     subs = {s.student: s for s in discover(tmp_path, "01_softmax", "softmax")}
-    assert sorted(subs) == ["alice", "bob", "carol", "dave", "softmax"]
+    assert sorted(subs) == ["alice", "bob", "carol_12345", "dave", "softmax"]
     assert subs["softmax"].problem[0] == "malformed"
     assert subs["dave"].path.name == "dave_softmax-2.ipynb"
     assert subs["dave"].ignored == [("dave_softmax.ipynb", "older")]
@@ -105,12 +113,12 @@ def test_zip_slip_and_links_are_ignored(tmp_path, notebooks):
 @pytest.mark.parametrize("layout", ["nbgrader", "flat", "zip-flat", "zip-nbgrader"])
 def test_every_layout_grades_end_to_end(tmp_path, notebooks, layout):
     src = tmp_path / "src"
-    students = {"alice": "right", "bob": "stub"}
-    for student, kind in students.items():
+    students = {"alice": ("right", 101), "bob": ("stub", 102)}
+    for student, (kind, user) in students.items():
         if layout.endswith("nbgrader"):
             _write(notebooks[kind], src / "submissions" / student / "01_softmax" / "softmax.ipynb")
         else:
-            _write(notebooks[kind], src / "submissions" / f"{student}_12345_67890_softmax.ipynb")
+            _write(notebooks[kind], src / "submissions" / f"{student}_{user}_67890{user}_softmax.ipynb")
     target = src / "submissions"
     if layout.startswith("zip"):
         target = tmp_path / "submissions.zip"
@@ -121,9 +129,10 @@ def test_every_layout_grades_end_to_end(tmp_path, notebooks, layout):
     proc = gk.run_attngrade("01_softmax", target, "--out", out, "--no-gradebook", "--jobs", "2")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = gk.read_grades(out)
+    ids = ("alice", "bob") if layout.endswith("nbgrader") else ("alice_101", "bob_102")
     assert {s: (r["status"], r["score"]) for s, r in rows.items()} == {
-        "alice": ("graded", "8"),
-        "bob": ("graded", "0"),
+        ids[0]: ("graded", "8"),
+        ids[1]: ("graded", "0"),
     }
 
 
@@ -261,3 +270,199 @@ def test_a_class_from_a_zip_is_graded_with_the_right_file_for_each_student(
         stamp = gb.find_submission("01_softmax", "alice").timestamp
         assert stamp.strftime("%Y-%m-%d %H:%M") == "2026-11-20 09:00"
         assert gb.find_submission("01_softmax", "tie").notebooks[0].flagged
+
+
+# ------------------------------------------------------------------ LMS downloads and odd layouts
+# Discovery never reads a notebook, so these write a placeholder and check who gets which file.
+
+
+def _put(folder, *names, text="{}"):
+    for name in names:
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return folder
+
+
+def _zip_of(path, names, when=(2024, 4, 8, 16, 16, 42)):
+    """A zip whose members all carry one time, as an LMS's download stamps them."""
+    with zipfile.ZipFile(path, "w") as zf:
+        for name in names:
+            zf.writestr(zipfile.ZipInfo(name, date_time=when), "{}")
+    return path
+
+
+def _found(target, tmp_path, assignment="02_attention", notebook="attention", **kw):
+    from attngrade.submissions import discover_class
+
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return discover_class(target, assignment, notebook, workdir=str(work), **kw)
+
+
+def test_canvas_namesakes_stay_two_students_and_a_renamed_copy_keeps_its_owner(tmp_path):
+    """Two "Nguyen, Minh" (user ids 2036, 2037) and Jupyter's "Make a Copy" in one Canvas zip."""
+    archive = _zip_of(tmp_path / "submissions.zip", [
+        "nguyenminh_2036_71000001_attention.ipynb",
+        "nguyenminh_2037_71000002_attention.ipynb",
+        "ramanpriya_2040_71000003_attention-Copy1.ipynb",
+    ])
+    found = _found(archive, tmp_path)
+    subs = {s.lms_id: s for s in found.subs}
+    assert sorted(subs) == ["2036", "2037", "2040"] and found.lms == "canvas"
+    assert [s.student for s in found.subs] == ["nguyenminh_2036", "nguyenminh_2037", "ramanpriya_2040"]
+    assert all(s.problem is None and s.path is not None and s.ignored == [] for s in found.subs)
+    assert subs["2040"].source == "ramanpriya_2040_71000003_attention-Copy1.ipynb"
+    assert any("attention-Copy1.ipynb" in n and "own name" in n for n in subs["2040"].notes)
+
+
+def test_canvas_late_marker_in_capitals_is_the_verdict_not_part_of_the_id(tmp_path):
+    folder = _put(tmp_path / "dl", "chenemily_LATE_40106_71000011_attention.ipynb",
+                  "smitholiver_40112_71000001_attention.ipynb")
+    subs = {s.student: s for s in _found(folder, tmp_path).subs}
+    assert sorted(subs) == ["chenemily_40106", "smitholiver_40112"]
+    assert subs["chenemily_40106"].late is True and subs["smitholiver_40112"].late is False
+    assert "LATE marker" in subs["chenemily_40106"].evidence
+
+
+def test_a_downloads_member_times_are_never_submission_times(tmp_path):
+    """Canvas stamps every member with the time of the download: no one's submission time."""
+    archive = _zip_of(tmp_path / "submissions.zip", [
+        "bobby_11_501_attention.ipynb", "carla_LATE_12_502_attention.ipynb", "dora_13_503_attention.ipynb"])
+    found = _found(archive, tmp_path)
+    assert all(s.timestamp is None for s in found.subs)
+    assert all("download" in s.evidence for s in found.subs)
+    assert any("carry one time, 2024-04-08 16:16:42" in w for w in found.warnings)
+    assert any("3 submissions have no submission time" in w for w in found.warnings)
+
+
+def test_a_flat_folders_one_shared_time_is_dropped_not_used(tmp_path):
+    """Copied files share the copy's time: a late policy must not read it as anyone's."""
+    folder = _put(tmp_path / "flat", "alice.ipynb", "bob.ipynb", "carol.ipynb")
+    for path in folder.iterdir():
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    found = _found(folder, tmp_path, "01_softmax", "softmax")
+    assert [s.timestamp for s in found.subs] == [None, None, None]
+    assert any("carry one time" in w and "3 submissions have no time" in w for w in found.warnings)
+
+
+@pytest.mark.parametrize("layout", ["folders", "folders-before-4.1", "flat"])
+def test_moodle_downloads_give_the_participant_id_as_identity(tmp_path, layout):
+    names = {"folders": "{}_assignsubmission_file/{}", "folders-before-4.1": "{}_assignsubmission_file_/{}",
+             "flat": "{}_assignsubmission_file_{}"}[layout]
+    archive = _zip_of(tmp_path / "moodle.zip", [
+        names.format("Minh Nguyen_3400004", "attention.ipynb"),
+        names.format("Minh Nguyen_3400006", "attention.ipynb"),
+        names.format("Seán OBrien-Smith_3400003", "Attention (2).ipynb"),
+        names.format("Aisha Bello_3400002", "notes.pdf"),
+    ])
+    subs = {s.lms_id: s for s in _found(archive, tmp_path).subs}
+    assert sorted(subs) == ["3400002", "3400003", "3400004", "3400006"]
+    assert subs["3400004"].student == "Minh_Nguyen_3400004" and subs["3400004"].problem is None
+    assert subs["3400003"].source.endswith("Attention (2).ipynb") and subs["3400003"].problem is None
+    status, reason = subs["3400002"].problem  # a row, never a silent drop
+    assert status == "missing" and "notes.pdf" in reason and subs["3400002"].ignored[0][1] == "not a notebook"
+
+
+def test_a_notebook_without_its_assignment_folder_or_in_another_case_is_found(tmp_path):
+    root = _put(tmp_path / "course", "submitted/alice/attention.ipynb", "submitted/bob/02_Attention/attention.ipynb",
+                "submitted/carol/01_softmax/softmax.ipynb", "submitted/dave/drafts/attention-old.ipynb")
+    (root / "submitted" / "bob" / "02_Attention" / "timestamp.txt").write_text("2024-03-08 22:00:00 +0100")
+    subs = {s.student: s for s in _found(root, tmp_path, assignments=["01_softmax", "02_attention"]).subs}
+    assert sorted(subs) == ["alice", "bob", "dave"]  # carol handed in another assignment only
+    assert subs["alice"].problem is None and subs["alice"].source == "alice/attention.ipynb"
+    assert any("no 02_attention/ folder" in n for n in subs["alice"].notes)
+    assert subs["bob"].problem is None and subs["bob"].timestamp == "2024-03-08 21:00:00.000000 UTC"
+    status, reason = subs["dave"].problem  # a notebook of dave's, but not the released one: a row
+    assert status == "missing" and "dave/drafts/attention-old.ipynb" in reason
+
+
+def test_a_notebook_that_names_no_student_is_a_row_and_a_stray_file_a_warning(tmp_path):
+    folder = _put(tmp_path / "flat", "alice.ipynb", "attention.ipynb", "syllabus.pdf")
+    found = _found(folder, tmp_path)
+    subs = {s.student: s for s in found.subs}
+    assert sorted(subs) == ["alice", "attention"]
+    assert subs["attention"].problem[0] == "malformed" and "does not name a student" in subs["attention"].problem[1]
+    assert any(w.startswith("syllabus.pdf: not a notebook") for w in found.warnings)
+
+
+def test_blackboard_attempts_by_username_from_the_receipt(tmp_path):
+    """Blackboard's names hold the username after the assignment's name; its receipt confirms it
+    (``mary_ann`` holds a ``_``); the newest attempt is graded, the older one listed."""
+    folder = tmp_path / "bb"
+    old, new = "02_attention_mary_ann_attempt_2024-03-07-10-00-00", "02_attention_mary_ann_attempt_2024-03-09-08-30-00"
+    _put(folder, f"{old}_attention.ipynb", f"{new}_attention-Copy1.ipynb")
+    for stem in (old, new):
+        (folder / f"{stem}.txt").write_text(f"Name: Mary Ann Lee (mary_ann)\nAssignment: 02_attention\n"
+                                            f"Date Submitted: Saturday, March 9, 2024 8:30:00 AM CST\n")
+    (folder / "02_attention_tom_attempt_2024-03-08-09-00-00.txt").write_text("Name: Tom Ek (tom)\n")
+    zone = timezone(timedelta(hours=-6), "CST")
+    found = _found(folder, tmp_path, zone=zone)
+    subs = {s.lms_id: s for s in found.subs}
+    assert sorted(subs) == ["mary_ann", "tom"] and found.warnings == []
+    mary = subs["mary_ann"]
+    assert mary.source == f"{new}_attention-Copy1.ipynb" and mary.ignored == [(f"{old}_attention.ipynb", "older")]
+    assert mary.timestamp == "2024-03-09 14:30:00.000000 UTC" and "attempt time" in mary.evidence
+    assert subs["tom"].problem[0] == "missing"  # a text-only attempt: a row, not nothing
+
+
+def test_gradescope_gives_every_submitter_of_a_group_the_submission(tmp_path):
+    folder = _put(tmp_path / "gs", "assignment_9_export/submission_501/attention.ipynb",
+                  "assignment_9_export/submission_502/attention.ipynb")
+    (folder / "assignment_9_export" / "submission_metadata.yml").write_text(
+        "submission_501:\n  :submitters:\n  - :name: Ana Li\n    :sid: '1001'\n    :email: ana@x.edu\n"
+        "  - :name: Bo Wu\n    :sid: '1002'\n    :email: bo@x.edu\n"
+        "  :created_at: 2024-03-08 17:52:03.123456000 Z\n  :history: []\n"
+        "submission_502:\n  :submitters:\n  - :name: Cy Dee\n    :sid: ''\n    :email: cy@x.edu\n"
+        "  :created_at: 2024-03-09 01:00:00.000000000 Z\n  :history: []\n")
+    subs = {s.lms_id: s for s in _found(folder, tmp_path).subs}
+    assert sorted(subs) == ["1001", "1002", "cy@x.edu"]
+    assert subs["1001"].source == subs["1002"].source == "submission_501/attention.ipynb"
+    assert subs["1001"].timestamp == "2024-03-08 17:52:03.123456 UTC" and ":created_at" in subs["1001"].evidence
+    assert subs["cy@x.edu"].student == "Cy_Dee_cy@x.edu"
+
+
+def test_a_submission_times_csv_gives_times_by_lms_id_and_names_those_it_lacks(tmp_path):
+    from attngrade.lms import read_times
+
+    archive = _zip_of(tmp_path / "c.zip", ["amy_21_601_attention.ipynb", "ben_22_602_attention.ipynb"])
+    times = tmp_path / "times.csv"
+    times.write_text("id,submitted\n21,2024-03-08 23:58\n99,2024-03-01 10:00\n")
+    zone = timezone(timedelta(hours=-6))
+    found = _found(archive, tmp_path, zone=zone, times=read_times(times, zone))
+    subs = {s.lms_id: s for s in found.subs}
+    assert subs["21"].timestamp == "2024-03-09 05:58:00.000000 UTC" and "times.csv" in subs["21"].evidence
+    assert subs["22"].timestamp is None
+    assert any("no row for 1 submission(s) (ben_22)" in w for w in found.warnings)
+
+
+def test_each_student_gets_a_share_of_the_zip_limit_not_a_place_in_it(tmp_path, monkeypatch):
+    """Past the limit, only the student whose notebook is too large for an equal share loses it,
+    wherever it stands in the zip; before, the students after it were malformed."""
+    from attngrade import submissions
+
+    monkeypatch.setattr(submissions, "MAX_ZIP_BYTES", 4000)
+    small = {f"s{i}_{70 + i}_90{i}_attention.ipynb": "{}" + " " * 400 for i in range(5)}
+    for order in ("big-first", "big-last"):
+        archive = tmp_path / f"{order}.zip"
+        with zipfile.ZipFile(archive, "w") as zf:
+            names = list(small)
+            names.insert(0 if order == "big-first" else len(names), "big_60_800_attention.ipynb")
+            for name in names:
+                zf.writestr(name, small.get(name, "{}" + " " * 3500))
+        (tmp_path / order).mkdir()
+        subs = {s.lms_id: s for s in _found(archive, tmp_path / order).subs}
+        assert all(subs[str(70 + i)].problem is None for i in range(5)), order
+        status, reason = subs["60"].problem
+        assert status == "malformed" and "share" in reason, (order, reason)
+
+
+@given(st.dictionaries(st.text(max_size=3), st.integers(0, 10**6), max_size=8), st.integers(0, 3 * 10**6))
+def test_shares_give_each_what_it_asks_while_an_equal_share_lasts(requests, total):
+    from attngrade.submissions import _shares
+
+    shares = _shares(requests, total)
+    assert sum(shares.values()) <= total and all(0 <= shares[o] <= requests[o] for o in requests)
+    equal = total // max(1, len(requests))
+    assert all(shares[o] == requests[o] for o in requests if requests[o] <= equal)
+    assert all(shares[o] >= equal for o in requests if requests[o] > equal)
