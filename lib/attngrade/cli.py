@@ -51,6 +51,31 @@ def _time_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _lms_options(p: argparse.ArgumentParser) -> None:
+    """The LMS's grades and feedback (attngrade.export, attngrade.returning)."""
+    p.add_argument("--export", choices=KINDS, help="also write OUT/<lms>.csv for that LMS's gradebook import")
+    p.add_argument(
+        "--roster", metavar="FILE",
+        help="the LMS's students for --export and --return: its own gradebook export or grading worksheet, "
+        "or a CSV with student,id,name,email,section columns",
+    )
+    p.add_argument(
+        "--column", metavar="NAME",
+        help="--export canvas: the gradebook column to fill, e.g. 'Softmax (881)' (default: the roster's "
+        "column for this assignment)",
+    )
+    p.add_argument(
+        "--points", type=float, metavar="N",
+        help="--export: the points the LMS records the assignment out of; grades are scaled from the "
+        "assignment's own (default: the roster's Points Possible or Maximum Grade)",
+    )
+    p.add_argument(
+        "--return", dest="return_to", choices=RETURN_KINDS, metavar="LMS",
+        help="also write OUT/return-<lms>.zip, the feedback pages named for that LMS's bulk feedback "
+        "upload, and OUT/return-<lms>.csv listing where each page went (canvas or moodle)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="attngrade",
@@ -93,27 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         "--similarity", action=argparse.BooleanOptionalAction, default=None,
         help="compare every part's code across the class, for the summary (default: on for 3 or more students)",
     )
-    p.add_argument("--export", choices=KINDS, help="also write OUT/<lms>.csv for that LMS's gradebook import")
-    p.add_argument(
-        "--roster", metavar="FILE",
-        help="the LMS's students for --export and --return: its own gradebook export or grading worksheet, "
-        "or a CSV with student,id,name,email,section columns",
-    )
-    p.add_argument(
-        "--column", metavar="NAME",
-        help="--export canvas: the gradebook column to fill, e.g. 'Softmax (881)' (default: the roster's "
-        "column for this assignment)",
-    )
-    p.add_argument(
-        "--points", type=float, metavar="N",
-        help="--export: the points the LMS records the assignment out of; grades are scaled from the "
-        "assignment's own (default: the roster's Points Possible or Maximum Grade)",
-    )
-    p.add_argument(
-        "--return", dest="return_to", choices=RETURN_KINDS, metavar="LMS",
-        help="also write OUT/return-<lms>.zip, the feedback pages named for that LMS's bulk feedback "
-        "upload, and OUT/return-<lms>.csv listing where each page went (canvas or moodle)",
-    )
+    _lms_options(p)
     _time_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
