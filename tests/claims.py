@@ -10,7 +10,23 @@ A test that checks a claim of the source documents carries a marker::
 
 ``source`` is the document number in ``shared/seeds`` and its section, ``text`` the claim as the
 document makes it (paraphrased where needed, maths in ``$...$``), ``verdict`` one of
-:data:`VERDICTS`:
+:data:`VERDICTS`.
+
+The book's own statements about data are registered the same way, with the source kind
+:data:`BOOK`: a sentence, caption or alt text that describes a figure, a table or a recorded run
+("sits between", "falls as ... grows", "an order of magnitude below") is checked by a test that
+reads the same data (the record under ``book/data``, or the library call the figure plots)::
+
+    @pytest.mark.claim("book: book/data/flash_gpu.json", "The Triton kernels run at 0.7 to 0.9 times
+                       FlashAttention-2's rate forward and backward at d = 128", "verified",
+                       domain="all 24 forward-and-backward configurations at d = 128",
+                       chapter="08_flash", quote="below FlashAttention-2's forward and backward")
+
+``source`` is ``"book: "`` followed by the data the statement describes (a file, or a figure's
+label), ``quote`` a piece of the chapter's sentence as written (white space aside), which the
+chapter must contain (``tests/test_claims.py``) and which the appendix shows; the verdict is
+``verified`` or ``verified on``. The same quotation backs the sentence's absolute words
+(``book/_ext/attnmath_words.py``). The verdicts of the sources' claims are:
 
 * ``verified``: true as stated, and the tests check it over the whole domain it states (every
   size, shape, seed or published configuration the claim speaks of, drawn by hypothesis where
@@ -56,6 +72,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 VERDICTS = ("verified", "verified on", "corrected", "clarified")
+#: The source kind of the book's own statements about its data (``source="book: <data>"``).
+BOOK = "book"
 UNVERIFIABLE = "not verifiable here"
 ROOT = Path(__file__).resolve().parents[1]
 #: Set for a book build by a test run that runs every claim test itself (tests/book/build.py):
@@ -118,6 +136,7 @@ class Marker:
     box: str | None
     test: str  # tests/attnmath/test_x.py::test_name
     line: int
+    quote: str | None = None  # the book's statements: the words of the chapter's sentence
 
 
 @dataclass(frozen=True)
@@ -132,6 +151,17 @@ class Claim:
     box: str | None
     tests: tuple[tuple[str, str | None], ...]  # (test id, domain)
     reason: str | None = None  # why no test here can decide it (UNVERIFIABLE only)
+    quote: str | None = None  # the book's statements: the words of the chapter's sentence
+
+    @property
+    def about_data(self) -> bool:
+        """Whether this is one of the book's statements about its data (source kind :data:`BOOK`)."""
+        return is_book_source(self.source)
+
+
+def is_book_source(source: str | None) -> bool:
+    """Whether a marker's source is the book itself (``"book: <data>"``)."""
+    return bool(source) and source.partition(":")[0].strip() == BOOK
 
 
 #: Claims the book repeats that no test on this machine can decide, with the reason.
@@ -291,7 +321,8 @@ def _file_markers(path: Path, root: Path, mtime_ns: int, size: int) -> tuple[Mar
                 chapter = v.get("chapter") or MODULE_CHAPTER.get(path.stem)
                 markers.append(Marker(v.get("source"), v.get("text"), v.get("verdict"),
                                       v.get("correction"), v.get("domain"), chapter, v.get("box"),
-                                      f"{path.relative_to(root).as_posix()}::{node.name}", line))
+                                      f"{path.relative_to(root).as_posix()}::{node.name}", line,
+                                      v.get("quote")))
     return tuple(markers)
 
 
@@ -312,7 +343,8 @@ def collect_claims(tests_dir: str | Path | None = None, *, with_unverifiable: bo
         first = ms[0]
         claims.append(Claim(source, text, first.verdict, first.correction, first.chapter,
                             next((m.box for m in ms if m.box), None),
-                            tuple((m.test, m.domain) for m in ms)))
+                            tuple((m.test, m.domain) for m in ms),
+                            quote=next((m.quote for m in ms if m.quote), None)))
     if with_unverifiable:
         claims.extend(NOT_VERIFIABLE)
     order = list(CHAPTERS)
@@ -327,7 +359,7 @@ def inconsistent_groups(tests_dir: str | Path | None = None) -> list[str]:
         groups.setdefault((m.source, m.text), []).append(m)
     problems = []
     for (source, text), ms in groups.items():
-        for field in ("verdict", "correction", "chapter"):
+        for field in ("verdict", "correction", "chapter", "quote"):
             if len({getattr(m, field) for m in ms}) > 1:
                 problems.append(f"{source} {text!r}: the markers on {[m.test for m in ms]} disagree on {field}")
     return problems

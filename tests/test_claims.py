@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 from claims import CHAPTERS, DISTINCT, IN_SUITE, NOT_VERIFIABLE, RUN_BY_THE_SUITE, UNVERIFIABLE, VERDICTS, \
     Claim, claim_tests_without_assertions, collect_claims, collect_markers, draws_with_hypothesis, \
-    inconsistent_groups, near_identical_claims, run_claim_tests, runs_every_claim_test
+    inconsistent_groups, is_book_source, near_identical_claims, run_claim_tests, runs_every_claim_test
 
 SEEDS = {"000", "001", "002", "003", "004"}
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,8 +30,14 @@ def test_every_claim_marker_is_well_formed():
     markers = collect_markers(Path(__file__).parent)
     assert markers, "no claim markers found"
     for m in markers:
-        assert m.source and re.match(r"^\d{3}( .+)?$", m.source), f"{m.test}: source {m.source!r} must start with a document number"
-        assert m.source[:3] in SEEDS, f"{m.test}: unknown source document {m.source[:3]}"
+        if is_book_source(m.source):
+            assert len(m.source.partition(":")[2].strip()) > 3, f"{m.test}: say which data the statement is about"
+            assert m.verdict in ("verified", "verified on"), f"{m.test}: the book's own statement is {m.verdict}"
+            assert m.quote and len(m.quote) > 10, f"{m.test}: a statement of the book quotes its sentence (quote=...)"
+        else:
+            assert m.source and re.match(r"^\d{3}( .+)?$", m.source), f"{m.test}: source {m.source!r} must start with a document number"
+            assert m.source[:3] in SEEDS, f"{m.test}: unknown source document {m.source[:3]}"
+            assert not m.quote, f"{m.test}: quote= is for the book's own statements"
         assert m.text and len(m.text) > 10, f"{m.test}: the claim text is missing"
         assert m.verdict in VERDICTS, f"{m.test}: verdict {m.verdict!r} is not one of {VERDICTS}"
         assert m.chapter in CHAPTERS, f"{m.test}: chapter {m.chapter!r} is not a chapter of the book"
@@ -47,6 +53,40 @@ def test_every_correction_box_a_marker_names_exists_in_its_chapter():
     for c in collect_claims(Path(__file__).parent):
         if c.box:
             assert c.box in _labels(c.chapter), f"{c.source} {c.text!r}: no box ({c.box})= in book/{c.chapter}.md"
+
+
+def _prose(chapter):
+    """A chapter's prose on one line: its paragraphs, captions and alt texts, white space collapsed."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import attnmath_numbers
+
+    source = (ROOT / "book" / f"{chapter}.md").read_text()
+    return " ".join(" ".join(text for _, text, kind in attnmath_numbers.prose_lines(source)).split())
+
+
+def test_each_statement_of_the_book_quotes_a_sentence_of_its_chapter():
+    # The registry and the text cannot drift apart: a rewritten sentence fails here until its
+    # marker (and so its test) follows it.
+    own = [m for m in collect_markers(Path(__file__).parent) if is_book_source(m.source)]
+    assert own, "no statement of the book about its data is registered"
+    prose = {}
+    for m in own:
+        text = prose.setdefault(m.chapter, _prose(m.chapter))
+        assert " ".join(m.quote.split()) in text, f"{m.test}: book/{m.chapter}.md does not say {m.quote!r}"
+
+
+def test_the_appendix_shows_the_books_statements_apart_from_the_sources_claims():
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import attnmath_claims as ext
+
+    test = "tests/book/test_x.py::test_a"
+    own = Claim("book: book/data/x.json", "the rates sit between 1 and 2", "verified", None, "08_flash",
+                None, ((test, "every row"),), quote="sit between the two")
+    assert own.about_data and not Claim("003 §1", "x", "verified", None, "01_softmax", None, ()).about_data
+    claim, verdict, _ = ext.claim_row(own, {test: "passed"})
+    assert "about book/data/x.json" in claim and "“sit between the two”" in claim
+    assert "*Checked:* the rates sit between 1 and 2" in claim and "`verified`" in verdict
+    assert ext.found_in("book: fig-x") == "about fig-x"
 
 
 def test_markers_of_one_claim_agree_and_each_claim_is_one_row():

@@ -76,7 +76,10 @@ def _label(test: str) -> str:
 
 
 def found_in(source: str) -> str:
-    """A marker's source (``"003 §5.3"``) as a reader names it: "found in the textbook chapter, §5.3"."""
+    """A marker's source (``"003 §5.3"``) as a reader names it: "found in the textbook chapter, §5.3";
+    the book's own statements (``"book: book/data/flash_gpu.json"``): "about book/data/flash_gpu.json"."""
+    if _claims_module().is_book_source(source):
+        return "about " + _cell(source.partition(":")[2]).strip()
     number, _, section = source.partition(" ")
     if number not in SOURCE_NAMES:
         raise ValueError(f"source {source!r} does not start with one of {sorted(SOURCE_NAMES)}")
@@ -97,14 +100,15 @@ _RUNNER = ("import json, sys; sys.path.insert(0, sys.argv[1]); import claims; "
 
 #: What every claim test depends on besides its own file: a change here runs them all again.
 SHARED_INPUTS = ("lib", "tests/conftest.py", "tests/support.py", "tests/claims.py", "pyproject.toml",
-                 "requirements.txt")
+                 "requirements.txt", "book/data")
 
 
 def digest(path: Path) -> str:
-    """A digest of the file ``path``, or of the names and contents of the Python files under the
-    folder ``path`` ("" when there is nothing)."""
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
+    """A digest of the file ``path``, or of the names and contents of the Python files and data
+    records (``.json``, ``.npz``) under the folder ``path`` ("" when there is nothing)."""
+    if path.is_dir():  # Python code, and the records the book's statements are checked against
+        files = sorted(p for p in path.rglob("*") if p.suffix in (".py", ".json", ".npz")
+                       and "__pycache__" not in p.parts)
     else:
         files = [path] if path.is_file() else []
     h = hashlib.sha256()
@@ -205,7 +209,10 @@ def wait_for_tests(app, env):
 def claim_row(c, outcomes: dict[str, str]) -> list[str]:
     """The ``list-table`` lines of one claim: the claim with its correction, caveat, narrower
     domain ("verified on") or reason, the verdict badge, and each test with its outcome."""
-    claim = f"*A common claim, {found_in(c.source)}:* {_cell(c.text)}"
+    if c.about_data:
+        claim = f"*This chapter, {found_in(c.source)}:* “{_cell(c.quote or '')}” <br> *Checked:* {_cell(c.text)}"
+    else:
+        claim = f"*A common claim, {found_in(c.source)}:* {_cell(c.text)}"
     if c.correction:
         head = "Correct statement" if c.verdict == "corrected" else "Caveat"
         claim += f" <br> *{head}:* {_cell(c.correction)}"
@@ -241,15 +248,20 @@ class _ClaimsDirective(SphinxDirective):
 class ClaimsSummary(_ClaimsDirective):
     def run(self):
         claims = _claims_module()
-        rows = claims.collect_claims(ROOT / "tests")
+        everything = claims.collect_claims(ROOT / "tests")
+        rows = [c for c in everything if not c.about_data]
+        own = [c for c in everything if c.about_data]
         counts = {v: sum(c.verdict == v for c in rows) for v in (*claims.VERDICTS, claims.UNVERIFIABLE)}
-        tests = sorted({t for c in rows for t, _ in c.tests})
+        tests = sorted({t for c in everything for t, _ in c.tests})
         passed = sum(self.outcomes.get(t) == "passed" for t in tests)
         parts = ", ".join(f"{{bdg-{BADGE[v]}}}`{v}` {n}" for v, n in counts.items())
         ran = (f"The {len(tests)} claim tests ran in the test suite that made this build."
                if tests and all(self.outcomes.get(t) == claims.RUN_BY_THE_SUITE for t in tests)
                else f"In this build {passed} of the {len(tests)} claim tests passed.")
-        return self._parse([f"{len(rows)} claims: {parts}. {ran}"])
+        mine = ", ".join(f"{{bdg-{BADGE[v]}}}`{v}` {n}" for v in claims.VERDICTS
+                         if (n := sum(c.verdict == v for c in own)))
+        return self._parse([f"{len(rows)} claims of the five texts: {parts}. {len(own)} statements of "
+                            f"the book about its own data: {mine or 'none'}. {ran}"])
 
 
 class ClaimsTable(_ClaimsDirective):
@@ -258,14 +270,21 @@ class ClaimsTable(_ClaimsDirective):
     def run(self):
         claims = _claims_module()
         chapter = self.arguments[0]
-        rows = [c for c in claims.collect_claims(ROOT / "tests") if c.chapter == chapter]
-        if not rows:
-            return self._parse(["No claim of the five texts ({ref}`sec-sources`) is repeated in this chapter."])
-        lines = [":::{list-table}", ":header-rows: 1", ":class: claims-table", ":widths: 58 12 30",
-                 "", "* - Claim (and the text it is found in)", "  - Verdict", "  - Tests in this build"]
-        for c in rows:
-            lines += claim_row(c, self.outcomes)
-        lines.append(":::")
+        found = [c for c in claims.collect_claims(ROOT / "tests") if c.chapter == chapter]
+        lines = []
+        for rows, head, none in (
+                ([c for c in found if not c.about_data], "Claim (and the text it is found in)",
+                 "No claim of the five texts ({ref}`sec-sources`) is repeated in this chapter."),
+                ([c for c in found if c.about_data], "Statement of this chapter about its data",
+                 "")):
+            if not rows:
+                lines += [none, ""] if none else []
+                continue
+            lines += [":::{list-table}", ":header-rows: 1", ":class: claims-table", ":widths: 58 12 30",
+                      "", f"* - {head}", "  - Verdict", "  - Tests in this build"]
+            for c in rows:
+                lines += claim_row(c, self.outcomes)
+            lines += [":::", ""]
         return self._parse(lines)
 
 

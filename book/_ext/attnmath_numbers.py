@@ -21,7 +21,14 @@ What it does not count as a number of the text:
 
 The remaining exceptions are listed in ``book/numbers_allowed.yml``, each with the chapter, the
 number, a piece of its line and the reason; an entry that no longer matches is an error too, so
-the list stays reviewed. The book build runs the check on every chapter it reads (a warning,
+the list stays reviewed.
+
+A number that a cell *prints* is glued too when the text repeats it, even where the rules above
+would let it pass: an integer in maths ("$k = 725$") or a small integer of prose ("rank 8"). The
+build knows what each executed chapter printed, so it compares (:func:`repeated_printed_values`):
+an integer of the text whose name (the word or symbol just before it) and value are printed
+together by one of the chapter's cells is an error unless the chapter's code sets that name to
+that value (``C = 8``: an input the text may name) or the list allows it with ``printed: true``. The book build runs the check on every chapter it reads (a warning,
 an error under ``-W``), and ``tests/book/test_numbers.py`` runs it without a build.
 """
 
@@ -42,6 +49,8 @@ CODE_DIRECTIVES = {"code-cell", "literalinclude", "code", "code-block", "sourcec
                    "include", "toctree", "bibliography", "attnmath-theorems", "claims-summary",
                    "claims-table", "claims-tests"}
 MATH_DIRECTIVES = {"math"}
+#: Directives whose options are prose (a theorem's status: book/_ext/attnmath_theorems.py).
+PROSE_OPTIONS = {"theorem-status"}
 
 _FENCE = re.compile(r"^(\s*)(`{3,}|:{3,})\s*(\{([\w:-]+)\})?\s*(.*)$")
 _GLUE_CALL = re.compile(r"\bglue\(\s*(f?)([\"'])(.+?)\2")
@@ -58,7 +67,7 @@ _REFERENCE = re.compile(
     r"(?:Chapters?|chapters?|Sections?|sections?|§|Eqs?\.|Equations?|equations?|Figs?\.|"
     r"Figures?|figures?|Tables?|tables?|Theorems?|Lemmas?|Propositions?|Corollar(?:y|ies)|"
     r"Definitions?|Exercises?|Algorithms?|Examples?|Appendix|Part|Parts|[Ll]ines?|[Ss]teps?|"
-    r"[Pp]ages?|pp?\.|arXiv:?|Python|version|v|PEP|Listings?|Claims?|claims?)\s*"
+    r"[Pp]ages?|pp?\.|arXiv:?|Python|version|v|PEP|Listings?|Claims?|claims?|[Ll]ayers?)\s*"
     r"(?:\d+(?:\.\d+)*\s*(?:,|and|or|–|-|to)\s*)*$")
 _SHAPE = re.compile(r"\(\s*\d+(?:\s*,\s*\d+)+\s*,?\s*\)|\d+\s*[×x]\s*\d+(?:\s*[×x]\s*\d+)*")
 _RESULT_BEFORE = re.compile(r"(?:=|≈|≃|~|×|≥|≤|>|<|about|roughly|of)\s*$")
@@ -90,11 +99,27 @@ def prose_lines(source: str):
 
     ``kind`` is ``"prose"`` or ``"math"`` (the body of a ``{math}`` directive or of ``$$`` lines).
     """
+    for number, text, kind, _ in prose_blocks(source):
+        yield number, text, kind
+
+
+@dataclass(frozen=True)
+class Block:
+    """A directive that encloses prose: its name (``prf:theorem``, ``solution``, ``admonition``)
+    and its label (the ``:label:`` option, a solution's exercise, or a ``(label)=`` line above)."""
+
+    name: str
+    label: str | None
+
+
+def prose_blocks(source: str):
+    """Yield ``(line number, text, kind, blocks)``: :func:`prose_lines` with the directives that
+    enclose each piece of prose, outermost first (a tuple of :class:`Block`)."""
     lines = source.splitlines()
     start = 0
     if lines and lines[0].strip() == "---":
         start = next((i + 1 for i in range(1, len(lines)) if lines[i].strip() == "---"), 0)
-    stack: list[tuple[str, str, bool]] = []  # (fence, directive, options still allowed)
+    stack: list[list] = []  # [fence, directive, options still allowed, Block or None]
     display_math = False
     caption = None  # the indent of a code cell's block caption while it is read
     for index in range(start, len(lines)):
@@ -104,35 +129,53 @@ def prose_lines(source: str):
             stack.pop()
             continue
         kind = stack[-1][1] if stack else ""
+        blocks = tuple(entry[3] for entry in stack if entry[3] is not None)
         if kind == "code-cell":
             caption, text = _cell_metadata(line, caption)
             if text:
-                yield number, text, "prose"
+                yield number, text, "prose", blocks
             continue
         if kind in CODE_DIRECTIVES or kind == "verbatim":
             if fence and fence.group(2)[0] == stack[-1][0][0] and fence.group(4):
-                stack.append((fence.group(2), "verbatim", False))
+                stack.append([fence.group(2), "verbatim", False, None])
             continue
         if fence:
             name = fence.group(4) or ("verbatim" if fence.group(2)[0] == "`" else "")
-            stack.append((fence.group(2), name, True))
-            if name not in CODE_DIRECTIVES and name != "verbatim" and fence.group(5):
-                yield number, fence.group(5), "math" if name in MATH_DIRECTIVES else "prose"
+            block = None if name in CODE_DIRECTIVES or name == "verbatim" else \
+                Block(name, _directive_label(lines, index, name, fence.group(5)))
+            stack.append([fence.group(2), name, True, block])
+            if block is not None and fence.group(5):
+                yield number, fence.group(5), "math" if name in MATH_DIRECTIVES else "prose", blocks + (block,)
             continue
         if stack and stack[-1][2]:
             option = _OPTION.match(line)
             if option:
-                if option.group(1) == "alt":
-                    yield number, option.group(2), "prose"
+                if option.group(1) == "alt" or stack[-1][1] in PROSE_OPTIONS:
+                    yield number, option.group(2), "prose", blocks
                 continue
-            stack[-1] = (stack[-1][0], stack[-1][1], False)
+            stack[-1][2] = False
         if line.strip() == "$$":
             display_math = not display_math
             continue
         if display_math or kind in MATH_DIRECTIVES:
-            yield number, line, "math"
+            yield number, line, "math", blocks
         elif not re.match(r"^\s*(%|\+\+\+|\(.*\)=\s*$|\[\^?[\w-]+\]:)", line):
-            yield number, line, "prose"
+            yield number, line, "prose", blocks
+
+
+def _directive_label(lines: list[str], index: int, name: str, argument: str) -> str | None:
+    """The label of the directive opened on line ``index``: its ``:label:`` option, the argument
+    of a ``{solution}`` (the exercise it solves), or a ``(label)=`` line just above it."""
+    for line in lines[index + 1:]:
+        option = _OPTION.match(line)
+        if not option:
+            break
+        if option.group(1) == "label":
+            return option.group(2).strip()
+    if name in ("solution", "theorem-status") and argument.strip():
+        return argument.split()[0]
+    above = re.match(r"^\(([\w-]+)\)=\s*$", lines[index - 1]) if index else None
+    return above.group(1) if above else None
 
 
 def _cell_metadata(line: str, block: int | None) -> tuple[int | None, str | None]:
@@ -269,7 +312,7 @@ def _allows(entry: dict, hit: Hit) -> bool:
 
 def unsourced_numbers(path: Path, root: Path = ROOT, allowed: list[dict] | None = None) -> list[Hit]:
     """The numbers of a chapter that are neither glued, cited nor allowed: each is an error."""
-    allowed = load_allowed() if allowed is None else allowed
+    allowed = [e for e in (load_allowed() if allowed is None else allowed) if not e.get("printed")]
     return [hit for hit in chapter_numbers(path, root)
             if not any(_allows(entry, hit) for entry in allowed)]
 
@@ -277,7 +320,7 @@ def unsourced_numbers(path: Path, root: Path = ROOT, allowed: list[dict] | None 
 def stale_allowances(paths: list[Path], root: Path = ROOT,
                      allowed: list[dict] | None = None) -> list[dict]:
     """The entries of the allow-list that match no number of the given chapters."""
-    allowed = load_allowed() if allowed is None else allowed
+    allowed = [e for e in (load_allowed() if allowed is None else allowed) if not e.get("printed")]
     hits = [hit for path in paths for hit in chapter_numbers(path, root)]
     return [entry for entry in allowed if not any(_allows(entry, hit) for hit in hits)]
 
@@ -292,6 +335,130 @@ def unglued_keys(source: str) -> set[str]:
     pasted = {m.group(3).split("::")[-1].split(":")[0]
               for m in _ROLE.finditer(source) if m.group(1).startswith("glue")}
     return {key for key in pasted if not any(p.match(key) for p in patterns)}
+
+
+# Values that a cell prints, repeated by hand: an integer in maths ("$k = 725$") or a small
+# integer in prose ("rank 8"), which the checks above take for part of a definition or a word.
+
+_INTEGER = re.compile(r"(?<![\w.^_{}\\])(\d+)(?![\w.]|\.\d)")
+_TEX_WORD = re.compile(r"\\(?:operatorname|mathrm|text|mathit|mathbf)\{([^{}]*)\}")
+_TEX = re.compile(r"\\[A-Za-z]+|[{}$]")
+_LABEL = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z_0-9]*)\s*(?:=|:|≈|approx)?\s*$")
+_FILLER = {"the", "of", "to", "and", "or", "at", "in", "on", "by", "for", "from", "with", "a", "an",
+           "is", "are", "be", "than", "as", "it", "its", "per", "each"}
+_CELL = re.compile(r"^(`{3,})\{code-cell\}[^\n]*\n(.*?)^\1\s*$", re.M | re.S)
+_ASSIGN = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*(\d+)\b")
+_ASSIGN_MANY = re.compile(r"\b([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*=\s*\(?(\d+(?:\s*,\s*\d+)+)")
+_LOOP = re.compile(r"\bfor\s+\(?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\)?\s+in\s+([\[(].*?[\])]):?\s*$", re.M)
+
+
+def _label(before: str) -> str | None:
+    """The name a number is the value of: the word or symbol just before it ("rank" in "rank 8",
+    "k" in "$k = 725$"), lower case; ``None`` after a filler word or nothing."""
+    match = _LABEL.search(_TEX.sub(" ", _TEX_WORD.sub(r" \1 ", before[-50:])))
+    if not match or match.group(1).lower() in _FILLER:
+        return None
+    return match.group(1).lower()
+
+
+def printed_pairs(printed: list[str]) -> set[tuple[str, str]]:
+    """The ``(name, integer)`` pairs of a chapter's printed output ("rank 8", "k = 725")."""
+    return {(label, m.group(1)) for line in printed for m in _INTEGER.finditer(line)
+            if (label := _label(line[:m.start()]))}
+
+
+def code_pairs(source: str) -> set[tuple[str, str]]:
+    """The ``(name, integer)`` pairs a chapter's code sets (``C = 8``, ``C, H = 8, 4``, ``D=64``):
+    inputs, which the text may name as they are."""
+    pairs = set()
+    for _, cell in _CELL.findall(source):
+        pairs |= {(a.lower(), b) for a, b in _ASSIGN.findall(cell)}
+        for names, values in _ASSIGN_MANY.findall(cell):
+            pairs |= {(a.strip().lower(), b.strip()) for a, b in zip(names.split(","), values.split(","))}
+        for names, values in _LOOP.findall(cell):  # for L, S in [(12, 3), (12, 2)]: / for n in (1, 2):
+            names = [a.strip().lower() for a in names.split(",")]
+            rows = re.findall(r"\(([^()]*)\)", values[1:-1]) if len(names) > 1 else [values[1:-1]]
+            for row in rows:
+                items = [v.strip() for v in row.split(",")]
+                pairs |= {(a, v) for a, v in zip(names, items) if v.isdigit()} if len(names) > 1 \
+                    else {(names[0], v) for v in items if v.isdigit()}
+    return pairs
+
+
+def _integers(text: str, kind: str):
+    """``(value, name)`` of each integer of a line that the other checks let pass: every integer
+    in maths, and the small integers of prose."""
+    text = _blank(_COMMENT, text)
+    for pattern, word in ((_ROLE, "ROLE"), (_CODE, "CODE"), (_LINK, "")):
+        text = _blank(pattern, text, word)
+    maths = [(0, len(text))] if kind == "math" else [m.span() for m in _MATH.finditer(text)]
+    skipped = [m.span() for m in _SHAPE.finditer(text)] + [m.span() for m in _QUOTE.finditer(text)]
+    for match in _INTEGER.finditer(text):
+        inside = any(a <= match.start() < b for a, b in maths)
+        value = int(match.group(1))
+        if value < 2 or any(a <= match.start() < b for a, b in skipped):
+            continue
+        before = text[:match.start()]
+        if not inside and (value > 12 or _REFERENCE.search(before) or re.search(r"[A-Za-z]-$", before)):
+            continue  # a larger number of prose is the static check's; references and names are not values
+        label = _label(before)
+        if label and not (not inside and re.search(r"(?<![\w-])[A-Z][A-Za-z]+\s*$", before)):
+            yield match.group(1), label  # (a capitalised word before a number of prose: a name, "LLaMA 2")
+
+
+def repeated_printed_values(source: str, relative: str, printed: list[str],
+                            allowed: list[dict] | None = None) -> list[Hit]:
+    """The integers of a chapter's text that repeat a value its code prints under the same name
+    ("rank 8" printed, "rank 8" typed) and that its code does not set, unless allowed."""
+    allowed = [e for e in (load_allowed() if allowed is None else allowed) if e.get("printed")]
+    return [hit for hit in _printed_repeats(source, relative, printed)
+            if not any(_allows(e, hit) for e in allowed)]
+
+
+def _printed_repeats(source: str, relative: str, printed: list[str]) -> list[Hit]:
+    shown, set_by_code = printed_pairs(printed), code_pairs(source)
+    return [Hit(relative, number, value, text) for number, text, kind in prose_lines(source)
+            for value, label in _integers(text, kind)
+            if (label, value) in shown and (label, value) not in set_by_code]
+
+
+def stale_printed_allowances(source: str, relative: str, printed: list[str],
+                             allowed: list[dict] | None = None) -> list[dict]:
+    """The ``printed: true`` entries of one chapter that match no repeated printed value."""
+    hits = _printed_repeats(source, relative, printed)
+    return [e for e in (load_allowed() if allowed is None else allowed)
+            if e.get("printed") and e["file"] == relative and not any(_allows(e, h) for h in hits)]
+
+
+def printed_output(doctree) -> list[str]:
+    """The lines a chapter's executed cells printed (their output, as myst-nb put it in the doctree)."""
+    from docutils import nodes
+
+    found = []
+    for output in doctree.findall(nodes.Element):
+        if "cell_output" in output.get("classes", []):  # its text and tables, not a figure's caption
+            for node in output.findall(lambda n: isinstance(n, (nodes.literal_block, nodes.table))):
+                found += node.astext().splitlines()
+    return found
+
+
+def check_printed_values(app, doctree):
+    """Sphinx ``doctree-read``: warn about each value a chapter's cells print that its text repeats
+    by hand (:func:`repeated_printed_values`)."""
+    from sphinx.util import logging
+
+    path = Path(app.env.doc2path(app.env.docname)).resolve()
+    if not path.is_relative_to(ROOT) or not CHAPTER.match(path.relative_to(ROOT).as_posix()):
+        return
+    source, relative, printed = path.read_text(), path.relative_to(ROOT).as_posix(), printed_output(doctree)
+    logger = logging.getLogger(__name__)
+    for hit in repeated_printed_values(source, relative, printed):
+        logger.warning(f"the number {hit.number} repeats a value the chapter's code prints: glue it "
+                       f"(book/numbers_allowed.yml lists the exceptions, with printed: true)",
+                       location=(app.env.docname, hit.line), type="attnmath", subtype="numbers")
+    for entry in stale_printed_allowances(source, relative, printed):
+        logger.warning(f"book/numbers_allowed.yml: {entry} matches no printed value",
+                       type="attnmath", subtype="numbers")
 
 
 def check_numbers(app, env, docnames):
@@ -311,5 +478,7 @@ def check_numbers(app, env, docnames):
 
 
 def setup(app):
+    app.setup_extension("attnmath_words")  # absolute words in the same prose (attnmath_words.py)
     app.connect("env-before-read-docs", check_numbers)
+    app.connect("doctree-read", check_printed_values)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -724,7 +724,11 @@ def test_scale_accepts_any_real_number_including_numpy_integers():
     "001 Key Insight",
     "Attention is 'database lookup with soft matching': the query matches against the keys to "
     "retrieve weighted values",
-    "verified",
+    "clarified",
+    correction="An analogy: each output is an average of all the values under weights that form a "
+               "distribution ordered as the query's scores; it is the value of one key only in the "
+               "limit of a large scale, and only when one key scores highest",
+    box="corr-soft-lookup",
     domain=r"what the analogy states: each output is the average of the values under weights "
            "that form a distribution, ordered as the query-key scores, and the value of the best "
            r"key once the scale is large: $1 \le L \le 3$, $1 \le S \le 8$, $1 \le D, D_v \le 4$, "
