@@ -317,3 +317,46 @@ def test_grades_csv_opens_in_excel_with_its_accents_and_never_as_a_formula(tmp_p
     assert "Anna_Müller".encode() in raw and b"\n'=HYPERLINK(1)" in raw.replace(b"\r\n", b"\n")
     assert [r["student"] for r in X.read_grades(tmp_path / "grades.csv")] == ["Anna_Müller", "=HYPERLINK(1)"]
 
+
+# ---- against the LMSs' own files (tests/grading/lms: written from their sources) ----------------
+
+def _lms_class(tmp_path):
+    from .lms.classes import DOWNLOADED_AT, DUE_AT, ordinary_class
+    from .lms.downloads import NOTEBOOK, canvas_download, moodle_download
+
+    students = ordinary_class(lambda key: key.encode(), notebook=NOTEBOOK)
+    canvas = canvas_download(students, due_at=DUE_AT, downloaded_at=DOWNLOADED_AT, path=tmp_path / "c.zip")
+    moodle = moodle_download(students, assignment_cmid=77, downloaded_at=DOWNLOADED_AT, path=tmp_path / "m.zip")
+    return students, canvas, moodle, NOTEBOOK[: -len(".ipynb")]
+
+
+def test_canvas_import_of_a_class_fills_the_gradebooks_column_out_of_100(tmp_path):
+    from .lms.downloads import ASSIGNMENT as LMS_ASSIGNMENT, canvas_gradebook_csv
+
+    students, canvas, _, notebook = _lms_class(tmp_path)
+    canvas_gradebook_csv(students, assignment_column="Attention (2201)", points_possible=100,
+                         path=tmp_path / "gradebook.csv")
+    roster = X.read_roster(tmp_path / "gradebook.csv")
+    # Out of 10 in attngrade: the user id n scores n % 11 (40109 scores 3, 3 of 10 is 30 of 100).
+    grades = [_row(f"s{e['user_id']}", e["member"], total=str(e["user_id"] % 11)) for e in canvas if e["member"]]
+    out = tmp_path / "import.csv"
+    assert X.write("canvas", grades, roster, out, notebook=notebook, assignment=LMS_ASSIGNMENT) == []
+    rows = _read(out)
+    assert rows[0][5:] == ["Attention (2201)"] and rows[1][5] == "100"
+    assert {r[1]: r[5] for r in rows[2:]} == {str(s.user_id): X._number(s.user_id % 11 * 10) for s in students}
+
+
+def test_moodle_worksheet_of_a_class_takes_each_grade_out_of_its_maximum(tmp_path):
+    from .lms.classes import DUE_AT
+    from .lms.downloads import ASSIGNMENT as LMS_ASSIGNMENT, moodle_grading_worksheet, moodle_participant_ids
+
+    students, _, moodle, notebook = _lms_class(tmp_path)
+    moodle_grading_worksheet(students, max_grade=100, path=tmp_path / "worksheet.csv", due_at=DUE_AT)
+    pids = moodle_participant_ids(students)
+    grades = [_row(f"s{e['user_id']}", e["member"], total=str(e["user_id"] % 11)) for e in moodle if e["member"]]
+    out = tmp_path / "upload.csv"
+    assert X.write("moodle", grades, X.read_roster(tmp_path / "worksheet.csv"), out, notebook=notebook,
+                   assignment=LMS_ASSIGNMENT) == []
+    rows = [dict(zip(X.MOODLE_HEADER, r)) for r in _read(out)[1:]]
+    assert {r["Identifier"]: (r["Grade"], r["Maximum Grade"]) for r in rows} == {
+        f"Participant {pids[s.user_id]}": (X._number(s.user_id % 11 * 10), "100") for s in students}
