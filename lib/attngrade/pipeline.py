@@ -321,7 +321,9 @@ def _recorder(batch: Batch) -> Recorder:
         from .gradebook import submitted_folder
 
         rec.gb = _open_gradebook(batch)
-        rec.submitted = submitted_folder(batch.course, autograded)
+        folder, given = submitted_folder(batch.course, autograded).resolve(), Path(opts.submissions).resolve()
+        if not (folder == given or folder in given.parents or given in folder.parents):
+            rec.submitted = folder  # else formgrader already counts the submissions where they are
     return rec
 
 

@@ -234,3 +234,26 @@ def test_make_grade_passes_every_option_as_the_shell_reads_it():
     line = next(x for x in done.stdout.splitlines() if "/attngrade " in x)
     assert shlex.split(line)[1:] == ["01_softmax", "sub dir", "--out", "grading-output", "--jobs", "3",
                                      *shlex.split(args)]
+
+
+def test_the_submitted_copy_goes_beside_the_rebuilt_notebooks_and_never_over_itself(tmp_path):
+    from types import SimpleNamespace
+
+    from attngrade.gradebook import split_name, submitted_folder, write_submitted_copy
+
+    course = SimpleNamespace(root=tmp_path / "course", autograded=tmp_path / "course" / "autograded", config=None)
+    assert submitted_folder(course, course.autograded) == tmp_path / "course" / "submitted"
+    assert submitted_folder(course, tmp_path / "out" / "autograded") == tmp_path / "out" / "submitted"
+    spec = SimpleNamespace(name="01_softmax", notebook="softmax")
+    own = tmp_path / "course" / "submitted" / "ana" / "01_softmax" / "softmax.ipynb"
+    own.parent.mkdir(parents=True)
+    own.write_text("{}")
+    (own.parent / "timestamp.txt").write_text("2026-01-01 10:00:00 UTC")
+    result = SimpleNamespace(student="ana", timestamp=None)
+    assert write_submitted_copy(own.parents[2], spec, result, own) == own  # already there: left alone
+    assert (own.parent / "timestamp.txt").read_text() == "2026-01-01 10:00:00 UTC"
+    copy = write_submitted_copy(tmp_path / "out" / "submitted", spec, SimpleNamespace(student="ana", timestamp="T"), own)
+    assert copy.read_text() == "{}" and (copy.parent / "timestamp.txt").read_text() == "T"
+    assert write_submitted_copy(tmp_path / "x", spec, result, None) is None
+    assert [split_name(n) for n in ("Nguyen, Minh", "Minh Van Nguyen", "alice", " , ")] == [
+        ("Minh", "Nguyen"), ("Minh Van", "Nguyen"), None, None]
