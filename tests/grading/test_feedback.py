@@ -175,6 +175,8 @@ def test_code_shows_its_own_line_breaks_and_escapes_only_other_controls(tmp_path
     assert shown.splitlines() == ["def stable_softmax(x, axis=-1):", "    m = x.max()  # \\x1b[31m\\u202e",
                                   "    return x - m"]
     assert "\\x0a" not in page and "\\x0d" not in page and "\x1b" not in page and "\u202e" not in page
+    block = report.code_html("s = '</pre><script>alert(1)</script>'\n")
+    assert "<script" not in block and block.count("</pre>") == 1  # the code is text, never markup
 
 
 def test_long_code_is_cut_with_a_note(tmp_path):
