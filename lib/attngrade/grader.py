@@ -295,6 +295,7 @@ def grade_submission(
     from .running import plan_run, run_parts
 
     started = time.monotonic()
+    plan = None
     try:
         if sub.problem is not None:
             raise SubmissionError(*sub.problem)
@@ -306,7 +307,11 @@ def grade_submission(
     except SubmissionError as exc:
         return _failed_result(spec, sub, exc.status, str(exc), started)
     except Exception as exc:  # noqa: BLE001 - the batch goes on; the failure is recorded, never silent
-        return grader_failure(spec, sub, exc, started)
+        res = grader_failure(spec, sub, exc, started)
+        if plan is not None:  # the written answers still wait for their grade by hand
+            res.notebook, res.written = plan.notebook, plan.written
+            res.flags, res.structural = list(plan.flags), list(plan.structural)
+        return res
     res.seconds = time.monotonic() - started
     return res
 

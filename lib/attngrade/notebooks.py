@@ -120,18 +120,35 @@ def _placed_cells(known: set, submitted) -> tuple[dict, dict, list]:
     return first, after, notes
 
 
+def _place_standins(release_cells: list, first: dict, after: dict, cells: list, answers: dict) -> None:
+    """An answer cell the submission lacks, whose source in ``answers`` is one of the student's
+    added code cells (the answer typed again without its nbgrader metadata, see
+    :func:`attngrade.submissions.rebuild`), runs as that cell at the answer's place, once."""
+    for gid, kind, _ in release_cells:
+        if kind != "answer" or gid in first or not isinstance(answers.get(gid), str):
+            continue
+        same = [i for ids in after.values() for i in ids if _untracked_code(cells[i]) == answers[gid]]
+        if same:
+            first[gid] = max(same)
+            for ids in after.values():
+                if first[gid] in ids:
+                    ids.remove(first[gid])
+
+
 def run_plan(release_cells: list, submitted, answers: dict | None = None) -> RunPlan:
     """What runs, in order, for a submission (see :class:`RunPlan`).
 
     ``release_cells`` are the release's code cells in order, ``(grade id, kind, source)`` with
     kind ``"setup"``, ``"answer"`` or ``"test"``. An answer cell the submission lacks (or holds
-    only as an unreadable cell) runs with ``answers[gid]`` when given, else the release's source.
+    only as an unreadable cell) runs with ``answers[gid]`` when given, else the release's source;
+    where ``answers[gid]`` is an added cell's, that cell runs there and not where it stands.
     """
     if not isinstance(release_cells, list):
         raise TypeError("release_cells must be a list of (grade id, kind, source)")
     known = {gid for gid, _, _ in release_cells}
     first, after, notes = _placed_cells(known, submitted)
     cells = _submitted_cells(submitted)
+    _place_standins(release_cells, first, after, cells, answers or {})
     plan = RunPlan(notes=notes)
 
     def add_after(anchor) -> None:

@@ -7,9 +7,13 @@ process of the grader's own code, under a memory limit (:data:`READ_MEMORY_MB`) 
 reason; the grader's memory and the rest of the class never pay.
 
 The child keeps what grading uses and drops the rest before any size limit applies: outputs,
-attachments, the notebook's own metadata (widget state, for example) and every cell metadata
-key but ``nbgrader`` and ``tags``. An honest notebook made large by plots or widgets is graded
-like any other; the limit applies to the cells' sources (:data:`MAX_SOURCE_BYTES`).
+the notebook's own metadata (widget state, for example) and every cell metadata key but
+``nbgrader`` and ``tags``. Images attached to markdown and raw cells (a photo of a handwritten
+proof) are kept, up to :data:`MAX_ATTACHMENT_BYTES` in all, for the written answers that the
+instructor grades by hand. An honest notebook made large by plots or widgets is graded like any
+other. Past the limits on cells (:data:`MAX_CELLS`) and on their sources
+(:data:`MAX_SOURCE_BYTES`), what nbgrader tracks is kept and what the student added is left out
+first, with a note: the answers are graded whenever they fit.
 """
 
 from __future__ import annotations
@@ -33,11 +37,13 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_SOURCE_BYTES",
     "MAX_CELLS",
+    "MAX_ATTACHMENT_BYTES",
 ]
 
 MAX_FILE_BYTES = 512 * 2**20  # the file as submitted, outputs and metadata included
 MAX_SOURCE_BYTES = 32 * 2**20  # the cells' sources together
 MAX_CELLS = 5000
+MAX_ATTACHMENT_BYTES = 32 * 2**20  # images attached to markdown and raw cells, base64 text
 READ_MEMORY_MB = 3072  # the reading child's address space: a 512 MiB file parses within it
 READ_SECONDS = 60.0
 #: A notebook this small is read in the grader's own process, where its parse and analysis cost
@@ -86,7 +92,37 @@ def _small(value, limit: int = _SMALL_META):
         return {"dropped": "unreadable"}
 
 
-def _slim_cell(cell: dict) -> dict:
+def _grade_id(cell: dict) -> str | None:
+    meta = cell.get("metadata")
+    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
+    gid = nbg.get("grade_id") if isinstance(nbg, dict) else None
+    return gid if isinstance(gid, str) else None
+
+
+def _images(attachments, budget: list, notes: list, where: str) -> dict:
+    """The images of a cell's ``attachments`` (``{name: {mime: base64 text}}``) that fit in
+    ``budget[0]`` bytes (spent here); a note for each one left out."""
+    kept = {}
+    for name, bundle in list(attachments.items())[:1000]:
+        label = f"attachment {str(name)[:80]!r} of {where}"
+        data = {}
+        for mime, value in bundle.items() if isinstance(bundle, dict) else []:
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                value = "".join(value)
+            if isinstance(mime, str) and mime.startswith("image/") and isinstance(value, str):
+                data[mime[:100]] = value
+        size = sum(len(v) for v in data.values())
+        if not data:
+            notes.append(f"{label} is not an image; not kept")
+        elif size > budget[0]:
+            notes.append(f"{label} not kept: the images kept reach {MAX_ATTACHMENT_BYTES} bytes")
+        elif isinstance(name, str):
+            kept[name[:200]] = data
+            budget[0] -= size
+    return kept
+
+
+def _slim_cell(cell: dict, budget: list | None = None, notes: list | None = None, index: int = 0) -> dict:
     src = cell.get("source")
     if isinstance(src, list) and all(isinstance(s, str) for s in src):
         src = "".join(src)
@@ -104,7 +140,58 @@ def _slim_cell(cell: dict) -> dict:
     }
     if isinstance(cell.get("id"), str):
         out["id"] = cell["id"][:64]
+    attachments = cell.get("attachments")
+    if _may_answer(cell) and isinstance(attachments, dict) and attachments and budget is not None:
+        out["attachments"] = _images(attachments, budget, notes if notes is not None else [], f"cell {index}")
     return out
+
+
+def _may_answer(cell: dict) -> bool:
+    """Whether a cell's images may belong to a written answer: a markdown or raw cell that is an
+    answer cell (``solution``) or one the student added (no grade id)."""
+    if cell.get("cell_type") not in ("markdown", "raw"):
+        return False
+    nbg = cell["metadata"].get("nbgrader") if isinstance(cell.get("metadata"), dict) else None
+    return _grade_id(cell) is None or (isinstance(nbg, dict) and nbg.get("solution") is True)
+
+
+def _within_cell_limit(cells: list, notes: list) -> list:
+    """The cells read: all of them up to :data:`MAX_CELLS`; past it, the first ``MAX_CELLS`` and
+    then only those that carry a grade id (at most ``MAX_CELLS`` more), with a note."""
+    if len(cells) <= MAX_CELLS:
+        return cells
+    tracked = [c for c in cells[MAX_CELLS:] if _grade_id(c) is not None][:MAX_CELLS]
+    left = len(cells) - MAX_CELLS - len(tracked)
+    notes.append(
+        f"the notebook has {len(cells)} cells (limit {MAX_CELLS}): the first {MAX_CELLS} were read and, "
+        f"after them, the {len(tracked)} with a grade id; {left} cells added after cell {MAX_CELLS} were not read"
+    )
+    return cells[:MAX_CELLS] + tracked
+
+
+def _within_source_limit(slim: list, notes: list) -> None:
+    """Past :data:`MAX_SOURCE_BYTES`, the largest cells without a grade id are left out (their
+    source emptied, with a note) until the rest fits; ``malformed`` when the tracked ones alone
+    do not."""
+    sizes = [len(c["source"].encode("utf-8", "surrogatepass")) if c["source"] != 0 else 0 for c in slim]
+    total = sum(sizes)
+    if total <= MAX_SOURCE_BYTES:
+        return
+    emptied = []
+    for i in sorted(range(len(slim)), key=lambda i: -sizes[i]):
+        if total <= MAX_SOURCE_BYTES:
+            break
+        if sizes[i] and _grade_id(slim[i]) is None:
+            slim[i]["source"], total = "", total - sizes[i]
+            emptied.append(i)
+    if total > MAX_SOURCE_BYTES:
+        raise SubmissionError(
+            "malformed", f"the sources of the cells with a grade id are {total} bytes (limit {MAX_SOURCE_BYTES})"
+        )
+    notes.append(
+        f"the cells' sources are {sum(sizes)} bytes (limit {MAX_SOURCE_BYTES}): the {len(emptied)} largest "
+        f"cells without a grade id were not read (cells {', '.join(map(str, sorted(emptied)[:20]))})"
+    )
 
 
 def slim_notebook(nb) -> tuple[dict, list[str]]:
@@ -119,18 +206,15 @@ def slim_notebook(nb) -> tuple[dict, list[str]]:
     cells = nb.get("cells")
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise SubmissionError("malformed", "the notebook has no list of cells")
-    if len(cells) > MAX_CELLS:
-        raise SubmissionError("malformed", f"the notebook has {len(cells)} cells (limit {MAX_CELLS})")
-    slim = [_slim_cell(c) for c in cells]
-    size = sum(len(c["source"].encode("utf-8", "surrogatepass")) for c in slim if c["source"] != 0)
-    if size > MAX_SOURCE_BYTES:
-        raise SubmissionError(
-            "malformed", f"the cells' sources are {size} bytes (limit {MAX_SOURCE_BYTES})"
-        )
+    notes: list[str] = []
+    budget = [MAX_ATTACHMENT_BYTES]
+    slim = [_slim_cell(c, budget, notes, i) for i, c in enumerate(_within_cell_limit(cells, notes))]
+    _within_source_limit(slim, notes)
     meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
     keep = {k: _small(meta[k]) for k in ("kernelspec", "language_info") if k in meta}
     dropped = sorted(str(k)[:40] for k in meta if k not in keep)
-    notes = [f"notebook metadata not used by the grader, ignored: {', '.join(dropped)[:200]}"] if dropped else []
+    if dropped:
+        notes.append(f"notebook metadata not used by the grader, ignored: {', '.join(dropped)[:200]}")
     minor = nb.get("nbformat_minor")
     return {
         "nbformat": 4,

@@ -33,10 +33,13 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import shlex
 import threading
 from dataclasses import dataclass, field
 
-__all__ = ["Finding", "CellInfo", "analyse_cell", "to_python", "part_dependencies", "REFERENCE_MODULES"]
+__all__ = [
+    "Finding", "CellInfo", "analyse_cell", "to_python", "part_dependencies", "REFERENCE_MODULES", "SHELL_ESCAPE",
+]
 
 REFERENCE_MODULES = frozenset({"attnmath", "torch", "scipy", "jax", "jaxlib", "tensorflow", "keras", "flax"})
 FORBIDDEN_MODULES = frozenset(
@@ -204,6 +207,11 @@ class CellInfo:
 
 _MAGIC_CALLS = {"run_line_magic", "run_cell_magic", "system", "getoutput", "run_magic", "magic"}
 _BODY_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
+#: The builtin that the worker provides for IPython's shell escapes (``!cmd``, ``x = !cmd``, ``%sx``,
+#: ``%%bash``, ``%%sh``): it runs the command where the sandbox allows it, and prints why not where
+#: it does not (:func:`attngrade.worker._shell_escape`).
+SHELL_ESCAPE = "_shell_escape"
+_SHELL_CELLS = {"bash": "bash", "sh": "sh"}
 
 
 def _is_ipython_call(node) -> str | None:
@@ -219,71 +227,151 @@ def _is_ipython_call(node) -> str | None:
     return None
 
 
+def _texts(call) -> list[str] | None:
+    """The arguments of an IPython call when they are all text, else None."""
+    args = call.args
+    return [a.value for a in args] if all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args) else None
+
+
+def _shell_call(command: str, capture: bool, program: str = "sh") -> ast.expr:
+    return ast.parse(f"{SHELL_ESCAPE}({command!r}, {capture!r}, {program!r})", mode="eval").body
+
+
+def _shell_note(command: str) -> str:
+    return f"shell command {command[:80]!r}: run where the worker's sandbox allows it (the log says when not)"
+
+
 class _MagicRemover(ast.NodeTransformer):
+    """IPython's calls (``get_ipython().run_line_magic(...)`` and the like) replaced by the Python
+    they stand for where the grader can run it, and dropped (with a note) where it cannot."""
+
     def __init__(self):
         self.notes: list[str] = []
+        self.modules: list[tuple[str, str]] = []  # (module name, source) written by %%writefile
 
     def visit_Expr(self, node):
         kind = _is_ipython_call(node.value)
         if kind is None:
             return self.generic_visit(node)
-        args = node.value.args
-        name = args[0].value if args and isinstance(args[0], ast.Constant) else "?"
-        if (
-            kind == "run_cell_magic"
-            and name in _BODY_MAGICS
-            and len(args) == 3
-            and isinstance(args[2], ast.Constant)
-            and isinstance(args[2].value, str)
-        ):
-            body, notes = to_python(args[2].value)
-            self.notes.append(f"cell magic %%{name} removed")
-            self.notes.extend(notes)
-            try:
-                return ast.parse(body).body or ast.Pass()
-            except SyntaxError:
-                return ast.Pass()
-        self.notes.append(f"IPython magic {name!s} removed")
-        return ast.Pass()
+        return self._statements(kind, _texts(node.value)) or ast.Pass()
 
     def visit_Assign(self, node):
-        if _is_ipython_call(node.value):
-            self.notes.append("IPython magic assignment replaced by None")
-            node.value = ast.Constant(None)
-            return node
-        return self.generic_visit(node)
+        kind = _is_ipython_call(node.value)
+        if kind is None:
+            return self.generic_visit(node)
+        node.value = self._value(kind, _texts(node.value))
+        return node
+
+    def _value(self, kind: str, args: list[str] | None) -> ast.expr:
+        """What ``x = <IPython call>`` assigns: the output lines of a shell command, the value of
+        ``%time``'s expression, else None (with a note)."""
+        if args and kind in ("getoutput", "system"):
+            self.notes.append(_shell_note(args[0]))
+            return _shell_call(args[0], True)
+        if args and kind == "run_line_magic" and len(args) == 2:
+            if args[0] in ("sx", "system"):
+                self.notes.append(_shell_note(args[1]))
+                return _shell_call(args[1], True)
+            if args[0] == "time":
+                try:
+                    return ast.parse(args[1], mode="eval").body
+                except SyntaxError:
+                    pass
+        self.notes.append(f"IPython magic {args[0] if args else kind} assigned: replaced by None")
+        return ast.Constant(None)
+
+    def _statements(self, kind: str, args: list[str] | None) -> list:
+        """The statements an IPython call stands for as a statement of its own ([]: nothing)."""
+        if args and kind in ("getoutput", "system"):
+            self.notes.append(_shell_note(args[0]))
+            return [ast.Expr(_shell_call(args[0], kind == "getoutput"))]
+        name = args[0] if args else "?"
+        if kind == "run_line_magic" and args and len(args) == 2:
+            if name in ("sx", "system"):
+                return [ast.Expr(self._value(kind, args))]
+            if name == "time":
+                return self._parsed(args[1], "%time")
+        if kind == "run_cell_magic" and args and len(args) == 3:
+            if name in _BODY_MAGICS:
+                return self._parsed(args[2], f"%%{name}")
+            if name == "writefile":
+                return self._writefile(args[1], args[2])
+            if name in _SHELL_CELLS:
+                self.notes.append(_shell_note(f"%%{name} cell"))
+                return [ast.Expr(_shell_call(args[2], False, _SHELL_CELLS[name]))]
+        self.notes.append(f"IPython magic {name!s} removed")
+        return []
+
+    def _parsed(self, body: str, magic: str) -> list:
+        """The statements of a magic's body (its own magics replaced too)."""
+        python, notes, modules = _transform(body)
+        self.notes.extend(notes)
+        self.modules.extend(modules)
+        try:
+            return ast.parse(python).body
+        except SyntaxError:
+            self.notes.append(f"{magic}: its code does not parse; not run")
+            return []
+
+    def _writefile(self, line: str, body: str) -> list:
+        """``%%writefile [-a] FILE``: Python that writes the file, as IPython does."""
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            words = []
+        append = any(w in ("-a", "--append") for w in words)
+        names = [w for w in words if not w.startswith("-")]
+        if len(names) != 1:
+            self.notes.append(f"%%writefile {line[:80]}: no file name; not written")
+            return []
+        path = names[0]
+        if path.endswith(".py") and "/" not in path:
+            self.modules.append((path[:-3], body))
+        self.notes.append(f"%%writefile writes {path[:80]}")
+        mode = "a" if append else "w"
+        return ast.parse(f"open({path!r}, {mode!r}, encoding='utf-8').write({body!r})").body
 
 
 @_serialized
 def to_python(source: str) -> tuple[str, list[str]]:
-    """Plain Python for a notebook cell: IPython magics and shell escapes are removed.
+    """Plain Python for a notebook cell, and notes on what was changed (see :func:`_transform`)."""
+    python, notes, _ = _transform(source)
+    return python, notes
+
+
+def _transform(source: str) -> tuple[str, list[str], list[tuple[str, str]]]:
+    """Plain Python for a notebook cell as IPython runs it, notes, and the modules it writes.
 
     A cell that already parses is returned unchanged. Otherwise IPython's own input transformer
-    (when IPython is installed) turns the magics into ``get_ipython()`` calls, which are then
-    dropped; the bodies of ``%%time``, ``%%timeit`` and ``%%capture`` are kept.
+    (when IPython is installed) turns the magics into ``get_ipython()`` calls, which become what
+    they stand for where the worker can do it: ``%time`` runs its statement (its value where it is
+    assigned), the bodies of ``%%time``, ``%%timeit``, ``%%capture`` run, ``%%writefile`` writes
+    its file (a ``.py`` file is a module the notebook may import: ``(name, source)`` is returned),
+    and shell escapes (``!cmd``, ``x = !cmd``, ``%sx``, ``%%bash``) call :data:`SHELL_ESCAPE`.
+    Every other magic is dropped, with a note.
     """
     try:
         ast.parse(source)
-        return source, []
+        return source, [], []
     except SyntaxError:
         pass
     except (ValueError, RecursionError, MemoryError):
-        return source, []
+        return source, [], []
     try:
         from IPython.core.inputtransformer2 import TransformerManager
     except ImportError:  # pragma: no cover - IPython comes with nbgrader
-        return source, []
+        return source, [], []
     try:
         transformed = TransformerManager().transform_cell(source)
         tree = ast.parse(transformed)
     except Exception:  # noqa: BLE001 - not valid even for IPython: leave it to fail in the worker
-        return source, []
+        return source, [], []
     remover = _MagicRemover()
     tree = ast.fix_missing_locations(remover.visit(tree))
     try:
-        return ast.unparse(tree), remover.notes
+        return ast.unparse(tree), remover.notes, remover.modules
     except Exception:  # noqa: BLE001 - pragma: no cover
-        return source, []
+        return source, [], []
 
 
 def _docstring_nodes(tree) -> set[int]:
@@ -383,6 +471,7 @@ class _Walker:
     def visit_import(self, node) -> None:
         for a in node.names:
             self.check_module(a.name)
+            self.info.uses.add(a.name.split(".")[0])  # a module that another cell may write
             local = (a.asname or a.name).split(".")[0]
             self.aliases[local] = a.name.split(".")[0] if not a.asname else a.name
             self.modules.add(local)
@@ -391,6 +480,8 @@ class _Walker:
         if node.level:
             self.add("forbidden", "relative import")
         self.check_module(node.module or "")
+        if node.module and not node.level:
+            self.info.uses.add(node.module.split(".")[0])  # a module that another cell may write
         for a in node.names:
             if a.name == "*":
                 self.add("tampering", f"star import from {node.module}")
@@ -486,7 +577,7 @@ def analyse_cell(
     (:mod:`attngrade.reading`).
     """
     info = CellInfo()
-    source, info.notes = to_python(source)
+    source, info.notes, modules = _transform(source)
     info.python = source
     try:
         tree = ast.parse(source)
@@ -497,6 +588,15 @@ def analyse_cell(
     walker.top_level(tree.body)
     for node in ast.walk(tree):
         walker.visit(node)
+    for name, body in modules:  # a module the cell writes (%%writefile) is the cell's code too
+        info.defines.add(name)
+        try:
+            module = ast.parse(body)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        walker.docstrings |= _docstring_nodes(module)
+        for node in ast.walk(module):
+            walker.visit(node)
     return info
 
 

@@ -39,7 +39,9 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import re
 import struct
+import subprocess
 import sys
 
 _FRAME = struct.Struct(">II")  # total length after this word, header length
@@ -387,6 +389,90 @@ def _display(*objs, **kwargs):
     return display(*objs, **kwargs)
 
 
+_EXPANSION = re.compile(r"\$\$|\{\{|\}\}|\$([A-Za-z_]\w*)|\{([^{}]+)\}")
+_INSTALLS = re.compile(r"\s*(?:sudo\s+)?(?:pip3?|conda|mamba|apt(?:-get)?|python3?\s+-m\s+pip)\s+install\b")
+
+
+def _expand(command: str, frame) -> str:
+    """IPython's expansion of ``$name`` and ``{expression}`` in a shell command, in the namespace
+    of the code that runs it (``$$``, ``{{``, ``}}``: the character); what cannot be expanded
+    stays as written, as in IPython."""
+    names = {**frame.f_globals, **frame.f_locals}
+
+    def one(m):
+        text = m.group(0)
+        if text in ("$$", "{{", "}}"):
+            return text[0]
+        try:
+            return str(names[m.group(1)] if m.group(1) else eval(m.group(2), frame.f_globals, frame.f_locals))  # noqa: S307
+        except Exception:  # noqa: BLE001 - as IPython: left as written
+            return text
+
+    return _EXPANSION.sub(one, command)
+
+
+def _shell_escape(command, capture=False, program="sh"):
+    """IPython's shell escapes in the worker (:data:`attngrade.staticcheck.SHELL_ESCAPE`): ``!cmd``
+    runs ``cmd`` with ``/bin/sh`` (``%%bash``: ``/bin/bash``), its output in the worker's; with
+    ``capture`` (``x = !cmd``, ``%sx``) the output (stderr included) is returned as a list of lines.
+    Where the sandbox cannot run it (no shell, no process left) and for package installs, a line
+    on stderr says why, and nothing runs."""
+    command = _expand(str(command), sys._getframe(1))
+    if _INSTALLS.match(command):
+        return _not_run(command, "installing packages is not part of grading (the course environment is fixed)", capture)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - the student's stream
+            pass
+    pipe = subprocess.PIPE if capture else None
+    try:
+        done = subprocess.run(
+            [f"/bin/{program}", "-c", command], stdin=subprocess.DEVNULL, stdout=pipe,
+            stderr=subprocess.STDOUT if capture else None, check=False,
+        )
+    except OSError as exc:
+        why = f"the grader's sandbox does not allow it here ({type(exc).__name__}: {exc.strerror or exc})"
+        return _not_run(command, why, capture)
+    return done.stdout.decode("utf-8", "replace").splitlines() if capture else None
+
+
+def _not_run(command: str, why: str, capture: bool):
+    sys.stderr.write(f"shell command not run: {command[:200]}: {why}\n")
+    return [] if capture else None
+
+
+def _revive_thread_pools() -> None:
+    """In a memory case's process (a fork of the worker, where only the forking thread exists):
+    every ``concurrent.futures.ThreadPoolExecutor`` of the student's code gets new threads when
+    it is next used, instead of waiting forever for threads that were not forked. Their idle
+    count and locks are reset as at a fork; the work they do is the call's, in the case's group."""
+    module = sys.modules.get("concurrent.futures.thread")
+    registry = getattr(module, "_threads_queues", None)
+    try:
+        threads = list(registry.keys()) if registry is not None else []
+    except Exception:  # noqa: BLE001 - whatever the student's code left there
+        return
+    pools = {}
+    for thread in threads:
+        try:
+            ref = thread._args[0]
+            pool = ref() if callable(ref) else None
+            registry.pop(thread, None)
+        except Exception:  # noqa: BLE001
+            continue
+        if pool is not None:
+            pools[id(pool)] = pool
+    for pool in pools.values():
+        try:
+            pool._threads = set()
+            pool._shutdown_lock._at_fork_reinit()
+            pool._idle_semaphore._cond._at_fork_reinit()
+            pool._idle_semaphore._value = 0
+        except Exception:  # noqa: BLE001 - not the standard library's pool: left as it is
+            continue
+
+
 #: What the worker's own code uses (its loop, :mod:`attngrade.plain`, :mod:`attngrade.spec`, the
 #: mounts and ``prctl`` through ``ctypes``), imported once, before any limit or student code: the
 #: worker holds these modules as they are then, and never imports anything later, when the import
@@ -486,6 +572,7 @@ def _run_job(config: dict, inputs_blob: bytes, fds: tuple, plain, spec) -> None:
     channel = _Channel(fds[0])
     if config.get("probe"):
         _probe(config, report, channel)
+    sys.path.insert(0, "")  # as in a kernel: modules in the working folder (%%writefile) import
     inputs = plain.unpack(inputs_blob, max_bytes=1 << 62)
     del inputs_blob
     blocked = set(config["blocked"]) | {"attngrade"}
@@ -597,6 +684,7 @@ class _Runner:
         sys.modules["__main__"] = main_module
         self.namespace = main_module.__dict__
         builtins.display = _display
+        builtins._shell_escape = _shell_escape
         self.student = _StudentBuiltins()
 
     def run(self) -> None:
@@ -711,6 +799,7 @@ class _Runner:
     def case_child(self, fn, index: int, write_end: int) -> None:
         self.freeze()  # the collector leaves the parent's objects (and their pages) alone
         self.channel.owner = os.getpid()
+        _revive_thread_pools()
         args, kwargs = self.receive_inputs()
         self.channel.send({"ev": "ready", "case": index, "pid": os.getpid()})
         _read_exact(self.go_fd, 1)  # now in the case's own memory group
