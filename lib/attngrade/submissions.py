@@ -936,6 +936,7 @@ class Rebuilt:
     flags: list  # tampering found in the structure
     unanswered: list  # answer cells left as in the release
     matched: int  # release cells found in the submission
+    notes: list = field(default_factory=list)  # for the instructor: where answers were found
 
 
 def _meta(cell) -> dict:
@@ -953,41 +954,152 @@ def _norm(src: str | None) -> str:
 
 
 def rebuild(release: dict, submitted: dict) -> Rebuilt:
-    """Take the answers from ``submitted`` by the release's grade ids; report tampering."""
+    """Take the answers from ``submitted`` by the release's grade ids; report tampering.
+
+    A code answer is the cell with its grade id; one the student deleted and typed again
+    without its nbgrader metadata (an added code cell defining the release's function) stands in
+    for it, flagged (:func:`_standin`). A written answer (graded by hand) is whatever the student
+    wrote for it (:func:`_take_written`): its cell whatever its type, the images attached to it,
+    and the cells the student added right after it, so that formgrader shows all of it.
+    """
     release_tags = {cell_grade_id(c): _tags(c) for c in release["cells"] if cell_grade_id(c)}
     by_gid, flags = _by_grade_id(release_tags, submitted)
-    nb = copy.deepcopy(release)
-    answers, written, unanswered = {}, {}, []
-    matched = 0
-    for cell in nb["cells"]:
+    out = Rebuilt(copy.deepcopy(release), {}, {}, flags, [], 0)
+    cells = submitted["cells"]
+    taken: set[int] = set()  # added cells that stand in for a deleted answer
+    for cell in out.notebook["cells"]:
         gid = cell_grade_id(cell)
         if not gid:
             continue
         rmeta = cell["metadata"]["nbgrader"]
         is_answer = bool(rmeta.get("solution"))
         found = by_gid.get(gid, [])
-        if found:
-            matched += 1
+        out.matched += bool(found)
         if len(found) > 1 and not (is_answer and cell["cell_type"] == "code"):  # code answer copies run where they stand
             flags.append(f"cell {gid!r} appears {len(found)} times")
-        if not found:
-            flags.append(f"{'answer ' if is_answer else ''}cell {gid!r} was deleted")
-        usable = [c for c in found if c.get("cell_type") == cell["cell_type"] and _source(c) is not None]
         flags.extend(_copy_flags(gid, cell, found, rmeta, is_answer))
         if not is_answer:
+            if not found:
+                flags.append(f"cell {gid!r} was deleted")
             continue
-        if usable:
-            src = _source(usable[0])  # the copy at its own place (notebooks.run_plan)
-            cell["source"] = src
-        if _norm(cell["source"]) == _norm(_release_source(release, gid)):
-            unanswered.append(gid)
-        if cell["cell_type"] == "code" and not rmeta.get("grade"):
-            answers[gid] = cell["source"]
+        stub = cell["source"]
+        if cell["cell_type"] == "code":
+            _take_code(out, gid, cell, found, cells, taken)
         else:
-            written[gid] = cell["source"]
-    # De-duplicate flags, keep order.
-    flags = list(dict.fromkeys(flags))
-    return Rebuilt(nb, answers, written, flags, unanswered, matched)
+            _take_written(out, release, gid, cell, found, cells)
+        if _norm(cell["source"]) == _norm(stub):
+            out.unanswered.append(gid)
+        if cell["cell_type"] == "code" and not rmeta.get("grade"):
+            out.answers[gid] = cell["source"]
+        else:
+            out.written[gid] = cell["source"]
+    out.flags = list(dict.fromkeys(flags))  # de-duplicated, in order
+    return out
+
+
+def _take_code(out: Rebuilt, gid: str, cell, found: list, cells: list, taken: set) -> None:
+    """A code answer's source: the first readable code copy of it (the one at its own place,
+    see :func:`attngrade.notebooks.run_plan`), or the added cell that stands in for it."""
+    usable = [c for c in found if c.get("cell_type") == "code" and _source(c) is not None]
+    if usable:
+        cell["source"] = _source(usable[0])
+        return
+    if found:
+        return  # there, but not as readable code: flagged, and the release's stub stands
+    index = _standin(cell["source"], cells, taken)
+    if index is None:
+        out.flags.append(f"answer cell {gid!r} was deleted")
+        return
+    taken.add(index)
+    cell["source"] = _source(cells[index])
+    out.flags.append(
+        f"answer cell {gid!r} was deleted and typed again without its nbgrader metadata: "
+        f"graded from the added cell {index} of the notebook, which defines its function"
+    )
+
+
+def _standin(stub: str, cells: list, taken: set) -> int | None:
+    """The index of the added (untracked) code cell that stands in for a deleted answer cell
+    whose release source is ``stub``: the last one that defines, at its top level, a function
+    that ``stub`` defines (the one in effect after a run of the notebook); None if none does."""
+    names = re.findall(r"^(?:async[ \t]+)?def[ \t]+(\w+)", stub, re.M)
+    if not names:
+        return None
+    defines = re.compile(r"^(?:async[ \t]+)?def[ \t]+(?:" + "|".join(map(re.escape, names)) + r")[ \t]*\(", re.M)
+    found = [
+        i for i, c in enumerate(cells)
+        if i not in taken and c.get("cell_type") == "code" and cell_grade_id(c) is None
+        and isinstance(_source(c), str) and defines.search(_source(c))
+    ]
+    return found[-1] if found else None
+
+
+def _take_written(out: Rebuilt, release: dict, gid: str, cell, found: list, cells: list) -> None:
+    """A written answer: the text of its cell (markdown, raw or code alike) and of the markdown
+    and raw cells the student added right after it (or, where it was deleted, right after the
+    release cell before it), one after the other, with their images (``attachments``)."""
+    stub = _norm(cell["source"])
+    own = next((c for c in found if _source(c) is not None), None)
+    start = next(i for i, c in enumerate(cells) if c is own) if own is not None else _place_of(release, gid, cells)
+    more = _continuation(cells, start + 1)
+    texts, images = [], {}
+    for part in ([own] if own is not None else []) + more:
+        text = _source(part)
+        if text.strip() and _norm(text) != stub:
+            texts.append(_with_images(images, part, text))
+    if own is not None and own.get("cell_type") != cell["cell_type"]:
+        out.notes.append(
+            f"written answer {gid!r} is in a {str(own.get('cell_type'))[:20]} cell: its text is graded by hand as written"
+        )
+    if more:
+        out.notes.append(f"written answer {gid!r} continues in the {len(more)} cell(s) added after it: shown in it")
+    if own is None:
+        found_text = f"; the text in the {len(more)} cell(s) added where it stood is graded by hand" if texts else ""
+        out.flags.append(f"answer cell {gid!r} was deleted{found_text}")
+    if texts:
+        cell["source"] = "\n\n".join(texts)
+    if images:
+        cell["attachments"] = images
+
+
+def _place_of(release: dict, gid: str, cells: list) -> int:
+    """Where a deleted cell stood in ``cells``: the index of the nearest release cell before it
+    that the submission has (-1: before all of them)."""
+    first: dict[str, int] = {}
+    for i, c in enumerate(cells):
+        first.setdefault(cell_grade_id(c), i)
+    before = []
+    for c in release["cells"]:
+        if cell_grade_id(c) == gid:
+            break
+        before.append(cell_grade_id(c))
+    return next((first[g] for g in reversed(before) if g in first), -1)
+
+
+def _continuation(cells: list, start: int) -> list:
+    """The markdown and raw cells without a grade id from ``start`` on, up to the next other cell."""
+    more = []
+    for c in cells[max(start, 0):]:
+        if cell_grade_id(c) is not None or c.get("cell_type") not in ("markdown", "raw") or _source(c) is None:
+            break
+        more.append(c)
+    return more
+
+
+def _with_images(images: dict, cell, text: str) -> str:
+    """Add the images attached to ``cell`` to ``images``; ``text`` with the names that were
+    already taken there renamed (Jupyter names every pasted image ``image.png``)."""
+    attached = cell.get("attachments")
+    for name, data in attached.items() if isinstance(attached, dict) else []:
+        new, n = name, 1
+        while new in images and images[new] != data:
+            n += 1
+            stem, dot, ext = name.rpartition(".")
+            new = f"{stem}-{n}.{ext}" if dot else f"{name}-{n}"
+        if new != name:
+            text = re.sub(r"attachment:" + re.escape(name) + r"(?=[\s)\"'>]|$)", lambda _m: "attachment:" + new, text)
+        images[new] = data
+    return text
 
 
 def _tags(cell) -> set:
@@ -1020,8 +1132,9 @@ def _by_grade_id(release_tags: dict, submitted: dict) -> tuple[dict, list]:
 def _copy_flags(gid: str, cell, found: list, rmeta: dict, is_answer: bool) -> list[str]:
     """How the submitted copies of one release cell differ from it (type, source, metadata)."""
     flags = []
+    written = is_answer and cell["cell_type"] != "code"  # its text is graded by hand whatever the type
     for c in found:
-        if c.get("cell_type") != cell["cell_type"]:
+        if c.get("cell_type") != cell["cell_type"] and not written:
             flags.append(f"cell {gid!r} was changed from {cell['cell_type']} to {str(c.get('cell_type'))[:20]}")
         elif _source(c) is None:
             flags.append(f"cell {gid!r} has an unreadable source")
@@ -1037,10 +1150,3 @@ def _copy_flags(gid: str, cell, found: list, rmeta: dict, is_answer: bool) -> li
         ):
             flags.append(f"locked cell {gid!r} was edited")
     return flags
-
-
-def _release_source(release: dict, gid: str) -> str:
-    for cell in release["cells"]:
-        if cell_grade_id(cell) == gid:
-            return cell["source"]
-    return ""
