@@ -1,63 +1,65 @@
 """Similarity evidence: which students' answers to one part are alike beyond what the task forces.
 
 For the instructor only: nothing here reaches a student's feedback, and nothing changes a point
-or a status. Each part (answer cell, by grade id) is compared across the whole class with
-copydetect (tokenised by Pygments, names replaced by placeholders, so renaming, comments,
-whitespace and the order of functions change nothing; k-gram fingerprints, compared pairwise).
+or a status.
 
-What is not evidence:
+**What is compared.** Each answer (answer cell, by grade id) becomes a set of features
+(:mod:`attngrade.codeprint`): its syntax tree with names abstracted, comments and docstrings
+dropped, method calls, NumPy spellings, operand order, loops and comprehensions, helpers and
+temporaries normalised (each expression also with its variables and helper calls expanded), and
+k-grams of its tokens as written. Order plays no part, so reordered statements and functions
+change nothing.
 
-* the release's starter code and the code quoted in the task text (fingerprints removed);
-* code that the task forces: the fingerprints of the instructor's solution are removed too, so
-  two answers that both write the obvious line share nothing by it;
-* short answers: an answer with fewer than ``min_tokens`` characters of its own (after the
-  above is removed; names count one character each) is not compared. The default is set above
-  the two-line solutions of ``01_softmax`` (Parts 2 and 3, about 45), below its one real
-  function (Part 1, 100), so an answer that is no more than what such a task forces is no
-  evidence.
+**What is not evidence.** The features of the release's starter code, of the code the task gives
+(its other code cells and the code quoted in its text) and of the instructor's solution weigh
+nothing. Every other feature weighs by its rarity in the part across the class:
+``(log((n + 1) / df) / log(n + 1)) ** 3`` for a feature in ``df`` of ``n`` answers (``n`` at
+least :data:`MIN_CLASS_WEIGHT`, as if the rest of a small class had not written it), and the
+k-grams of the code as written half that. An answer with fewer than :data:`MIN_OWN` features
+of its own is not compared.
 
-A pair's score is the larger of the two shares: the part of one answer's own code found in
-the other. A copy with an inserted dead helper still contains all of the original, so the
-original's share stays high. Every k-gram is kept (winnowing window 1): answer cells are small,
-and the result then does not depend on Python's per-process string hashing.
+**A pair's score** is the weight the two answers share over the smaller one's weight plus
+:data:`PRIOR`: the share of the smaller answer's own, rare code found in the other, which a
+dead helper padding a copy does not lower, and which a short answer (little of its own) cannot
+reach by chance. Two answers that both write what everyone writes share little weight.
 
-Why copydetect and not Dolos (``@dodona/dolos-lib``): on the planted-copy class of
-``tests/grading/similarity`` Dolos 3.5.1 (defaults, the solution as its template) separated
-the copies from the honest pairs by 0.02 (0.650 against 0.632), copydetect as used here by 0.2
-(1.000 against 0.798); Dolos's symmetric score drops for a copy padded with a dead helper, and
-it brings Node.js and 450 MB of tree-sitter parsers compiled at install time to a Python grader.
+**Ranked by how unusual a pair is in its part.** A pair's *unusualness* is how many standard
+deviations its score stands above the part's usual scores (their median, and a deviation read from
+their upper decile, so that copies do not move them). A pair is listed when it is at least :data:`MIN_Z` above
+and scores at least :data:`MIN_SCORE`; students linked by listed pairs are one *group* (a class
+of ten that shares one answer is one group, not 45 pairs). Groups are ranked by their most
+unusual pair; ``similarity.csv`` has every listed pair with its group, and the pairs just below
+the cut (unusualness :data:`NEAR_Z` or more).
 
 With ``--shard`` every host writes its share's answers (:func:`write_answers`, in
 ``OUT/similarity/answers.json``); ``python -m attngrade.similarity OUT-1 OUT-2 ... --out DIR``
-compares the whole class. Answers, not fingerprints, travel between hosts: copydetect hashes
-with Python's salted ``hash``, so fingerprints are comparable within one process only.
+compares the whole class.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import html
-import io
-import itertools
 import json
+import math
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from copydetect import CodeFingerprint, compare_files
 
-from .names import csv_cell, shown
+from .codeprint import code_print
+from .names import csv_cell
 from .notebooks import cell_grade_id
 
 __all__ = [
-    "K",
-    "MIN_TOKENS",
-    "THRESHOLD",
+    "MIN_Z",
+    "MIN_SCORE",
+    "Group",
     "Pair",
     "PartInfo",
+    "PartScores",
     "Similarity",
     "answers_of",
     "compare_class",
@@ -68,16 +70,27 @@ __all__ = [
     "for_class",
     "load_answers",
     "main",
-    "render_section",
+    "part_scores",
+    "run",
     "task_code",
     "update_answers",
     "write_answers",
     "write_csv",
+    "write_report",
 ]
 
-K = 25  # characters of tokenised code per fingerprint (copydetect's default noise threshold)
-THRESHOLD = 0.9  # a pair is listed when this share of one answer's own code is in the other
-MIN_TOKENS = 60  # an answer with less code of its own than this is not evidence (tokenised characters)
+MIN_Z = 4.0  # a pair is listed when its score is this many deviations above its part's usual ...
+MIN_SCORE = 0.2  # ... and at least this share of the smaller answer's own code is in the other
+NEAR_Z = 3.0  # pairs from here up to the cut are in the CSV too (not listed on the page)
+TRIM = 0.1  # the upper quantile (1 - TRIM) that measures a part's deviation
+LINK = 0.5  # a pair joins two groups when it scores at least this share of the weaker one's best
+PRIOR_PAIRS = 30  # pairs that share nothing added to a part's usual scores
+MIN_SPREAD = 0.02  # the least deviation of a part's scores (a class of near-identical answers)
+WEIGHT_POWER = 3  # the rarity weight's exponent
+SURFACE_WEIGHT = 0.5  # the k-grams of the code as written, against the normalised features
+PRIOR = 6.0  # weight added to the smaller answer's: a short answer's share is shrunk towards 0
+MIN_CLASS_WEIGHT = 30  # rarity is reckoned as in a class of at least this many
+MIN_OWN = 3  # an answer with fewer features of its own is not compared
 MIN_CLASS = 3  # the grading command compares classes of at least this many students by default
 MAX_CHARS = 64 * 1024  # an answer's first characters compared: the analysis is bounded per student
 ANSWERS_FILE = "answers.json"
@@ -90,54 +103,76 @@ class Pair:
     part: str
     student_a: str
     student_b: str
-    score: float  # max(share_a, share_b)
-    share_a: float  # the part of a's own code found in b's
+    score: float  # shared weight / (the smaller answer's weight + PRIOR)
+    share_a: float  # the part of a's own weight found in b's
     share_b: float
-    code_a: str
-    code_b: str
+    z: float  # deviations above the part's usual scores
+    listed: bool  # z >= MIN_Z and score >= MIN_SCORE
+    code_a: str = ""
+    code_b: str = ""
     marks_a: tuple = ()  # ((start, end), ...) in code_a
     marks_b: tuple = ()
 
 
 @dataclass
+class Group:
+    """Students of one part linked by listed pairs; ``variants``: the distinct answers (after
+    normalisation), each as (students, code, marks)."""
+
+    part: str
+    students: tuple
+    pairs: list
+    variants: list = field(default_factory=list)
+
+    @property
+    def z(self) -> float:
+        return max(p.z for p in self.pairs)
+
+    @property
+    def score(self) -> float:
+        return max(p.score for p in self.pairs)
+
+
+@dataclass
 class PartInfo:
-    """What was compared for one part, and what was not evidence."""
+    """What was compared for one part, what was not evidence, and the part's usual scores."""
 
     part: str
     compared: int = 0
-    short: list = field(default_factory=list)  # students whose answer is too short to compare
+    short: list = field(default_factory=list)  # students with too little code of their own
     cut: list = field(default_factory=list)  # students whose answer was longer than MAX_CHARS
+    unparsed: list = field(default_factory=list)  # students whose code does not all parse
+    center: float = 0.0  # the median of the part's pair scores
+    spread: float = MIN_SPREAD  # their deviation
 
 
 @dataclass
 class Similarity:
-    """The class's result: pairs at or above the threshold, most similar first."""
+    """The class's result: groups (most unusual first), their listed pairs, and the pairs just
+    below the cut (``near``)."""
 
-    pairs: list
+    groups: list
     parts: list
-    threshold: float
+    near: list = field(default_factory=list)
+    min_z: float = MIN_Z
+    min_score: float = MIN_SCORE
+
+    @property
+    def pairs(self) -> list:
+        """Every listed pair, most unusual first."""
+        return sorted((p for g in self.groups for p in g.pairs), key=_rank)
 
 
-def _check_threshold(threshold: float) -> float:
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise TypeError(f"threshold must be a number from 0 to 1, got {type(threshold).__name__}")
-    if not 0.0 <= float(threshold) <= 1.0:
-        raise ValueError(f"threshold must be from 0 to 1, got {threshold}")
-    return float(threshold)
+def _rank(p: Pair):
+    return (-p.z, -p.score, p.part, p.student_a, p.student_b)
 
 
-def _fingerprint(code: str, boilerplate: np.ndarray | None = None) -> CodeFingerprint:
-    return CodeFingerprint(
-        "answer.py", K, 1, boilerplate=boilerplate, language="python", fp=io.StringIO(code)
-    )
-
-
-def _boilerplate(codes) -> np.ndarray:
-    hashes: set = set()
-    for code in codes:
-        if code and code.strip():
-            hashes |= _fingerprint(code).hashes
-    return np.array(sorted(hashes), dtype=np.int64)
+def _check_number(name: str, value, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number from {low:g} to {high:g}, got {type(value).__name__}")
+    if not low <= float(value) <= high:
+        raise ValueError(f"{name} must be from {low:g} to {high:g}, got {value}")
+    return float(value)
 
 
 def task_code(markdown: str) -> str:
@@ -150,15 +185,148 @@ def task_code(markdown: str) -> str:
     return "\n".join([*(f.strip("\n") for f in fenced), *inline])
 
 
-def _marks(slices, length: int) -> tuple:
-    if len(slices) != 2 or len(slices[0]) == 0:
+# Comparing one part.
+
+
+def _not_evidence(codes) -> set:
+    """The features of code that never counts (starter code, the task's code, the solution)."""
+    out: set = set()
+    for code in codes:
+        if isinstance(code, str) and code.strip():
+            out |= set(code_print(code).features)
+    return out
+
+
+def _prints(answers: dict, info: PartInfo, ignored: set) -> dict:
+    """student -> (code, its CodePrint, its own features, its ranges by feature) for the answers
+    with enough code of their own."""
+    out = {}
+    for student in sorted(answers):
+        code = answers[student] if isinstance(answers[student], str) else ""
+        if len(code) > MAX_CHARS:
+            code = code[:MAX_CHARS]
+            info.cut.append(student)
+        found = code_print(code)
+        own = frozenset(found.features) - ignored
+        if found.unparsed:
+            info.unparsed.append(student)
+        if len(own) < MIN_OWN:
+            info.short.append(student)
+        else:
+            out[student] = (code, found, own, _span_table(found))
+    return out
+
+
+def _weights(prints: dict) -> tuple[dict, dict]:
+    """Each feature's weight by its rarity among the answers, and how many answers hold it."""
+    held: dict = {}
+    surface: set = set()
+    for _, found, own, _ in prints.values():
+        surface |= found.surface & own
+        for f in own:
+            held[f] = held.get(f, 0) + 1
+    n = max(len(prints), MIN_CLASS_WEIGHT)
+    top = math.log(n + 1)
+    weights = {f: (math.log((n + 1) / d) / top) ** WEIGHT_POWER * (SURFACE_WEIGHT if f in surface else 1.0)
+               for f, d in held.items()}
+    return weights, held
+
+
+def _shared_matrix(owns: list, weights: dict, held: dict) -> np.ndarray:
+    """``[i, j]``: the weight answers i and j share (features held by two or more, in chunks)."""
+    columns = sorted(f for f, d in held.items() if d > 1)
+    n, shared = len(owns), np.zeros((len(owns), len(owns)))
+    step = max(1, 4_000_000 // max(1, n))
+    for at in range(0, len(columns), step):
+        chunk = {f: k for k, f in enumerate(columns[at:at + step])}
+        x = np.zeros((n, len(chunk)))
+        for i, own in enumerate(owns):
+            x[i, [chunk[f] for f in own if f in chunk]] = 1.0
+        shared += (x * np.array([weights[f] for f in chunk])) @ x.T
+    return shared
+
+
+def _usual(scores: np.ndarray) -> tuple[float, float]:
+    """A part's usual score and deviation: the median of its pair scores and the distance from
+    there to their upper decile (as 1.28 deviations, a normal's), so that copies, even one pair
+    in ten, do not move either; :data:`PRIOR_PAIRS` pairs that share nothing are put in (a small
+    class's few pairs say little about what is usual)."""
+    values = np.concatenate([scores, np.zeros(PRIOR_PAIRS)])
+    center, upper = (float(x) for x in np.quantile(values, [0.5, 1.0 - TRIM]))
+    return center, max(MIN_SPREAD, (upper - center) / 1.2816)
+
+
+def _span_table(found) -> tuple:
+    """An answer's feature ranges as arrays sorted by start: (starts, ends, feature ids)."""
+    rows = sorted((start, end, f) for f, spans in found.features.items() for start, end in spans)
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return tuple(np.array(col, dtype=np.int64) for col in zip(*rows))
+
+
+def _marks(table: tuple, features) -> tuple:
+    """The character ranges of an answer that gave ``features``, overlapping ranges merged."""
+    starts, ends, ids = table
+    keep = np.isin(ids, np.fromiter(features, dtype=np.int64, count=len(features))) & (ends > starts)
+    starts, ends = starts[keep], ends[keep]
+    if not starts.size:
         return ()
-    out = []
-    for start, end in zip(np.asarray(slices[0]).tolist(), np.asarray(slices[1]).tolist()):
-        start, end = max(0, int(start)), min(length, int(end))
-        if end > start:
-            out.append((start, end))
-    return tuple(out)
+    reach = np.maximum.accumulate(ends)
+    new = np.concatenate([[True], starts[1:] > reach[:-1]])
+    firsts = np.flatnonzero(new)
+    lasts = np.concatenate([firsts[1:] - 1, [starts.size - 1]])
+    return tuple(zip(starts[firsts].tolist(), reach[lasts].tolist()))
+
+
+def _pair(part, a, b, prints, numbers, listed: bool) -> Pair:
+    (code_a, _, own_a, spans_a), (code_b, _, own_b, spans_b) = prints[a], prints[b]
+    both = own_a & own_b
+    score, share_a, share_b, z = (round(float(x), 4) for x in numbers)
+    return Pair(part, a, b, score, share_a, share_b, z, listed, code_a, code_b,
+                _marks(spans_a, both), _marks(spans_b, both))
+
+
+def _check_answers(answers) -> dict:
+    if not isinstance(answers, dict):
+        raise TypeError(f"answers must be a dict of student -> code, got {type(answers).__name__}")
+    return answers
+
+
+@dataclass
+class PartScores:
+    """Every pair of one part: ``score[i, j]``, ``z[i, j]`` and the weight ``shared[i, j]`` of
+    ``students[i]`` and ``students[j]``; ``total[i]``: the weight of ``students[i]``'s own code."""
+
+    info: PartInfo
+    students: list
+    prints: dict
+    score: np.ndarray
+    z: np.ndarray
+    shared: np.ndarray
+    total: np.ndarray
+
+    def of(self, a: str, b: str) -> tuple[float, float]:
+        """``(score, z)`` of students ``a`` and ``b``."""
+        i, j = self.students.index(a), self.students.index(b)
+        return float(self.score[i, j]), float(self.z[i, j])
+
+
+def part_scores(part: str, answers: dict, *, boilerplate=(), solution: str = "") -> PartScores:
+    """Every pair of ``answers`` (student -> code) of one part, scored and calibrated on the part.
+
+    ``boilerplate`` (starter code, the task's code) and ``solution`` never count.
+    """
+    info = PartInfo(part)
+    prints = _prints(_check_answers(answers), info, _not_evidence([*boilerplate, solution]))
+    students = sorted(prints)
+    info.compared = len(students)
+    weights, held = _weights(prints)
+    owns = [prints[s][2] for s in students]
+    total = np.array([math.fsum(weights[f] for f in sorted(own)) for own in owns])
+    shared = _shared_matrix(owns, weights, held)
+    score = shared / (np.minimum.outer(total, total) + PRIOR)
+    info.center, info.spread = _usual(score[np.triu_indices(len(students), 1)])
+    return PartScores(info, students, prints, score, (score - info.center) / info.spread, shared, total)
 
 
 def compare_part(
@@ -167,76 +335,111 @@ def compare_part(
     *,
     boilerplate=(),
     solution: str = "",
-    threshold: float = THRESHOLD,
-    min_tokens: int = MIN_TOKENS,
-) -> tuple[list, PartInfo]:
-    """Pairs of ``answers`` (student -> code) of one part at or above ``threshold``, most similar first.
+    min_z: float = MIN_Z,
+    min_score: float = MIN_SCORE,
+) -> tuple[list, list, PartInfo]:
+    """One part across the class: ``(groups, near, info)`` (:func:`part_scores`).
 
-    ``boilerplate`` (starter code, the task's code) and ``solution`` never count as evidence.
+    ``groups``: students linked by listed pairs (unusualness at least ``min_z`` and score at
+    least ``min_score``), most unusual first; ``near``: the other pairs from :data:`NEAR_Z` (or
+    ``min_z`` if lower) up, most unusual first.
     """
-    threshold = _check_threshold(threshold)
-    if not isinstance(answers, dict):
-        raise TypeError(f"answers must be a dict of student -> code, got {type(answers).__name__}")
-    info = PartInfo(part)
-    ignored = _boilerplate([*boilerplate, solution])
-    prints = {}
-    for student in sorted(answers):
-        code = answers[student]
-        if isinstance(code, str) and len(code) > MAX_CHARS:
-            code = code[:MAX_CHARS]
-            info.cut.append(student)
-        fp = _fingerprint(code, ignored) if isinstance(code, str) and code.strip() else None
-        if fp is None or fp.token_coverage < min_tokens:
-            info.short.append(student)
-        else:
-            prints[student] = fp
-    info.compared = len(prints)
-    pairs = []
-    for a, b in itertools.combinations(prints, 2):
-        fa, fb = prints[a], prints[b]
-        if not fa.hashes & fb.hashes:
+    min_z, min_score = _check_number("min_z", min_z, -1e9, 1e9), _check_number("min_score", min_score, 0, 1)
+    found = part_scores(part, answers, boilerplate=boilerplate, solution=solution)
+    listed, near, students = [], [], found.students
+    for i, j in zip(*np.triu_indices(len(students), 1)):
+        if found.z[i, j] < min(NEAR_Z, min_z) or found.shared[i, j] <= 0:
             continue
-        _, (share_a, share_b), (slices_a, slices_b) = compare_files(fa, fb)
-        score = float(max(share_a, share_b))
-        if score >= threshold:
-            pairs.append(
-                Pair(part, a, b, round(score, 4), round(float(share_a), 4), round(float(share_b), 4),
-                     fa.raw_code, fb.raw_code, _marks(slices_a, len(fa.raw_code)),
-                     _marks(slices_b, len(fb.raw_code)))
-            )
-    pairs.sort(key=lambda p: (-p.score, p.student_a, p.student_b))
-    return pairs, info
+        is_listed = bool(found.z[i, j] >= min_z and found.score[i, j] >= min_score)
+        numbers = (found.score[i, j], found.shared[i, j] / found.total[i], found.shared[i, j] / found.total[j],
+                   found.z[i, j])
+        pair = _pair(part, students[i], students[j], found.prints, numbers, is_listed)
+        (listed if is_listed else near).append(pair)
+    return _groups(part, listed, found.prints), sorted(near, key=_rank), found.info
+
+
+def _components(pairs: list) -> list:
+    """The groups of students that ``pairs`` (most unusual first) link, each a sorted list.
+
+    A pair joins two groups only if its score is at least :data:`LINK` of the weaker group's best
+    pair: two copied answers that an honest pair happens to bridge stay two groups, and that pair
+    is a group of its own.
+    """
+    group: dict = {}  # student -> its group's key
+    best: dict = {}  # group key -> its best score
+    members: dict = {}  # group key -> students
+    alone = []
+    for p in sorted(pairs, key=lambda q: (-q.score, q.student_a, q.student_b)):
+        a, b = group.get(p.student_a), group.get(p.student_b)
+        if a is not None and a == b:
+            continue
+        if p.score < LINK * min(best.get(a, p.score), best.get(b, p.score)):
+            alone.append([p.student_a, p.student_b])
+            continue
+        key = a if a is not None else b if b is not None else p.student_a
+        best[key] = max(best.get(a, 0.0), best.get(b, 0.0), p.score)
+        joined = {*members.pop(a, []), *members.pop(b, []), p.student_a, p.student_b}
+        members[key] = sorted(joined)
+        for s in members[key]:
+            group[s] = key
+    return list(members.values()) + alone
+
+
+def _groups(part: str, pairs: list, prints: dict) -> list:
+    """The groups of one part's listed pairs, each with its distinct answers, most unusual first."""
+    groups = []
+    for students in _components(pairs):
+        inside = set(students)
+        mine = sorted((p for p in pairs if p.student_a in inside and p.student_b in inside), key=_rank)
+        variants: dict = {}
+        for s in students:
+            variants.setdefault(prints[s][2], []).append(s)
+        shown = []
+        for own, names in variants.items():
+            others = frozenset().union(*(o for o in variants if o is not own)) if len(variants) > 1 else own
+            code, _, _, spans = prints[names[0]]
+            shown.append((tuple(names), code, _marks(spans, own & others)))
+        groups.append(Group(part, tuple(students), mine, sorted(shown, key=lambda v: v[0])))
+    return sorted(groups, key=_group_rank)
+
+
+def _group_rank(g: Group):
+    return (-g.z, -g.score, g.part, g.students)
 
 
 def compare_class(
     answers_by_student_and_part: dict,
     release_code: dict,
     solution_code: dict,
-    threshold: float = THRESHOLD,
     *,
     task_text: str = "",
-    min_tokens: int = MIN_TOKENS,
+    min_z: float = MIN_Z,
+    min_score: float = MIN_SCORE,
 ) -> Similarity:
-    """Every part's pairs at or above ``threshold`` across the class, most similar first.
+    """Every part across the class: its groups, most unusual first (:func:`compare_part`).
 
     ``answers_by_student_and_part``: student -> {grade id: code}; ``release_code`` and
     ``solution_code``: grade id -> the release's starter code and the instructor's solution;
-    ``task_text``: the code quoted by the task text (:func:`task_code`), never evidence.
+    ``task_text``: the task's own code (:func:`course_code`), never evidence.
     """
     if not isinstance(answers_by_student_and_part, dict):
         raise TypeError("answers_by_student_and_part must be a dict of student -> {grade id: code}")
-    parts = sorted({g for per in answers_by_student_and_part.values() for g in per})
-    pairs, infos = [], []
+    parts = sorted({g for per in answers_by_student_and_part.values() if isinstance(per, dict) for g in per})
+    groups, near, infos = [], [], []
     for gid in parts:
-        answers = {s: per[gid] for s, per in answers_by_student_and_part.items() if gid in per}
-        found, info = compare_part(
+        answers = {s: per[gid] for s, per in answers_by_student_and_part.items()
+                   if isinstance(per, dict) and gid in per}
+        found, close, info = compare_part(
             gid, answers, boilerplate=[release_code.get(gid, ""), task_text],
-            solution=solution_code.get(gid, ""), threshold=threshold, min_tokens=min_tokens,
+            solution=solution_code.get(gid, ""), min_z=min_z, min_score=min_score,
         )
-        pairs.extend(found)
+        groups.extend(found)
+        near.extend(close)
         infos.append(info)
-    pairs.sort(key=lambda p: (-p.score, p.part, p.student_a, p.student_b))
-    return Similarity(pairs, infos, _check_threshold(threshold))
+    return Similarity(sorted(groups, key=_group_rank), infos, sorted(near, key=_rank), min_z, min_score)
+
+
+# Answers and the course's code.
 
 
 def answers_of(notebook, grade_ids) -> dict:
@@ -328,14 +531,16 @@ def update_answers(folder: Path, assignment: str, fresh: dict, everyone, course:
     return merged
 
 
-def run(answers: dict, course: dict, threshold: float = THRESHOLD) -> Similarity:
+def run(answers: dict, course: dict, *, min_z: float = MIN_Z, min_score: float = MIN_SCORE) -> Similarity:
     """:func:`compare_class` on answers and :func:`course_code`'s output."""
-    return compare_class(
-        answers, course["release"], course["solution"], threshold, task_text=course.get("task", "")
-    )
+    return compare_class(answers, course["release"], course["solution"], task_text=course.get("task", ""),
+                         min_z=min_z, min_score=min_score)
 
 
-CSV_HEADER = ["part", "score", "student_a", "student_b", "share_a", "share_b", "shared_a", "shared_b"]
+# What the instructor reads.
+
+CSV_HEADER = ["part", "group", "group_size", "unusualness", "score", "student_a", "student_b", "share_a",
+              "share_b", "listed", "shared_a", "shared_b"]
 
 
 def _shared_text(code: str, marks) -> str:
@@ -343,120 +548,66 @@ def _shared_text(code: str, marks) -> str:
     return " ... ".join(" ".join(code[s:e].split()) for s, e in marks)
 
 
+def _csv_row(p: Pair, group: str, size: str) -> list:
+    return [csv_cell(x) for x in (
+        p.part, group, size, f"{p.z:.2f}", f"{p.score:.4f}", p.student_a, p.student_b, f"{p.share_a:.4f}",
+        f"{p.share_b:.4f}", "yes" if p.listed else "no", _shared_text(p.code_a, p.marks_a),
+        _shared_text(p.code_b, p.marks_b),
+    )]
+
+
 def write_csv(path: Path, result: Similarity) -> Path:
-    """The listed pairs as CSV, most similar first; no field can start a spreadsheet formula."""
+    """Every listed pair by group (groups numbered as on the page, most unusual first), then the
+    pairs just below the cut; no field can start a spreadsheet formula."""
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(CSV_HEADER)
-        for p in result.pairs:
-            w.writerow(
-                [csv_cell(x) for x in (
-                    p.part, f"{p.score:.4f}", p.student_a, p.student_b, f"{p.share_a:.4f}",
-                    f"{p.share_b:.4f}", _shared_text(p.code_a, p.marks_a), _shared_text(p.code_b, p.marks_b),
-                )]
-            )
+        for number, group in enumerate(result.groups, 1):
+            for p in group.pairs:
+                w.writerow(_csv_row(p, str(number), str(len(group.students))))
+        for p in result.near:
+            w.writerow(_csv_row(p, "", ""))
     return Path(path)
-
-
-def _marked(code: str, marks) -> str:
-    out, at = [], 0
-    for start, end in marks:
-        out.append(html.escape(code[at:start]))
-        out.append(f"<mark>{html.escape(code[start:end])}</mark>")
-        at = end
-    out.append(html.escape(code[at:]))
-    return "".join(out)
-
-
-SECTION_CSS = """
-.sim-pair{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem;margin:1rem 0}
-.sim-sbs{display:grid;grid-template-columns:1fr 1fr;gap:1rem}
-.sim-sbs pre{background:#f6f8fa;border:1px solid #ddd;border-radius:4px;padding:.5rem;overflow-x:auto;
-font-size:.8rem;margin:.3rem 0;white-space:pre}
-.sim-sbs mark{background:#ffe08a;padding:0}.sim-note{color:#444}
-"""
-
-
-def _e(text) -> str:
-    """HTML-escaped printable text: ids and names that are not UTF-8 included."""
-    return html.escape(shown(str(text)))
-
-
-def _pair_html(i: int, p: Pair) -> str:
-    e = _e
-    return (
-        f"<div class='sim-pair' id='sim-{i}'><h3>{i}. <code>{e(p.part)}</code>: {e(p.student_a)} and "
-        f"{e(p.student_b)} ({p.score:.0%})</h3><div class='sim-sbs'>"
-        f"<div><b>{e(p.student_a)}</b> ({p.share_a:.0%} of this answer's own code is in the other)"
-        f"<pre>{_marked(p.code_a, p.marks_a)}</pre></div>"
-        f"<div><b>{e(p.student_b)}</b> ({p.share_b:.0%} of this answer's own code is in the other)"
-        f"<pre>{_marked(p.code_b, p.marks_b)}</pre></div></div></div>"
-    )
-
-
-def render_section(result: Similarity, csv_name: str = "similarity.csv") -> str:
-    """The summary's section: pairs at or above the threshold, most similar first, side by side."""
-    e = _e
-    out = [
-        f"<style>{SECTION_CSS}</style><section id='similarity'>"
-        f"<h2>Similar answers ({len(result.pairs)} pairs at {result.threshold:.0%} or more)</h2>"
-        "<p class='sim-note'>Evidence for you only: students never see it, and it changes no points "
-        "and no status. A pair's score is the share of one answer's own code found in the other; "
-        "the starter code, the code in the task's text and the code the solution shares with an answer "
-        "never count, and short answers are not compared. Shared passages are <mark>marked</mark>. "
-        f"The same pairs are in <code>{e(csv_name)}</code>.</p>"
-    ]
-    if result.pairs:
-        out.append("<table><tr><th>#</th><th>part</th><th>score</th><th>student</th><th>student</th></tr>")
-        for i, p in enumerate(result.pairs, 1):
-            out.append(
-                f"<tr><td><a href='#sim-{i}'>{i}</a></td><td><code>{e(p.part)}</code></td>"
-                f"<td>{p.score:.0%}</td><td>{e(p.student_a)}</td><td>{e(p.student_b)}</td></tr>"
-            )
-        out.append("</table>")
-        out.extend(_pair_html(i, p) for i, p in enumerate(result.pairs, 1))
-    else:
-        out.append("<p>No pair reaches the threshold.</p>")
-    notes = []
-    for info in result.parts:
-        short = ""
-        if info.short:
-            names = ", ".join(info.short[:20]) + (f" and {len(info.short) - 20} more" if len(info.short) > 20 else "")
-            short = f", {len(info.short)} too short to be evidence <small>({e(names)})</small>"
-        cut = f", {len(info.cut)} longer than {MAX_CHARS // 1024} KiB, compared by their start" if info.cut else ""
-        notes.append(f"<li><code>{e(info.part)}</code>: {info.compared} answers compared{short}{cut}</li>")
-    out.append("<p>Per part:</p><ul>" + "".join(notes) + "</ul></section>")
-    return "".join(out)
 
 
 def write_report(folder: Path, result: Similarity, title: str) -> tuple[Path, Path]:
     """``similarity.html`` (the section on its own page) and ``similarity.csv`` in ``folder``."""
+    from .similarity_page import page
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     csv_path = write_csv(folder / "similarity.csv", result)
-    page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
-        "<style>body{font-family:system-ui,sans-serif;max-width:100rem;margin:2rem auto;padding:0 1rem}"
-        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem}</style></head>"
-        f"<body><h1>{_e(title)}</h1>{render_section(result, csv_path.name)}</body></html>"
-    )
     html_path = folder / "similarity.html"
-    html_path.write_text(page, encoding="utf-8", errors="backslashreplace")
+    html_path.write_text(page(result, title, csv_path.name), encoding="utf-8", errors="backslashreplace")
     return html_path, csv_path
 
 
-def for_class(folder: Path, assignment: str, course: dict, fresh: dict, everyone, *, compare: bool,
-              threshold: float = THRESHOLD) -> Similarity | None:
+def for_class(folder: Path, assignment: str, course: dict, fresh: dict, everyone, *,
+              compare: bool) -> Similarity | None:
     """The grading command's step: keep the class's answers in ``folder/answers.json`` (this
     run's ``fresh`` answers and the kept ones of unchanged students), then compare them unless
     ``compare`` is false (a ``--shard`` host: the final step compares every host's answers)."""
     answers = update_answers(folder, assignment, fresh, everyone, course)
-    return run(answers, course, threshold) if compare else None
+    return run(answers, course) if compare else None
+
+
+def _summary_figures(result: Similarity, csv_name: str) -> dict:
+    return {
+        "groups": len(result.groups),
+        "pairs": len(result.pairs),
+        "min_unusualness": result.min_z,
+        "min_score": result.min_score,
+        "csv": csv_name,
+        "parts": {i.part: {"compared": i.compared, "short": len(i.short), "usual_score": round(i.center, 4),
+                           "deviation": round(i.spread, 4)} for i in result.parts},
+    }
 
 
 def add_to_summary(out: Path, result: Similarity) -> Path:
     """Write ``out/similarity.csv``, put the section into ``out/summary.html`` (before its end)
-    and the pairs' count into ``out/summary.json``."""
+    and the figures into ``out/summary.json``."""
+    from .similarity_page import render_section
+
     out = Path(out)
     csv_path = write_csv(out / "similarity.csv", result)
     page = out / "summary.html"
@@ -467,14 +618,15 @@ def add_to_summary(out: Path, result: Similarity) -> Path:
                     errors="backslashreplace")
     summary = out / "summary.json"
     data = json.loads(summary.read_text(encoding="utf-8"))
-    data["similarity"] = {
-        "threshold": result.threshold,
-        "pairs": len(result.pairs),
-        "csv": csv_path.name,
-        "parts": {i.part: {"compared": i.compared, "short": len(i.short)} for i in result.parts},
-    }
+    data["similarity"] = _summary_figures(result, csv_path.name)
     summary.write_text(json.dumps(data, indent=1), encoding="utf-8")
     return csv_path
+
+
+def _said(result: Similarity) -> str:
+    students = sum(len(g.students) for g in result.groups)
+    return (f"{len(result.groups)} groups of similar answers ({students} students, {len(result.pairs)} pairs; "
+            f"unusualness {result.min_z:g} or more)")
 
 
 def class_step(out: Path, spec, results: list, prepared: dict, *, everyone: int, shard=None,
@@ -503,8 +655,7 @@ def class_step(out: Path, spec, results: list, prepared: dict, *, everyone: int,
                 "host is done: python -m attngrade.similarity OUT-1 OUT-2 ... --out DIR")
             return None
         add_to_summary(out, result)
-        say(f"similarity: {len(result.pairs)} pairs at {result.threshold:.0%} or more "
-            f"(summary.html, {Path(out) / 'similarity.csv'})")
+        say(f"similarity: {_said(result)} (summary.html, {Path(out) / 'similarity.csv'})")
         return result
     except Exception as exc:  # noqa: BLE001 - evidence only: the grades are written and stand
         print(f"attngrade: the similarity step failed ({type(exc).__name__}: {exc}); grades are unaffected",
@@ -520,16 +671,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("outs", nargs="+", help="each host's OUT folder (or its similarity/answers.json)")
     p.add_argument("--out", required=True, help="folder for similarity.html and similarity.csv")
-    p.add_argument("--threshold", type=float, default=THRESHOLD, help=f"default {THRESHOLD}")
+    p.add_argument("--min-unusualness", type=float, default=MIN_Z, dest="min_z",
+                   help=f"list pairs this many deviations above their part's usual scores (default {MIN_Z:g})")
+    p.add_argument("--min-score", type=float, default=MIN_SCORE,
+                   help=f"... that score at least this (0 to 1, default {MIN_SCORE:g})")
     args = p.parse_args(argv)
     try:
         assignment, course, answers = load_answers(args.outs)
-        result = run(answers, course, _check_threshold(args.threshold))
-    except (ValueError, KeyError) as exc:
+        result = run(answers, course, min_z=args.min_z, min_score=args.min_score)
+    except (ValueError, KeyError, TypeError) as exc:
         print(f"attngrade.similarity: {exc}", file=sys.stderr)
         return 2
     html_path, csv_path = write_report(Path(args.out), result, f"Similar answers: {assignment}")
-    print(f"{len(answers)} students, {len(result.pairs)} pairs at {result.threshold:.0%} or more")
+    print(f"{len(answers)} students: {_said(result)}")
     print(f"report: {html_path}\npairs: {csv_path}")
     return 0
 
