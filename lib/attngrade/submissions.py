@@ -310,11 +310,12 @@ def _unpack(zf: zipfile.ZipFile, info, owner: str, target: Path, budgets: dict, 
     """One member to ``target``: a notebook within its owner's share, a small other file, or
     an empty file in its place (listed, or recorded as a problem)."""
     notebook = target.name.lower().endswith(".ipynb")
-    if not notebook and info.file_size > MAX_OTHER_BYTES:
+    limit = 64 * MAX_OTHER_BYTES if target.name in _METADATA else MAX_OTHER_BYTES
+    if not notebook and info.file_size > limit:
         target.write_bytes(b"")
         unpacked.listed[target] = info.file_size
         return
-    budget = budgets.get(owner, 0) if notebook else MAX_OTHER_BYTES
+    budget = budgets.get(owner, 0) if notebook else limit
     why = _unpack_member(zf, info, target, budget)
     if why is not None:
         target.write_bytes(b"")
@@ -547,6 +548,9 @@ def _lms_owners(scan: _Scan, f: _File) -> list | None:
             owners = lms.folder_owner(f.parts[i], "/".join(f.parts[i + 1:]), scan.zone, scan.gradescope)
             if owners:
                 return owners
+        top = scan.students.get(unicodedata.normalize("NFC", f.parts[0]))
+        if len(f.parts) > 1 and top is not None and top.layout == "nbgrader":
+            return None  # inside an nbgrader student's folder, a file's name is the student's own
         placed = lms.name_owner(unicodedata.normalize("NFC", f.parts[-1]), scan.zone, scan.blackboard)
     except ValueError:
         return None
@@ -635,12 +639,15 @@ def _place_nbgrader(scan: _Scan, f: _File) -> None:
 def _nbgrader_folders(scan: _Scan) -> None:
     """Every student folder holding this assignment's folder has a row, even an empty one."""
     for entry in scan.base.iterdir():
-        if _visible(entry) and _kind(entry) == "dir" and not lms.is_student_folder(entry.name):
-            try:
-                if any(_same_assignment(c.name, scan.assignment) for c in entry.iterdir()):
-                    scan.folder_student(entry.name)
-            except OSError:
-                continue
+        if not _visible(entry) or _kind(entry) != "dir":
+            continue
+        if lms.folder_owner(entry.name, "", scan.zone, scan.gradescope):
+            continue  # an LMS's folder: its files say whose they are
+        try:
+            if any(_same_assignment(c.name, scan.assignment) for c in entry.iterdir()):
+                scan.folder_student(entry.name)
+        except OSError:
+            continue
 
 
 def _place(scan: _Scan, f: _File) -> None:
@@ -675,8 +682,8 @@ def _released(scan: _Scan, st: _Student, cands: list) -> tuple[list, list]:
     else:
         named = [c for c in cands if _released_name(c.own, scan.nb_file)]
         pool = named or cands
-    why = [(c.file.source, "outside the assignment folder" if c in named else f"not the released name {scan.nb_file}")
-           for c in cands if c not in pool]
+    why = [(c.file.source, "not in the assignment folder itself" if c in named else
+            f"not the released name {scan.nb_file}") for c in cands if c not in pool]
     return pool, why
 
 
@@ -806,6 +813,8 @@ def _apply_times(scan: _Scan, subs: list, times) -> None:
 def _one_time(scan: _Scan, files: list) -> None:
     """Files that all carry one time carry a copy's or a download's time, not submission times:
     say so, and drop such times where they were the only evidence."""
+    if not scan.weak and all(st.layout == "nbgrader" for st in scan.students.values()):
+        return  # nbgrader's layout is dated by timestamp.txt alone
     stamps = {os.lstat(f.path).st_mtime for f in files if f.notebook and f.kind == "file"}
     count = sum(1 for f in files if f.notebook and f.kind == "file")
     if count < 2 or len(stamps) != 1:

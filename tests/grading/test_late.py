@@ -180,3 +180,14 @@ def test_a_deadlines_file_without_a_policy_reports_lateness_without_penalty(tmp_
     config = _config({"deadline": "2026-11-01 12:00 UTC", "penalty_per_day": 0.25})
     policy, _ = load_policy(config, "01_softmax", deadlines=str(path), zone=timezone.utc)
     assert policy.deadline == parse_time("2026-12-01 12:00 UTC") and policy.penalty_per_day == 0.25
+
+
+def test_the_time_options_reach_the_pipeline(monkeypatch):
+    from attngrade import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "grade_class", lambda opts: seen.append(opts) or 0)
+    assert cli.main(["02_attention", "dl.zip", "--timezone", "America/Chicago", "--deadlines", "d.csv",
+                     "--submission-times", "worksheet.csv"]) == 0
+    (opts,) = seen
+    assert (opts.timezone, opts.deadlines, opts.submission_times) == ("America/Chicago", "d.csv", "worksheet.csv")

@@ -253,11 +253,11 @@ def test_a_class_from_a_zip_is_graded_with_the_right_file_for_each_student(
         "s_1001": ("graded", "8"),
         "s_1002": ("graded", "0"),
         "tie": ("ambiguous", "0"),
-        "dora": ("graded", "8"),
+        "dora_7": ("graded", "8"),
     }
     assert rows["alice"]["file"] == "alice (1).ipynb"
     assert rows["alice"]["ignored_files"] == "alice.ipynb (older)"
-    assert rows["dora"]["late"] == "marked late by the LMS"
+    assert rows["dora_7"]["late"] == "marked late by the LMS"
     assert rows["alice"]["timestamp"] == "2026-11-20 09:00:00.000000 UTC"
     feedback = (out / "feedback" / "alice.html").read_text()
     assert "alice (1).ipynb" in feedback and "alice.ipynb</code> (older)" in feedback

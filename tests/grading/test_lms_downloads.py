@@ -180,3 +180,27 @@ def test_brightspace_namesakes_share_one_row_and_a_warning(found):
     pair = sorted((e for e in expected if e["user_id"] in NAMESAKES), key=lambda e: e["submitted_at"])
     assert sub.source == pair[-1]["member"] and (pair[0]["member"], "older") in sub.ignored
     assert any("'Minh Nguyen'" in w and "grade their submissions apart" in w for w in discovery.warnings)
+
+
+def test_the_grading_runs_discovery_applies_the_worksheet_and_the_deadlines_and_prints_warnings(
+    found, tmp_path, capsys
+):
+    """The step of ``attngrade`` that discovers (pipeline._discover), on Moodle's download with
+    ``--submission-times`` (its worksheet) and ``--deadlines``: times, verdicts, extensions."""
+    from types import SimpleNamespace
+
+    from attngrade import pipeline
+
+    _, _, archive = found["moodle"]
+    worksheet = tmp_path / "worksheet.csv"
+    D.moodle_grading_worksheet(CLASS, max_grade=10, path=worksheet, due_at=DUE_AT)
+    table = _deadlines(tmp_path, "moodle")
+    opts = SimpleNamespace(submissions=str(archive), submission_times=str(worksheet))
+    course = SimpleNamespace(release=tmp_path / "no-release", source=tmp_path)
+    spec = SimpleNamespace(name=ASSIGNMENT, notebook=NOTEBOOK)
+    subs = pipeline._discover(opts, course, spec, str(tmp_path), (SERVER, table))
+    policy = LatePolicy(table.default)
+    late = {s.lms_id for s in subs if policy.lateness(s.timestamp, s.late, s.due).late}
+    assert late == {str(PIDS[s.user_id]) for s in CLASS if s.late}
+    assert all(s.timestamp for s in subs) and all("worksheet.csv" in s.evidence for s in subs)
+    assert "attngrade: warning: all 12 notebooks carry one time" in capsys.readouterr().err
