@@ -113,3 +113,158 @@ def test_attention_gradient_figure():
     slope = np.polyfit(np.log(dims[2:]), np.log(gc.unscaled[2:]), 1)[0]
     assert -0.6 < slope < -0.3, slope
     assert gc.unscaled_median[-1] < 1e-5 * gc.scaled_median[-1], "many orders of magnitude below"
+
+
+# 3 Gradients -------------------------------------------------------------------------------------
+
+@pytest.mark.claim(
+    "book: figure fig-gradient-check-error",
+    "Central differences reach an error of about $10^{-11}$ near a step of $10^{-5}$, one-sided "
+    "differences about $10^{-8}$ near $10^{-7}$; left of each minimum the error falls with slope about "
+    "$-1$, right of it it rises with slope about 2 (central) and 1 (one-sided)",
+    "verified", chapter="03_gradients",
+    quote="Central differences reach about 1e-11 near ε ≈ 1e-5; one-sided differences about 1e-8 near ε ≈ 1e-7",
+    domain="the figure's data: its attention loss, seeds and 23 steps from $10^{-12}$ to $10^{-1}$; about: "
+           "within a factor 5 for the errors, 10 for the steps; slopes within 0.4, fitted over two decades")
+def test_gradients_check_error_figure():
+    from attnmath.attention import attention_backward, scaled_dot_product_attention
+    from attnmath.testing import numerical_gradient, random_qkv
+
+    q, k, v = random_qkv(B=1, H=1, L=3, S=4, D=3, seed=1)
+    W = np.random.default_rng(2).normal(size=(1, 1, 3, 3))
+    dq = attention_backward(W, scaled_dot_product_attention(q, k, v)[1]).dq
+
+    def loss(x):
+        return float(np.sum(W * scaled_dot_product_attention(x, k, v)[0]))
+
+    def one_sided(x, eps):
+        grad = np.empty_like(x)
+        for i in np.ndindex(x.shape):
+            shifted = x.copy()
+            shifted[i] += eps
+            grad[i] = (loss(shifted) - loss(x)) / eps
+        return grad
+
+    steps = np.logspace(-12, -1, 23)
+    errors = {"central": np.array([np.abs(numerical_gradient(loss, q, eps=e) - dq).max() for e in steps]),
+              "one-sided": np.array([np.abs(one_sided(q, e) - dq).max() for e in steps])}
+    for name, (err, at, right) in {"central": (1e-11, 1e-5, 2), "one-sided": (1e-8, 1e-7, 1)}.items():
+        best = errors[name].argmin()
+        assert err / 5 < errors[name][best] < err * 5 and at / 10 < steps[best] < at * 10, name
+        log_s, log_e = np.log10(steps), np.log10(errors[name])
+        left = slice(best - 6, best - 1)   # two decades left of the minimum: rounding
+        right_side = slice(best + 2, best + 7)  # two decades right of it: truncation
+        assert abs(np.polyfit(log_s[left], log_e[left], 1)[0] + 1) < 0.4, name
+        assert abs(np.polyfit(log_s[right_side], log_e[right_side], 1)[0] - right) < 0.4, name
+
+
+def _gradient_paths_figure():
+    """The norms plotted in fig-gradient-paths, from the figure's seed in its order of draws, each
+    Jacobian from the formulas of prop-gradient-paths (the chapter takes them from its backward pass)."""
+    T, C, H, D, draws = 32, 8, 16, 16, 32
+    rng = np.random.default_rng(7)
+
+    def rnn_norms(gain):
+        X, W = rng.normal(size=(T, C)), gain * rng.normal(size=(H, H)) / np.sqrt(H)
+        U = rng.normal(size=(H, C)) / np.sqrt(C)
+        h, states = np.zeros(H), []
+        for t in range(T):
+            h = np.tanh(W @ h + U @ X[t])
+            states.append(h)
+        norms, M = np.empty(T), np.eye(H)  # M = d h_T / d h_t, from t = T - 1 down
+        for t in range(T - 1, -1, -1):
+            d = 1.0 - states[t] ** 2
+            norms[t] = np.linalg.norm(M @ (d[:, None] * U))
+            M = M @ (d[:, None] * W)
+        return norms
+
+    def attention_norms(sharpness):
+        W_Q, W_K, W_V = (rng.normal(size=(C, D)) / np.sqrt(C) for _ in range(3))
+        X = rng.normal(size=(T, C))
+        W_Q = sharpness * W_Q
+        q, k, v, s = X @ W_Q, X @ W_K, X @ W_V, 1 / np.sqrt(D)
+        z = s * k @ q[-1]
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        y = p @ v
+        jac = p[:, None, None] * (W_V.T[None] + s * np.einsum("td,c->tdc", v - y, q[-1] @ W_K.T))
+        jac[-1] += s * np.einsum("t,td,te->de", p, v - y, k) @ W_Q.T  # the query path of x_T
+        return np.linalg.norm(jac, axis=(1, 2))
+
+    rnn = {g: np.median([rnn_norms(g) for _ in range(draws)], axis=0) for g in (0.5, 1.0, 4.0)}
+    att = {c: np.median([attention_norms(c) for _ in range(draws)], axis=0) for c in (1.0, 8.0)}
+    return rnn, att  # index t = 0..T-1, distance T - 1 - t
+
+
+@pytest.mark.claim(
+    "book: figure fig-gradient-paths",
+    "The recurrent network's gradient falls on straight lines (on a log scale) with the distance for "
+    "the gains 0.5 and 1 and grows for the gain 4; the attention layer's gradient does not depend on "
+    "the distance (the medians over distances 1 to 15 and 16 to 31 within 25 %), at the usual scale and, orders of magnitude smaller, when "
+    "its softmax saturates; distance 0 is higher in both",
+    "verified", chapter="03_gradients",
+    quote="The attention layer's gradient does not depend on the distance",
+    domain="the figure's data: 32 draws of each network (seed 7, in the figure's order), distances 0 to "
+           "31; straight: a line fits $\\log_{10}$ of the median within 0.5; orders: a factor 100 or more")
+def test_gradients_paths_figure():
+    rnn, att = _gradient_paths_figure()
+    distance = np.arange(32)[::-1]
+    for gain in (0.5, 1.0):
+        far = distance >= 1
+        fit = np.polyfit(distance[far], np.log10(rnn[gain][far]), 1)
+        assert fit[0] < 0 and np.abs(np.polyval(fit, distance[far]) - np.log10(rnn[gain][far])).max() < 0.5
+    assert rnn[4.0][0] > rnn[4.0][-2], "grows with the distance for the gain 4"
+    for c in (1.0, 8.0):
+        far, near = np.median(att[c][:16]), np.median(att[c][16:-1])  # distances 16..31, 1..15
+        assert abs(far / near - 1) < 0.25 and att[c][-1] > att[c][:-1].max(), c
+    assert np.median(att[8.0][:-1]) < 1e-2 * np.median(att[1.0][:-1])
+
+
+# 6 Positional encoding ---------------------------------------------------------------------------
+
+@pytest.mark.claim(
+    "book: figure fig-sinusoidal-dot (right)",
+    "Over offsets up to 3000 the dot product of two sinusoidal encodings dips below zero for both "
+    "$C = 64$ and $C = 128$, first for $C = 64$",
+    "verified", chapter="06_positional",
+    quote="both dip below zero, the C = 64 curve first",
+    domain="the figure's offsets 0 to 3000 and widths $C = 64$, $128$")
+def test_positional_sinusoidal_dot_figure():
+    from attnmath.positional import sinusoidal_dot_product
+
+    first = {C: np.flatnonzero(sinusoidal_dot_product(C, np.arange(3001)) < 0) for C in (64, 128)}
+    assert first[64].size and first[128].size and first[64][0] < first[128][0]
+
+
+def _extrapolation_accuracy():
+    """``{(position, length, "inside" | "beyond"): [accuracy per seed]}`` of book/data/extrapolation.json."""
+    rec = record("extrapolation.json")
+    acc: dict = {}
+    for run in rec["runs"]:
+        for length, e in run["eval"][run["position"]].items():
+            for where in ("inside", "beyond"):
+                if f"acc_{where}" in e:
+                    acc.setdefault((run["position"], int(length), where), []).append(e[f"acc_{where}"])
+    return rec["config"], acc
+
+
+@pytest.mark.claim(
+    "book: book/data/extrapolation.json",
+    "Beyond the training length, rotary positions keep more accuracy than sinusoidal ones at every "
+    "length and seed, yet keep less than half of their margin over chance from four times the "
+    "training length on (more than a third at twice), while ALiBi stays within 0.03 of its accuracy "
+    "inside the training length",
+    "verified", chapter="06_positional",
+    quote="more than half of their margin over chance from four times the training length on",
+    domain="every run of the record: three seeds, each position encoding, lengths 2 to 16 times the "
+           "training length")
+def test_positional_extrapolation_record():
+    config, acc = _extrapolation_accuracy()
+    chance, train = 1 / config["V"], config["L_train"]
+    for length in config["lengths"][1:]:
+        rope, sin = acc[("rope", length, "beyond")], acc[("sinusoidal", length, "beyond")]
+        assert min(rope) > max(sin), length
+        kept = (np.array(rope) - chance) / (np.array(acc[("rope", length, "inside")]) - chance)
+        assert (kept < 0.5).all() if length >= 4 * train else (kept > 1 / 3).all(), (length, kept)
+        alibi = np.array(acc[("alibi", length, "beyond")]) - np.array(acc[("alibi", length, "inside")])
+        assert (alibi > -0.03).all(), length
