@@ -23,13 +23,23 @@ of its own is not compared.
 dead helper padding a copy does not lower, and which a short answer (little of its own) cannot
 reach by chance. Two answers that both write what everyone writes share little weight.
 
-**Ranked by how unusual a pair is in its part.** A pair's *unusualness* is how many standard
-deviations its score stands above the part's usual scores (their median, and a deviation read from
-their upper decile, so that copies do not move them). A pair is listed when it is at least :data:`MIN_Z` above
-and scores at least :data:`MIN_SCORE`; students linked by listed pairs are one *group* (a class
-of ten that shares one answer is one group, not 45 pairs). Groups are ranked by their most
-unusual pair; ``similarity.csv`` has every listed pair with its group, and the pairs just below
-the cut (unusualness :data:`NEAR_Z` or more).
+**Ranked by how unusual a pair is in its part.** A pair's *unusualness* is how many deviations
+its score stands above the part's usual scores (their median, and a deviation read from their
+upper decile, so that copies do not move them). A pair is listed when it is at least
+:data:`MIN_Z` above and scores at least :data:`MIN_SCORE`; students linked by listed pairs are
+one *group* (ten students who share one answer are one group, not 45 pairs; a pair joins two
+groups only if it scores at least :data:`LINK` of the weaker group's best, so one honest pair
+does not chain two copy groups). Groups are ranked by their most unusual pair;
+``similarity.csv`` has every listed pair with its group, and the pairs just below the cut
+(unusualness :data:`NEAR_Z` or more).
+
+**Measured.** The constants were set on the planted class of ``tests/grading/similarity``
+(30 honest answers to ``01_softmax`` Part 1, 13 disguised copies), where every copy ranks above
+every honest pair (copies 0.25-0.83, honest pairs at most 0.21). On the probe that someone else
+wrote and that was never used to tune (``tests/grading/similarity/probe``: three parts, 14
+honest answers and 8 disguised copies each) every copy ranks above every honest pair of its
+part too (copies 0.21-0.82, honest pairs at most 0.14); copydetect, used before, did not
+separate two of the three parts.
 
 With ``--shard`` every host writes its share's answers (:func:`write_answers`, in
 ``OUT/similarity/answers.json``); ``python -m attngrade.similarity OUT-1 OUT-2 ... --out DIR``
