@@ -236,7 +236,7 @@ def read_gradescope(text: str) -> dict:
 def _gradescope(folder: str, who: tuple, rest: str, entry: dict) -> Placed:
     name, sid, email = who
     when = entry["when"]
-    return Placed("gradescope", sid or email or name, name, rest, attempt=(utc_text(when) if when else "", folder),
+    return Placed("gradescope", sid or email or name or folder, name, rest, attempt=(utc_text(when) if when else "", folder),
                   when=when, evidence=f":created_at of {folder} in Gradescope's submission_metadata.yml")
 
 

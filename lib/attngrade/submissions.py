@@ -167,7 +167,8 @@ def parse_filename(
         rest = _strip_names(counter.group(1), names)
         if rest is not None and rest != counter.group(1):
             notes.append(f"LMS resubmission counter -{counter.group(2)}")
-            return FileName(clip_bytes(base_id(rest), 100) or None, rest, None, None, int(counter.group(2)), notes)
+            copy_no = int(counter.group(2))
+            return FileName(clip_bytes(base_id(rest), 100) or None, rest, None, None, copy_no, notes)
     rest = _strip_names(stem, names)
     if rest is None:
         return FileName(None, stem, copy=copy_no, notes=notes)
@@ -294,9 +295,12 @@ def _shares(requests: dict, total: int) -> dict:
 def _plan(members: list) -> tuple[list, dict]:
     """Each member's owner (:func:`_owner_hint`) and ``{owner: budget}`` for the notebooks
     among ``members`` [(info, parts)]."""
+    def enclosing(depth: int) -> bool:  # a folder every member is inside (an export's own) is nobody's
+        return all(len(p) > depth + 1 for _, p in members) and len({p[depth] for _, p in members}) == 1
+
     depth = 0
-    while members and all(len(p) > depth + 1 for _, p in members) and len({p[depth] for _, p in members}) == 1:
-        depth += 1  # folders every member is inside (an export's own folder) are nobody's
+    while members and enclosing(depth):
+        depth += 1
     owners, requests = [], {}
     for info, parts in members:
         owner = _owner_hint(parts, depth)
@@ -439,7 +443,9 @@ def _base(root: Path, assignment: str, notebook: str) -> Path:
         if _kind(root / "submitted") == "dir" and not any(p.name.lower().endswith(".ipynb") for p in entries):
             root = root / "submitted"
             continue
-        if len(entries) != 1 or _kind(entries[0]) != "dir" or _is_student_folder(entries[0], assignment, notebook):
+        if len(entries) != 1 or _kind(entries[0]) != "dir":
+            break
+        if _is_student_folder(entries[0], assignment, notebook):
             break
         root = entries[0]
     return root
@@ -497,6 +503,7 @@ class _Scan:
     students: dict = field(default_factory=dict)  # key -> _Student
     warnings: list = field(default_factory=list)
     weak: list = field(default_factory=list)  # submissions whose time is a file's time
+    elsewhere: list = field(default_factory=list)  # notebooks left in folders named like other assignments
 
     @property
     def nb_file(self) -> str:
@@ -531,9 +538,14 @@ def _read_metadata(scan: _Scan, files: list) -> None:
             else:
                 scan.gradescope.update(lms.read_gradescope(text))
         except Exception as exc:  # noqa: BLE001 - a metadata file is evidence; without it, say so
-            scan.warnings.append(f"{f.source}: unreadable ({type(exc).__name__}: {shown(str(exc))[:100]}); not used")
+            why = f"{type(exc).__name__}: {shown(str(exc))[:100]}"
+            scan.warnings.append(f"{f.source}: unreadable ({why}); not used")
     stems = [f.parts[-1] for f in files] + list(scan.receipts)
     scan.blackboard = lms.blackboard_users(stems, scan.receipts)
+
+
+def _linked(source: str) -> tuple[str, str]:
+    return ("malformed", f"{source} is a symbolic link; links are not followed")
 
 
 def _file_time(path: Path, zipped: bool) -> tuple[datetime, str]:
@@ -591,7 +603,7 @@ def _place_flat(scan: _Scan, f: _File) -> None:
     name = f.parts[-1]
     if not f.notebook:
         if f.kind == "link":
-            scan.folder_student(name).problem = ("malformed", f"{f.source} is a symbolic link; links are not followed")
+            scan.folder_student(name).problem = _linked(f.source)
         elif name not in _METADATA:
             scan.warnings.append(f"{f.source}: not a notebook, and its name names no student; not graded")
         return
@@ -604,10 +616,16 @@ def _place_flat(scan: _Scan, f: _File) -> None:
         st.problem = ("malformed", f"the file name {f.source!r} does not name a student")
 
 
-def _looks_like_assignment(folder: str, scan: _Scan) -> bool:
-    """A folder of another assignment (the course's, or named like one: ``01_softmax``)."""
-    low = unicodedata.normalize("NFC", folder).casefold()
-    return low in scan.others or bool(re.fullmatch(r"\d+[_-]\w.*", low))
+def _another_assignment(f: _File, scan: _Scan) -> bool:
+    """``f`` is in a folder of another assignment: the course's (left alone), or one named like
+    an assignment (``01_softmax``: left alone too, and counted for a warning)."""
+    low = unicodedata.normalize("NFC", f.parts[1]).casefold()
+    if low in scan.others:
+        return True
+    if re.fullmatch(r"\d+[_-]\w.*", low):
+        scan.elsewhere.append(f.source)
+        return True
+    return False
 
 
 def _place_nbgrader(scan: _Scan, f: _File) -> None:
@@ -616,7 +634,7 @@ def _place_nbgrader(scan: _Scan, f: _File) -> None:
     student, rest = f.parts[0], f.parts[1:]
     ours = _same_assignment(rest[0], scan.assignment)
     if f.kind == "link" and len(rest) == 1 and ours:
-        scan.folder_student(student).problem = ("malformed", f"{f.source} is a symbolic link; links are not followed")
+        scan.folder_student(student).problem = _linked(f.source)
         return
     if not f.notebook:
         return  # timestamp.txt, data files: nbgrader's layout keeps them beside the notebook
@@ -624,7 +642,7 @@ def _place_nbgrader(scan: _Scan, f: _File) -> None:
         rank, dated = 1, f.path.parent
     elif ours:
         rank, dated = (0 if len(rest) == 2 else 3), scan.base / student / rest[0]
-    elif _looks_like_assignment(rest[0], scan):
+    elif _another_assignment(f, scan):
         return  # another assignment's notebook, in nbgrader's submitted/ folder
     else:
         rank, dated = 2, f.path.parent
@@ -725,7 +743,7 @@ def _attach_file(sub: Submission, scan: _Scan, f: _File) -> None:
     sub.source = f.source
     problems = scan.unpacked.problems if scan.unpacked else {}
     if f.kind == "link":
-        sub.problem = ("malformed", f"{sub.source} is a symbolic link; links are not followed")
+        sub.problem = _linked(sub.source)
     elif f.kind != "file":
         sub.problem = ("malformed", f"{sub.source} is not a regular file")
     elif f.path in problems:
@@ -880,6 +898,12 @@ def discover_class(
     _nbgrader_folders(scan)
     for f in files:
         _place(scan, f)
+    if scan.elsewhere:
+        scan.warnings.append(
+            f"{len(scan.elsewhere)} notebook{'s' if len(scan.elsewhere) != 1 else ''} in folders named like "
+            "other assignments left alone "
+            f"({', '.join(scan.elsewhere[:5])}{', ...' if len(scan.elsewhere) > 5 else ''})"
+        )
     if not scan.students:
         raise ValueError(
             f"{path}: no notebooks found (expected <student>/{assignment}/{notebook}.ipynb, <student>.ipynb "

@@ -368,8 +368,12 @@ def test_a_notebook_without_its_assignment_folder_or_in_another_case_is_found(tm
     root = _put(tmp_path / "course", "submitted/alice/attention.ipynb", "submitted/bob/02_Attention/attention.ipynb",
                 "submitted/carol/01_softmax/softmax.ipynb", "submitted/dave/drafts/attention-old.ipynb")
     (root / "submitted" / "bob" / "02_Attention" / "timestamp.txt").write_text("2024-03-08 22:00:00 +0100")
-    subs = {s.student: s for s in _found(root, tmp_path, assignments=["01_softmax", "02_attention"]).subs}
-    assert sorted(subs) == ["alice", "bob", "dave"]  # carol handed in another assignment only
+    found = _found(root, tmp_path, assignments=["01_softmax", "02_attention"])
+    subs = {s.student: s for s in found.subs}
+    assert sorted(subs) == ["alice", "bob", "dave"] and found.warnings == []  # carol did 01_softmax only
+    unknown = _found(root, tmp_path).warnings  # without the course's list: named like an assignment
+    assert unknown == ["1 notebook in folders named like other assignments left alone "
+                       "(carol/01_softmax/softmax.ipynb)"]
     assert subs["alice"].problem is None and subs["alice"].source == "alice/attention.ipynb"
     assert any("no 02_attention/ folder" in n for n in subs["alice"].notes)
     assert subs["bob"].problem is None and subs["bob"].timestamp == "2024-03-08 21:00:00.000000 UTC"
@@ -404,6 +408,8 @@ def test_blackboard_attempts_by_username_from_the_receipt(tmp_path):
     assert mary.source == f"{new}_attention-Copy1.ipynb" and mary.ignored == [(f"{old}_attention.ipynb", "older")]
     assert mary.timestamp == "2024-03-09 14:30:00.000000 UTC" and "attempt time" in mary.evidence
     assert subs["tom"].problem[0] == "missing"  # a text-only attempt: a row, not nothing
+    utc = _found(folder, tmp_path).warnings  # the receipts' CST is not UTC's: the zone must be set
+    assert len(utc) == 1 and "Blackboard's receipts" in utc[0] and "c.AttnGrade.timezone" in utc[0]
 
 
 def test_gradescope_gives_every_submitter_of_a_group_the_submission(tmp_path):
