@@ -275,7 +275,7 @@ class ClaimsTable(_ClaimsDirective):
         for rows, head, none in (
                 ([c for c in found if not c.about_data], "Claim (and the text it is found in)",
                  "No claim of the five texts ({ref}`sec-sources`) is repeated in this chapter."),
-                ([c for c in found if c.about_data], "Statement of this chapter about its data",
+                ([c for c in found if c.about_data], "Statement of this chapter, checked against its data or code",
                  "")):
             if not rows:
                 lines += [none, ""] if none else []

@@ -4,7 +4,8 @@ or a worked solution, or it is rewritten.
 
 A use is found in the prose that ``attnmath_numbers`` reads (paragraphs, headings, captions, alt
 text, the titles and bodies of theorems, exercises, solutions and admonitions); code, maths,
-quotations of a source, comments, links, the idioms "not only" and "in all" (a total), hedged
+quotations of a source, comments, links, negated uses ("not only", "not always", "not all",
+"not the only"), the idiom "in all" (a total), hedged
 uses ("almost all", "nearly nothing") and hyphenated compounds ("all-ones") are not uses. A use is backed, in this order, by:
 
 1. the theorem, proposition, lemma or corollary it stands in, or whose proof it stands in;
@@ -44,7 +45,7 @@ OTHER_PAGES = ("book/glossary.md",)
 WORDS = re.compile(r"(?<![\w-])(always|never|only|nothing|all|whole|cannot|provable|provably)(?![\w-])",
                    re.I)
 #: Uses that are not absolute: "not only ... but", "in all" closing a clause (a total).
-IDIOMS = re.compile(r"\bnot only\b|\bin all(?=\s*(?:[.,;:)]|$))"
+IDIOMS = re.compile(r"\bnot (?:only|always|all|the only)\b|\bin all(?=\s*(?:[.,;:)]|$))"
                     r"|\b(?:almost|nearly|virtually)\s+(?:all|nothing|never|always)\b", re.I)
 THEOREMS = ("prf:theorem", "prf:proposition", "prf:lemma", "prf:corollary")
 EXERCISES = ("exercise", "solution")

@@ -206,6 +206,13 @@ def test_rowsum_of_dout_times_out_equals_rowsum_of_p_times_dp():
     assert_close(np.sum(dout * out, axis=-1), np.sum(plain.probs * dprobs, axis=-1), name="D_i")
 
 
+@pytest.mark.claim(
+    "book: the causal forward and backward passes of `attnmath.flash`",
+    "Keys that no query may see are never read by the causal forward or backward pass",
+    "verified on", chapter="08_flash",
+    quote="keys no query may see are never read",
+    domain="top-left alignment, $L = 4$ queries, $S = 12$ keys, tiles of $2 \\times 4$: every score tile "
+           "the forward and the backward make is recorded")
 def test_causal_forward_skips_key_tiles_above_the_diagonal(monkeypatch):
     # Top-left with L < S: keys L..S-1 are seen by nobody; no score tile may read them, in the
     # forward or in the backward (every score tile is made by Problem.scores).
@@ -253,6 +260,14 @@ def _recorded_tiles(monkeypatch, L, S, block_q, block_k, alignment):
     return seen
 
 
+@pytest.mark.claim(
+    "book: the causal tile schedule of `attnmath.flash`",
+    "A key tile that the causal mask hides entirely from a query tile is never computed, a tile it "
+    "hides in part is computed with the mask applied inside, and a tile it does not touch needs no mask",
+    "verified on", chapter="08_flash",
+    quote="contributes nothing to any row of the query tile and is never computed",
+    domain="$0 \\le L, S \\le 14$, tiles of 1 to 6 rows and columns, top-left, bottom-right and integer "
+           "alignments, hypothesis: every score tile of the forward and the backward recorded")
 @settings(max_examples=60, deadline=None)
 @given(L=st.integers(0, 14), S=st.integers(0, 14), block_q=st.integers(1, 6),
        block_k=st.integers(1, 6), data=st.data())

@@ -249,7 +249,7 @@ def _extrapolation_accuracy():
 
 
 @pytest.mark.claim(
-    "book: book/data/extrapolation.json",
+    "book: `book/data/extrapolation.json`",
     "Beyond the training length, rotary positions keep more accuracy than sinusoidal ones at every "
     "length and seed, yet keep less than half of their margin over chance from four times the "
     "training length on (more than a third at twice), while ALiBi stays within 0.03 of its accuracy "
@@ -268,3 +268,179 @@ def test_positional_extrapolation_record():
         assert (kept < 0.5).all() if length >= 4 * train else (kept > 1 / 3).all(), (length, kept)
         alibi = np.array(acc[("alibi", length, "beyond")]) - np.array(acc[("alibi", length, "inside")])
         assert (alibi > -0.03).all(), length
+
+
+# 7 Efficiency ------------------------------------------------------------------------------------
+
+@pytest.mark.claim(
+    "book: the library's sliding-window attention",
+    "The library's sliding-window attention computes only the band of scores: its peak memory is "
+    "$O(Lw)$, far below the $L \\times L$ matrix",
+    "verified on", chapter="07_efficiency",
+    quote="The library's sliding-window attention computes only the band of scores",
+    domain="$L = 4096$, $w = 16$ and $w = 64$, $D = 8$: peak memory under $16 L w$ float64 numbers, a "
+           "sixteenth of the $L \\times L$ matrix or less, measured with tracemalloc")
+def test_efficiency_sliding_window_memory_is_the_band():
+    import tracemalloc
+
+    from attnmath.sparse import sliding_window_attention
+    from attnmath.testing import random_qkv
+
+    L, D = 4096, 8
+    q, k, v = random_qkv(B=1, H=1, L=L, D=D, seed=0)
+    for w in (16, 64):
+        tracemalloc.start()
+        sliding_window_attention(q, k, v, window=w)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 16 * L * w * 8 and peak < L * L * 8 / 16, (w, peak)
+
+
+@pytest.mark.claim(
+    "book: the Performer's error in chapter 7's cell",
+    "Per factor 16 in the number $m$ of random features the Performer's error falls by less than the "
+    "factor 4 that $1/\\sqrt{m}$ predicts, and the ratio approaches 4 as $m$ grows",
+    "verified", chapter="07_efficiency",
+    quote="per factor 16 in $m$ the error falls by less than the factor 4 that $1/\\sqrt{m}$ predicts, and approaches it as $m$ grows",
+    domain="the chapter's inputs (64 queries and keys of width 8, seed 4, scaled by 0.7), "
+           "$m = 16, 256, 4096, 65536$, three draws each")
+def test_efficiency_performer_error_ratios():
+    from attnmath.attention import scaled_dot_product_attention
+    from attnmath.linear import performer_attention
+    from attnmath.testing import random_qkv
+
+    q, k, v = random_qkv(B=1, H=1, L=64, D=8, seed=4)
+    q, k = 0.7 * q, 0.7 * k
+    exact, _ = scaled_dot_product_attention(q, k, v)
+    errs = [np.mean([np.sqrt(np.mean((performer_attention(q, k, v, n_features=m, seed=s) - exact) ** 2))
+                     for s in range(3)]) for m in (16, 256, 4096, 65536)]
+    ratios = np.array(errs[:-1]) / np.array(errs[1:])
+    assert (ratios < 4).all() and (np.diff(ratios) > 0).all() and ratios[-1] > 2.5, ratios
+
+
+@pytest.mark.claim(
+    "book: figure fig-eff-practice-problem-4 (right)",
+    "The relative $L_2$ difference between linear (elu + 1) and softmax attention is of order one and "
+    "does not shrink with $n$",
+    "verified", chapter="07_efficiency",
+    quote="which is of order one and does not shrink with $n$",
+    domain="the figure's inputs: $n = 100, 500, 1000, 2000, 5000$, $D = 32$, float32, seed $n$; order "
+           "one: between 0.5 and 1, the largest $n$ within 0.1 of the smallest")
+def test_efficiency_linear_against_softmax_difference():
+    from attnmath.attention import scaled_dot_product_attention
+    from attnmath.linear import linear_attention
+
+    diffs = []
+    for n in (100, 500, 1000, 2000, 5000):
+        rng = np.random.default_rng(n)
+        q, k, v = (rng.standard_normal((n, 32)).astype(np.float32) for _ in range(3))
+        soft = scaled_dot_product_attention(q, k, v)[0]
+        diffs.append(float(np.linalg.norm(linear_attention(q, k, v) - soft) / np.linalg.norm(soft)))
+    assert all(0.5 < d < 1 for d in diffs) and diffs[-1] > diffs[0] - 0.1, diffs
+
+
+# 8 Flash attention -------------------------------------------------------------------------------
+
+def _gpu_rates(name: str = "flash_gpu.json") -> dict:
+    """``{(impl, mode, dtype, causal, d, N): TFLOP/s}`` of a GPU record."""
+    return {(r["impl"], r["mode"], r["dtype"], r["causal"], r["d"], r["N"]): r["tflops"]
+            for r in record(name)["rows"]}
+
+
+@pytest.mark.claim(
+    "book: `book/data/flash_gpu.json`",
+    "At $N \\ge 2048$ the Triton kernels (without the input check) run faster than FlashAttention-2 and "
+    "slower than cuDNN in every forward configuration and in every forward-and-backward configuration at "
+    "$d = 64$; forward and backward at $d = 128$ they are slower than FlashAttention-2 in every configuration",
+    "verified", chapter="08_flash",
+    quote="compiled by Triton for this GPU, sit between the two at",
+    domain="every configuration of the record with $N \\ge 2048$: both dtypes, causal or not, both head "
+           "sizes, both passes (16 per pass and head size)")
+def test_flash_gpu_kernels_between_flashattention2_and_cudnn():
+    rates = _gpu_rates()
+    configs = [k[1:] for k in rates if k[0] == "triton_nocheck" and k[5] >= 2048]
+    assert len(configs) == 64
+    for mode, dtype, causal, d, n in configs:
+        ours, fa2, cudnn = (rates[(impl, mode, dtype, causal, d, n)]
+                            for impl in ("triton_nocheck", "sdpa_flash", "sdpa_cudnn"))
+        if mode == "fwd_bwd" and d == 128:
+            assert ours < fa2, (mode, dtype, causal, d, n)
+        else:
+            assert fa2 < ours < cudnn, (mode, dtype, causal, d, n)
+
+
+@pytest.mark.claim(
+    "book: figure fig-flash-gpu (`book/data/flash_gpu.json`)",
+    "In the figure's setting (bfloat16, $d = 128$, not causal) cuDNN is highest at every $N$; the fused "
+    "kernels' rates rise with $N$, by a tenth to three fifths forward and a third to two thirds forward "
+    "and backward; the default Triton call starts below half the rate of the kernels alone and ends "
+    "within 15 % of it; the math backend is lowest, rises by about a fifth, and lies six to eight "
+    "times below the slowest other curve forward and three to four times below it forward and backward",
+    "verified", chapter="08_flash",
+    quote="In both, cuDNN is highest at every N",
+    domain="every row of the figure's setting, $N = 512$ to $16384$, both passes; a tenth to three fifths: "
+           "largest rate over the first between 1.05 and 1.65; about a fifth: between 1.1 and 1.3")
+def test_flash_gpu_figure_alt_text():
+    rates = _gpu_rates()
+    ns = sorted({k[5] for k in rates})
+    for mode, rise in (("fwd", (1.05, 1.65)), ("fwd_bwd", (1.3, 1.7))):
+        curve = {impl: np.array([rates.get((impl, mode, "bfloat16", False, 128, n), np.nan) for n in ns])
+                 for impl in record("flash_gpu.json")["protocol"]["impls"]}
+        others = np.nanmin(np.stack([c for impl, c in curve.items() if impl != "sdpa_math"]), axis=0)
+        assert all(np.nanargmax([c[i] for c in curve.values()]) == list(curve).index("sdpa_cudnn")
+                   for i in range(len(ns)))
+        for impl in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient", "triton_nocheck"):
+            assert rise[0] < np.nanmax(curve[impl]) / curve[impl][0] < rise[1], (mode, impl)
+        assert curve["triton"][0] < 0.5 * curve["triton_nocheck"][0]
+        assert curve["triton"][-1] > 0.85 * curve["triton_nocheck"][-1]
+        math = curve["sdpa_math"]
+        assert 1.1 < np.nanmax(math) / math[0] < 1.3
+        below = (others / math)[~np.isnan(math)]
+        low, high = (6, 8.5) if mode == "fwd" else (3, 4.5)
+        assert low < below.min() and below.max() < high, (mode, below)
+
+
+@pytest.mark.claim(
+    "book: figure fig-flash-io",
+    "With $D = 64$ and the fast memory of one H100 SM, the flash schedules' distance below standard "
+    "attention grows with $L$, from three to five times at the smallest $L$ to about ten times "
+    "(Algorithm 1) and fifteen times (FlashAttention-2) at the largest",
+    "verified", chapter="08_flash",
+    quote="to about ten times (Algorithm 1) and fifteen times (FlashAttention-2) at the largest",
+    domain="the figure's lengths $L = 2^8, \\dots, 2^{15}$, $D = 64$, $M = 228 \\cdot 1024 / 2$; about: "
+           "within 15 %")
+def test_flash_io_figure_ratios():
+    from attnmath.flash import flash_attention_2_io, flash_attention_io, standard_attention_io
+
+    d, M = 64, 228 * 1024 // 2
+    sizes = [2**p for p in range(8, 16)]
+    ratios = {name: np.array([standard_attention_io(n, d, M).total / simulate(n, d, M).total for n in sizes])
+              for name, simulate in (("flash-1", flash_attention_io), ("flash-2", flash_attention_2_io))}
+    for name, last in (("flash-1", 10), ("flash-2", 15)):
+        assert (np.diff(ratios[name]) > 0).all() and 3 <= ratios[name][0] <= 5.5, name
+        assert abs(ratios[name][-1] / last - 1) < 0.15, (name, ratios[name][-1])
+
+
+@pytest.mark.claim(
+    "book: `book/data/flash_gpu_tuning.json` and `flash_gpu_run2.json`",
+    "The tuning run's grid already ran the backward tiles it chose ($d = 128$, not causal, "
+    "$N = 4096$, float16): its grid's time is that of the chosen setting, not the default's, and the "
+    "next run, with those tiles as the default, measured the same rate again",
+    "verified", chapter="08_flash",
+    quote="the old default backward never ran in a grid",
+    domain="the records' configuration $d = 128$, not causal, $N = 4096$, float16: the grid's time "
+           "within 5 % of the chosen setting's and more than 5 % from the default's; the two runs' "
+           "rates within 5 %")
+def test_flash_gpu_tuning_grid_used_the_chosen_tiles():
+    from attnmath.counting import attention_core_flops
+
+    tuned, later = record("flash_gpu_tuning.json"), record("flash_gpu_run2.json")
+    trials = [t for t in tuned["tuning"] if (t["d"], t["causal"], t["N"]) == (128, False, 4096)]
+    default, best = trials[0]["fwd_bwd_ms"], min(t["fwd_bwd_ms"] for t in trials)
+    key = ("triton", "fwd_bwd", "float16", False, 128, 4096)
+    p = tuned["protocol"]
+    B, H = max(1, p["tokens"] // 4096), p["width"] // 128
+    flops = attention_core_flops(B, H, 4096, 128, causal=False, backward=True)
+    grid_ms = flops / (_gpu_rates("flash_gpu_tuning.json")[key] * 1e12) * 1e3
+    assert abs(grid_ms / best - 1) < 0.05 < abs(grid_ms / default - 1), (grid_ms, best, default)
+    assert abs(_gpu_rates("flash_gpu_run2.json")[key] / _gpu_rates("flash_gpu_tuning.json")[key] - 1) < 0.05
