@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 
 from .grader import AssignmentSpec, CourseConfig, Result
+from .names import shown
 from .notebooks import cell_grade_id
 
 __all__ = [
@@ -389,7 +390,8 @@ def name_students(gb, people: dict) -> int:
         names = split_name(person.name or "")
         fields = {"first_name": names[0] if names else None, "last_name": names[1] if names else None,
                   "email": person.email or None, "lms_user_id": person.lms_id or None}
-        new = {k: v[:128] for k, v in fields.items() if v and not getattr(row, k)}
+        # a name that is not UTF-8 (a Windows zip's) is written as it is shown: with \xNN escapes
+        new = {k: shown(v)[:128] for k, v in fields.items() if v and not getattr(row, k)}
         for key, value in new.items():
             setattr(row, key, value)
         changed += bool(new)
