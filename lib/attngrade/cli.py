@@ -76,16 +76,8 @@ def _lms_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="attngrade",
-        description="Grade submissions of one assignment: isolated, parallel, into nbgrader's gradebook.",
-    )
-    p.add_argument("assignment", help="assignment name, a folder of solutions/ (e.g. 01_softmax)")
-    p.add_argument(
-        "submissions", help="nbgrader submitted/ folder, flat folder of notebooks, or a zip of either"
-    )
-    p.add_argument("-o", "--out", default="grading-output", help="output folder (default: grading-output)")
+def _run_options(p: argparse.ArgumentParser) -> None:
+    """How the class is graded: where, how many at once, with which limits and isolation."""
     p.add_argument(
         "-j", "--jobs", type=int, default=_cpu_count(), help="students graded at once (default: CPUs)"
     )
@@ -114,6 +106,19 @@ def _parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="grade every submission again, even those that did not change"
     )
     p.add_argument("--no-gradebook", action="store_true", help="do not write the gradebook")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="attngrade",
+        description="Grade submissions of one assignment: isolated, parallel, into nbgrader's gradebook.",
+    )
+    p.add_argument("assignment", help="assignment name, a folder of solutions/ (e.g. 01_softmax)")
+    p.add_argument(
+        "submissions", help="nbgrader submitted/ folder, flat folder of notebooks, or a zip of either"
+    )
+    p.add_argument("-o", "--out", default="grading-output", help="output folder (default: grading-output)")
+    _run_options(p)
     p.add_argument(
         "--similarity", action=argparse.BooleanOptionalAction, default=None,
         help="compare every part's code across the class, for the summary (default: on for 3 or more students)",
