@@ -444,3 +444,120 @@ def test_flash_gpu_tuning_grid_used_the_chosen_tiles():
     grid_ms = flops / (_gpu_rates("flash_gpu_tuning.json")[key] * 1e12) * 1e3
     assert abs(grid_ms / best - 1) < 0.05 < abs(grid_ms / default - 1), (grid_ms, best, default)
     assert abs(_gpu_rates("flash_gpu_run2.json")[key] / _gpu_rates("flash_gpu_tuning.json")[key] - 1) < 0.05
+
+
+# 9 Mixture of experts ----------------------------------------------------------------------------
+
+@pytest.mark.claim(
+    "book: figure fig-moe-capacity",
+    "With the figure's uneven router, the first two experts receive about twice the even share of "
+    "top-2 assignments and the last one none; the dropped fraction falls as the capacity factor "
+    "grows, for top-2 reaching zero inside the range, for top-1 still above zero at its end",
+    "verified", chapter="09_moe",
+    quote="whose first two experts receive about twice the even share of 16 assignments and whose last one receives none",
+    domain="the figure's data: 64 tokens, 8 experts, its router (seed 0), capacity factors 0.25 to 3; "
+           "about twice: between 1.7 and 2.5 times")
+def test_moe_capacity_figure():
+    from attnmath.moe import apply_capacity, softmax_gating, top_k_route
+
+    rng = np.random.default_rng(0)
+    N, C, E = 64, 8, 8
+    x = rng.standard_normal((N, C))
+    x[:, 0] = 1.0
+    w_g = 0.4 * rng.standard_normal((C, E))
+    w_g[0] = np.linspace(0.8, -0.8, E)
+    probs = softmax_gating(x, w_g)
+    load = top_k_route(probs, 2).dispatch.sum(axis=0)
+    share = N * 2 / E
+    assert all(1.7 < load[e] / share < 2.5 for e in (0, 1)) and load[-1] == 0, load
+    assert load[:2].min() > load[2:].max()
+    factors = np.linspace(0.25, 3.0, 45)
+    for K in (1, 2):
+        routing = top_k_route(probs, K)
+        dropped = np.array([len(apply_capacity(routing, cf).dropped) / (N * K) for cf in factors])
+        assert (np.diff(dropped) <= 0).all() and dropped[0] > 0
+        assert (dropped[-1] == 0) == (K == 2) and (K == 1 or (dropped == 0).sum() > 1)
+
+
+# 10 Theory ---------------------------------------------------------------------------------------
+
+@pytest.mark.claim(
+    "book: figure fig-theory-gd-steps",
+    "With isotropic inputs and the step size $1/\\lambda$ the prediction is at rounding level from the "
+    "first gradient step on; with the chapter's anisotropic inputs it starts far above, dips and rises "
+    "again over the first tens of steps, and gets close to least squares only after hundreds of steps",
+    "verified", chapter="10_theory",
+    quote="dips and rises again over the first tens of steps, and reaches small values only after hundreds of steps",
+    domain="the figure's data (seed 0, $N = 40$, $d = 3$), its 15 step counts from 1 to 1000; rounding "
+           "level: below $10^{-12}$; small: below $10^{-3}$")
+def test_theory_gradient_steps_figure():
+    from attnmath.theory import gd_prediction, least_squares_prediction
+
+    rng = np.random.default_rng(0)
+    N, d = 40, 3
+    w_true = np.array([1.0, -2.0, 0.5])
+    X = rng.standard_normal((N, d)) * np.array([2.0, 1.0, 0.3])
+    y = X @ w_true + 0.1 * rng.standard_normal(N)
+    xq = rng.standard_normal(d)
+    lam = np.linalg.eigvalsh(X.T @ X / N)
+    basis, _ = np.linalg.qr(rng.standard_normal((N, d)))
+    X_iso = np.sqrt(N * 2.0) * basis
+    y_iso = X_iso @ w_true + 0.1 * rng.standard_normal(N)
+    steps = np.unique(np.logspace(0, 3, 16).astype(int))
+    ls, ls_iso = least_squares_prediction(X, y, xq), least_squares_prediction(X_iso, y_iso, xq)
+    aniso = np.array([abs(gd_prediction(X, y, xq, lr=1 / lam.max(), n_steps=int(T)) - ls) for T in steps])
+    iso = np.array([abs(gd_prediction(X_iso, y_iso, xq, lr=0.5, n_steps=int(T)) - ls_iso) for T in steps])
+    assert (iso < 1e-12).all() and aniso[0] > 0.1
+    tens = steps <= 40
+    low = np.argmin(aniso[tens])
+    assert aniso[tens][low:].max() > 2 * aniso[tens][low], "dips and rises again"
+    assert (aniso[steps < 100] > 1e-3).all() and aniso[-1] < 1e-3, "small only after hundreds of steps"
+
+
+# 11 Capstone -------------------------------------------------------------------------------------
+
+@pytest.mark.claim(
+    "book: the solution of exercise ex-capstone-budget",
+    "Trained for 100 steps, the chapter's post-norm block stays near chance on the test set and its "
+    "attention on the first and last keys is about uniform",
+    "verified on", chapter="11_capstone",
+    quote="With 100 steps the test accuracy stays near one half for each of the three seeds we tried",
+    domain="the chapter's data, model and training, 100 steps, seeds 0, 1, 2; near one half: within "
+           "0.06 of the positive fraction; about uniform: within 0.05 of $2/16$ (the 400-step runs take "
+           "seconds each and are not repeated here)")
+def test_capstone_short_training_stays_at_chance():
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    from attnmath.nn import TransformerEncoderBlock
+
+    V, L, C = 10, 16, 32
+
+    def make_data(n, seed):
+        rng = np.random.default_rng(seed)
+        tokens, labels = rng.integers(0, V, size=(n, L)), rng.integers(0, 2, size=n)
+        tokens[:, -1] = np.where(labels == 1, tokens[:, 0], (tokens[:, 0] + rng.integers(1, V, size=n)) % V)
+        return torch.from_numpy(tokens), torch.from_numpy(labels)
+
+    (x_train, y_train), (x_test, y_test) = make_data(4000, 1), make_data(1000, 2)
+    torch.set_num_threads(1)
+    for seed in range(3):
+        torch.manual_seed(seed)
+        embed, block = nn.Embedding(V, C), TransformerEncoderBlock(C, 2, 64, norm_first=False)
+        pos, head = nn.Parameter(0.1 * torch.randn(L, C)), nn.Linear(C, 2)
+        params = [*embed.parameters(), *block.parameters(), pos, *head.parameters()]
+        opt, g = torch.optim.Adam(params, lr=5e-3), torch.Generator().manual_seed(seed)
+        for _ in range(100):
+            idx = torch.randint(0, len(x_train), (128,), generator=g)
+            loss = F.cross_entropy(head(block(embed(x_train[idx]) + pos).mean(dim=1)), y_train[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            z = embed(x_test) + pos
+            acc = (head(block(z).mean(dim=1)).argmax(-1) == y_test).float().mean().item()
+            weights = block.self_attn(z, need_weights=True)[1]  # (B, H, L, L)
+        assert abs(acc - y_test.float().mean().item()) < 0.06, (seed, acc)
+        ends = weights[..., [0, -1]].sum(-1).mean().item()
+        assert abs(ends - 2 / L) < 0.05, (seed, ends)
