@@ -98,6 +98,7 @@ class Batch:
     everyone: int
     shard: tuple | None = None
     roster: list | None = None  # --roster's students (attngrade.export.Person)
+    warnings: list = field(default_factory=list)  # what discovery says the instructor must read
 
 
 def grade_class(opts: Options) -> int:
@@ -209,7 +210,7 @@ def _prepare(opts: Options, tmp_root: str) -> Batch:
             spec = load_assignment(course, opts.assignment)
             export.check_options(opts.export, roster, assignment=spec.name, notebook=spec.notebook,
                                  points=opts.points, column=opts.column)
-            subs = _discover(opts, course, spec, tmp_root, timing)
+            subs, warnings = _discover(opts, course, spec, tmp_root, timing)
             everyone = len(subs)
             if shard is not None:
                 subs = [s for s in subs if shard_of(s.student, shard[1]) == shard[0]]
@@ -229,19 +230,21 @@ def _prepare(opts: Options, tmp_root: str) -> Batch:
         raise InstructorError(str(isolation), 1)
     batch.isolation = isolation
     batch.roster = roster
+    batch.warnings = warnings
     return batch
 
 
-def _discover(opts: Options, course, spec, tmp_root: str, timing: tuple) -> list:
+def _discover(opts: Options, course, spec, tmp_root: str, timing: tuple) -> tuple[list, list]:
     """The class's submissions (:func:`attngrade.submissions.discover_class`), their own deadlines
-    (``--deadlines``), and the warnings the instructor must read, printed."""
+    (``--deadlines``), and the warnings the instructor must read (printed, and kept for the summary)."""
     zone, deadlines = timing
     times = read_times(opts.submission_times, zone) if opts.submission_times else None
     found = discover_class(opts.submissions, spec.name, spec.notebook, workdir=tmp_root, zone=zone, times=times,
                            assignments=_assignments(course))
-    for warning in found.warnings + assign_deadlines(found.subs, deadlines):
-        print(f"attngrade: warning: {shown(warning)}", file=sys.stderr)
-    return found.subs
+    warnings = [shown(w) for w in found.warnings + assign_deadlines(found.subs, deadlines)]
+    for warning in warnings:
+        print(f"attngrade: warning: {warning}", file=sys.stderr)
+    return found.subs, warnings
 
 
 def _read_one(spec, sub: Submission):
@@ -468,7 +471,7 @@ def _report(batch: Batch, rec: Recorder, recorded: list, seconds: float, graded:
         opts.out, spec, results, [r.summary_row for r in recorded],
         isolation=_isolation_info(batch.isolation, opts.limits), seconds=seconds, jobs=opts.jobs,
         db_url=batch.db_url if rec.gb is not None else "(not written)", gradebook_errors=rec.gb_errors,
-        regraded=graded, shard=share, policy=batch.policy,
+        regraded=graded, shard=share, policy=batch.policy, warnings=batch.warnings,
     )
     similarity.class_step(opts.out, spec, results, batch.prepared, everyone=batch.everyone, shard=batch.shard,
                           enabled=opts.similarity, say=opts.say)

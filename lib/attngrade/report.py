@@ -489,7 +489,7 @@ def _part_stats(spec: AssignmentSpec, results: list[Result]) -> list[dict]:
 def write_summary(
     folder: Path, spec: AssignmentSpec, results: list[Result], rows: list[dict], *, isolation: dict,
     seconds: float, jobs: int, db_url: str, gradebook_errors: dict, regraded: int | None = None,
-    shard: str = "", policy=None,
+    shard: str = "", policy=None, warnings: list | None = None,
 ) -> tuple[Path, Path]:
     """``summary.json`` and ``summary.html`` of the class; ``rows``: :func:`summary_row` of each result."""
     counts = Counter(r.status for r in results)
@@ -514,6 +514,7 @@ def write_summary(
         "graded_now": len(results) if regraded is None else regraded,
         "unchanged": 0 if regraded is None else len(results) - regraded,
         "shard": shard,
+        "warnings": list(warnings or []),
         "late_policy": (
             {"deadline": str(policy.deadline), "penalty_per_day": policy.penalty_per_day,
              "max_penalty": policy.max_penalty}
@@ -542,6 +543,7 @@ def _summary_html(spec: AssignmentSpec, results: list[Result], summary: dict, po
         f"in {summary['seconds']:.1f} s with {summary['jobs']} parallel jobs; "
         f"isolation: <b>{e(str(isolation.get('mode')))}</b>; "
         f"gradebook: <code>{e(summary['gradebook'])}</code></p>",
+        *_warnings_html(summary["warnings"]),
         "<h2>Statuses</h2><table><tr>" + "".join(f"<th>{s}</th>" for s in STATUSES) + "</tr><tr>"
         + "".join(f"<td>{counts.get(s, 0)}</td>" for s in STATUSES) + "</tr></table>",
         "<h2>Scores per part</h2><table><tr><th>part</th><th>function</th><th>points</th><th>passed</th>"
@@ -568,6 +570,14 @@ def _summary_html(spec: AssignmentSpec, results: list[Result], summary: dict, po
     out.extend(f"<tr><td>{e(str(k))}</td><td>{e(str(v))}</td></tr>" for k, v in isolation.items())
     out.append("</table></body></html>")
     return "\n".join(out)
+
+
+def _warnings_html(warnings: list) -> list[str]:
+    """What the instructor must read before trusting the grades (times, deadlines, layouts)."""
+    if not warnings:
+        return []
+    items = "".join(f"<li>{_e(w)}</li>" for w in warnings)
+    return [f"<h2>Read first ({len(warnings)})</h2><ul class='warnings'>{items}</ul>"]
 
 
 def _flagged_html(summary: dict) -> list[str]:

@@ -194,3 +194,12 @@ def test_formgrader_knows_the_class_by_name(canvas_day):
             row = students[canvas_day.by_uid[uid]["student"]]
             assert (row.first_name, row.last_name) == tuple(student.sortable_name.split(", ")[::-1])
             assert row.lms_user_id == str(uid)
+
+
+def test_the_summary_says_first_that_the_download_times_are_no_evidence(canvas_day):
+    import json
+
+    summary = json.loads((canvas_day.out / "summary.json").read_text())
+    assert any("one time" in w and "not used as a submission time" in w for w in summary["warnings"])
+    page = (canvas_day.out / "summary.html").read_text()
+    assert page.index("Read first") < page.index("Statuses")
