@@ -85,3 +85,17 @@ def test_regrading_keeps_manual_scores_and_marks_them_for_review(corpus_run, tmp
         other = gb.find_submission_notebook("softmax", "01_softmax", "02_loop_in_function")
         assert other.score == 5.0
 
+
+
+def test_a_written_answer_in_a_cell_of_another_type_still_waits_for_its_grade(corpus_run):
+    """Cases whose proof cell became raw or code (a stray key in Jupyter's command mode): the text is
+    graded by hand all the same, so its points wait in formgrader and in ``manual_pending``."""
+    url, cases = _softmax_run(corpus_run)
+    retyped = [c for c in cases if "jacobian_proof" in c.sections
+               and any(m[:2] == ["retype", "jacobian_proof"] for m in c.mutations)]
+    assert retyped, "the corpus has a written answer in a cell of another type"
+    with _gradebook(url) as gb:
+        for case in retyped:
+            grade = gb.find_grade("jacobian_proof", "softmax", "01_softmax", case.name)
+            assert grade.auto_score is None and grade.needs_manual_grade, case.name
+            assert corpus_run.rows[case.name]["manual_pending"] == "2", case.name

@@ -110,3 +110,30 @@ def test_a_part_depends_on_the_cells_its_function_uses():
     ]
     assert part_dependencies("f", cells, {"np"}) == ["b", "a"]
     assert part_dependencies("g", cells, {"np"}) == ["c"]
+
+
+@pytest.mark.parametrize(
+    "cell, python",
+    [
+        ("%time x = f(1)\n", "x = f(1)"),  # %time runs its statement in the notebook's namespace
+        ("y = %time f(2)\n", "y = f(2)"),  # and gives the value of its expression
+        ("%%time\nz = 3\n%time w = z\n", "z = 3\nw = z"),
+        ("%timeit f(1)\nv = 1\n", "pass\nv = 1"),  # timeit keeps nothing in the namespace
+        ("%%writefile -a helper.py\nA = 1\n", "open('helper.py', 'a', encoding='utf-8').write('A = 1\\n')"),
+        ("files = !ls\n", "files = _shell_escape('ls', True, 'sh')"),
+        ("!echo {x}\n", "_shell_escape('echo {x}', False, 'sh')"),
+        ("%%bash\necho hi\n", "_shell_escape('echo hi\\n', False, 'bash')"),
+    ],
+)
+def test_ipython_runs_as_the_kernel_runs_it(cell, python):
+    assert to_python(cell)[0] == python
+
+
+def test_a_module_written_by_writefile_is_the_code_of_its_cell():
+    writer = analyse_cell("%%writefile helper.py\nimport torch\n\ndef f(x):\n    return torch.softmax(x, 0)\n")
+    assert "helper" in writer.defines and "f" not in writer.defines
+    assert {f.kind for f in writer.findings} == {"reference"}, "a reference in the module is the cell's"
+    cells = [("w", writer), ("a", analyse_cell("from helper import f\n\ndef g(x):\n    return f(x)\n"))]
+    assert part_dependencies("g", cells, {"np"}) == ["a", "w"]
+    python, notes = to_python("%%writefile\nA = 1\n")
+    assert python == "pass" and "no file name; not written" in notes[0]

@@ -97,3 +97,59 @@ def test_without_a_template_the_worker_is_started_afresh(namespaces, monkeypatch
     monkeypatch.setattr(sb, "_Template", refuse)
     out = _out(run_worker(_job(LOOK), namespaces, Limits(timeout=30)))
     assert namespaces.template is None and out["pid"] == 2
+
+
+# ------------------------------------------------------------------ honest work in the worker
+
+POOL = r"""
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+pool = ThreadPoolExecutor(2)
+both = threading.Barrier(2)
+list(pool.map(lambda _: both.wait(), range(2)))  # both of the pool's threads exist in the worker now
+
+def probe(n):
+    return json.dumps(sorted(pool.map(lambda i: i * i, range(n))))
+"""
+
+
+def test_a_thread_pool_made_before_a_memory_case_works_in_the_cases_process(isolation):
+    """A memory case runs in a fork of the worker, where the pool's threads do not exist: the
+    worker gives the pool new ones there (it waited for ever before, and the part timed out)."""
+    if isolation.memory == "none":
+        pytest.skip("memory cases run in a process of their own only where the grader counts memory per case")
+    job = WorkerJob(
+        cells=[{"id": "answer", "source": POOL}],
+        parts=[{"id": "p", "function": "probe", "trace": [True]}],
+        inputs=plain.pack({"p": [((), {})]}),
+        blocked=["attnmath", "attngrade", "torch"],
+        held={"p": {0: plain.pack(((4,), {}))}},
+        allowed={"p": {0: 64 << 20}},
+    )
+    run = run_worker(job, isolation, Limits(timeout=5))
+    assert _out(run) == [0, 1, 4, 9]
+    assert run.memory[("p", 0)]["peak_call"] is not None, "the case ran in its own memory group"
+
+
+SHELL = """
+import json
+listed = !echo one; echo two
+!pip install numpy
+!echo "{2 + 3} $listed" > shell.txt
+
+def probe():
+    with open("shell.txt") as fh:
+        return json.dumps([listed, fh.read()])
+"""
+
+
+def test_shell_escapes_run_in_the_worker_or_say_why_not(isolation):
+    from attngrade.staticcheck import SHELL_ESCAPE, to_python
+
+    python, notes = to_python(SHELL)
+    assert SHELL_ESCAPE in python and len(notes) == 3
+    run = run_worker(_job(python), isolation, Limits(timeout=10))
+    assert _out(run) == [["one", "two"], "5 ['one', 'two']\n"]
+    assert b"shell command not run: pip install numpy: installing packages is not part of grading" in run.stderr
