@@ -1091,6 +1091,8 @@ def _take_written(out: Rebuilt, release: dict, gid: str, cell, found: list, cell
         out.flags.append(f"answer cell {gid!r} was deleted{found_text}")
     if texts:
         cell["source"] = "\n\n".join(texts)
+    for name in _unkept(cell["source"], images):
+        out.notes.append(f"written answer {gid!r} shows the image {name!r}, which was not read: a placeholder stands in")
     if images:
         cell["attachments"] = images
 
@@ -1117,6 +1119,24 @@ def _continuation(cells: list, start: int) -> list:
             break
         more.append(c)
     return more
+
+
+_ATTACHED = re.compile(r"attachment:([^\s)\"'>]+)")
+
+
+def _unkept(text: str, images: dict) -> list[str]:
+    """The images ``text`` shows (``attachment:NAME``) that ``images`` lacks (left out when the
+    notebook was read, or never attached), each given a placeholder in ``images``: formgrader
+    cannot show a notebook whose markdown names a missing attachment."""
+    import base64
+    import html
+
+    missing = sorted({m.group(1) for m in _ATTACHED.finditer(text)} - set(images))
+    for name in missing:
+        label = html.escape(f"image {name[:80]} was not kept by the grader")
+        svg = f"<svg xmlns='http://www.w3.org/2000/svg' width='420' height='24'><text x='4' y='16'>{label}</text></svg>"
+        images[name] = {"image/svg+xml": base64.b64encode(svg.encode()).decode()}
+    return missing
 
 
 def _with_images(images: dict, cell, text: str) -> str:
