@@ -1,0 +1,21 @@
+# bug: the shift and the exponential are done in place on the caller's array, which is overwritten
+# part: stable_softmax
+# %% grade_id: stable_softmax
+def stable_softmax(x, axis=-1):
+    if x.dtype == np.float16:
+        x = x.astype(np.float32)
+    x -= np.max(x, axis=axis, keepdims=True)
+    np.exp(x, out=x)
+    x /= np.sum(x, axis=axis, keepdims=True)
+    return x
+# %% grade_id: softmax_jacobian
+def softmax_jacobian(z):
+    z = np.asarray(z, dtype=np.float64)
+    e = np.exp(z - z.max())
+    p = e / e.sum()
+    return np.diag(p) - np.outer(p, p)
+# %% grade_id: softmax_vjp
+def softmax_vjp(p, g):
+    p, g = np.asarray(p), np.asarray(g)
+    inner = np.sum(p * g, axis=-1, keepdims=True)
+    return p * (g - inner)

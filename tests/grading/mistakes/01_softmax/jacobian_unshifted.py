@@ -1,0 +1,20 @@
+# bug: the Jacobian computes its own softmax with np.exp(z) / sum without subtracting the maximum
+# part: softmax_jacobian
+# %% grade_id: stable_softmax
+def stable_softmax(x, axis=-1):
+    x = np.asarray(x)
+    if x.dtype == np.float16:
+        x = x.astype(np.float32)
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=axis, keepdims=True)
+# %% grade_id: softmax_jacobian
+def softmax_jacobian(z):
+    z = np.asarray(z, dtype=np.float64)
+    p = np.exp(z) / np.exp(z).sum()
+    return np.diag(p) - np.outer(p, p)
+# %% grade_id: softmax_vjp
+def softmax_vjp(p, g):
+    p, g = np.asarray(p), np.asarray(g)
+    inner = np.sum(p * g, axis=-1, keepdims=True)
+    return p * (g - inner)

@@ -1,0 +1,42 @@
+# bug: the caller's array is perturbed in place with += eps, -= 2 eps, += eps, which leaves rounding residue in it
+# part: numerical_attention_gradient
+# %% grade_id: attention_backward
+def attention_backward(q, k, v, dout):
+    s = 1.0 / np.sqrt(q.shape[-1])
+    _, P = attention_forward(q, k, v)
+    dv = P.T @ dout
+    dP = dout @ v.T
+    dZ = P * (dP - np.sum(P * dP, axis=-1, keepdims=True))
+    dq = s * dZ @ k
+    dk = s * dZ.T @ q
+    return dq, dk, dv
+# %% grade_id: masked_attention_backward
+def masked_attention_backward(q, k, v, mask, dout):
+    s = 1.0 / np.sqrt(q.shape[-1])
+    _, P = attention_forward(q, k, v, mask)     # zero weights where masked, zero rows when empty
+    dv = P.T @ dout
+    dP = dout @ v.T
+    dZ = P * (dP - np.sum(P * dP, axis=-1, keepdims=True))
+    return s * dZ @ k, s * dZ.T @ q, dv
+# %% grade_id: numerical_attention_gradient
+def numerical_attention_gradient(q, k, v, w, wrt, eps=1e-6):
+    args = {"q": q, "k": k, "v": v}
+    x = args[wrt]
+    grad = np.zeros(x.shape)
+    for index in np.ndindex(x.shape):
+        x[index] += eps
+        up = np.sum(w * attention_forward(args["q"], args["k"], args["v"])[0])
+        x[index] -= 2 * eps
+        down = np.sum(w * attention_forward(args["q"], args["k"], args["v"])[0])
+        x[index] += eps
+        grad[index] = (up - down) / (2 * eps)
+    return grad
+# %% grade_id: dropout_attention_backward
+def dropout_attention_backward(q, k, v, keep, p, dout):
+    s = 1.0 / np.sqrt(q.shape[-1])
+    _, P = attention_forward(q, k, v)
+    R = keep / (1.0 - p)
+    dv = (R * P).T @ dout
+    dP = R * (dout @ v.T)                   # back through the fixed dropout map
+    dZ = P * (dP - np.sum(P * dP, axis=-1, keepdims=True))
+    return s * dZ @ k, s * dZ.T @ q, dv
