@@ -237,8 +237,8 @@ def _shell_call(command: str, capture: bool, program: str = "sh") -> ast.expr:
     return ast.parse(f"{SHELL_ESCAPE}({command!r}, {capture!r}, {program!r})", mode="eval").body
 
 
-def _shell_note(command: str) -> str:
-    return f"shell command {command[:80]!r}: run where the worker's sandbox allows it (the log says when not)"
+def _shell_note(what: str) -> str:
+    return f"{what} runs in the worker's sandbox (its log says when it cannot)"
 
 
 class _MagicRemover(ast.NodeTransformer):
@@ -266,11 +266,11 @@ class _MagicRemover(ast.NodeTransformer):
         """What ``x = <IPython call>`` assigns: the output lines of a shell command, the value of
         ``%time``'s expression, else None (with a note)."""
         if args and kind in ("getoutput", "system"):
-            self.notes.append(_shell_note(args[0]))
+            self.notes.append(_shell_note(f"shell command {args[0][:80]!r}"))
             return _shell_call(args[0], True)
         if args and kind == "run_line_magic" and len(args) == 2:
             if args[0] in ("sx", "system"):
-                self.notes.append(_shell_note(args[1]))
+                self.notes.append(_shell_note(f"shell command {args[1][:80]!r}"))
                 return _shell_call(args[1], True)
             if args[0] == "time":
                 try:
@@ -283,7 +283,7 @@ class _MagicRemover(ast.NodeTransformer):
     def _statements(self, kind: str, args: list[str] | None) -> list:
         """The statements an IPython call stands for as a statement of its own ([]: nothing)."""
         if args and kind in ("getoutput", "system"):
-            self.notes.append(_shell_note(args[0]))
+            self.notes.append(_shell_note(f"shell command {args[0][:80]!r}"))
             return [ast.Expr(_shell_call(args[0], kind == "getoutput"))]
         name = args[0] if args else "?"
         if kind == "run_line_magic" and args and len(args) == 2:

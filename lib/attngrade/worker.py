@@ -442,34 +442,42 @@ def _not_run(command: str, why: str, capture: bool):
     return [] if capture else None
 
 
-def _revive_thread_pools() -> None:
-    """In a memory case's process (a fork of the worker, where only the forking thread exists):
-    every ``concurrent.futures.ThreadPoolExecutor`` of the student's code gets new threads when
-    it is next used, instead of waiting forever for threads that were not forked. Their idle
-    count and locks are reset as at a fork; the work they do is the call's, in the case's group."""
-    module = sys.modules.get("concurrent.futures.thread")
-    registry = getattr(module, "_threads_queues", None)
+#: The loops of the standard library's thread pools, by module and name: the threads a memory
+#: case's process starts again (:func:`_restart_pool_threads`).
+_POOL_LOOPS = frozenset({
+    ("concurrent.futures.thread", "_worker"),  # ThreadPoolExecutor's threads
+    ("multiprocessing.pool", "Pool._handle_workers"),  # multiprocessing.pool.ThreadPool's handlers,
+    ("multiprocessing.pool", "Pool._handle_tasks"),  # which start its worker threads again
+    ("multiprocessing.pool", "Pool._handle_results"),
+})
+
+
+def _other_threads() -> list:
+    """The threads of the process other than the calling one (taken before a fork)."""
+    threading = sys.modules.get("threading")
     try:
-        threads = list(registry.keys()) if registry is not None else []
-    except Exception:  # noqa: BLE001 - whatever the student's code left there
-        return
-    pools = {}
-    for thread in threads:
-        try:
-            ref = thread._args[0]
-            pool = ref() if callable(ref) else None
-            registry.pop(thread, None)
-        except Exception:  # noqa: BLE001
+        return [t for t in threading.enumerate() if t is not threading.current_thread()] if threading else []
+    except Exception:  # noqa: BLE001 - whatever the student's code made of the module
+        return []
+
+
+def _restart_pool_threads(threads: list) -> None:
+    """In a memory case's process (a fork of the worker, where only the forking thread exists):
+    the threads of the student's thread pools (``concurrent.futures.ThreadPoolExecutor``,
+    ``multiprocessing.pool.ThreadPool``) that ran before the fork run again, from their loops, so
+    that a call which uses a pool made by an earlier cell gets its work done instead of waiting
+    for ever. What they do is the call's, counted in the case's memory group."""
+    threading = sys.modules.get("threading")
+    for old in threads:
+        target = getattr(old, "_target", None)
+        if (getattr(target, "__module__", None), getattr(target, "__qualname__", None)) not in _POOL_LOOPS:
             continue
-        if pool is not None:
-            pools[id(pool)] = pool
-    for pool in pools.values():
         try:
-            pool._threads = set()
-            pool._shutdown_lock._at_fork_reinit()
-            pool._idle_semaphore._cond._at_fork_reinit()
-            pool._idle_semaphore._value = 0
-        except Exception:  # noqa: BLE001 - not the standard library's pool: left as it is
+            new = threading.Thread(target=target, args=old._args, kwargs=old._kwargs, daemon=True)
+            if hasattr(old, "_state"):
+                new._state = old._state  # multiprocessing's handlers read their pool's state there
+            new.start()
+        except Exception:  # noqa: BLE001 - a thread that cannot start: the call goes on without it
             continue
 
 
@@ -775,6 +783,7 @@ class _Runner:
         except OSError as exc:  # what the student's code left of the open files: the case fails
             self.receive_inputs()  # read off, so that the next case gets its own
             return self.Outcome(None, _safe_name(exc))
+        threads = _other_threads()
         try:
             pid = self.fork()
         except OSError as exc:  # what the student's processes left of the process limit
@@ -784,7 +793,7 @@ class _Runner:
             return self.Outcome(None, _safe_name(exc))
         if pid == 0:
             os.close(read_end)
-            self.case_child(fn, index, write_end)
+            self.case_child(fn, index, write_end, threads)
         os.close(write_end)
         data = _read_all(read_end)
         _, status = self.waitpid(pid, 0)
@@ -796,10 +805,10 @@ class _Runner:
         record = self.plain.unpack(data, max_bytes=1 << 62)
         return self.Outcome(record["out"], record["error"])
 
-    def case_child(self, fn, index: int, write_end: int) -> None:
+    def case_child(self, fn, index: int, write_end: int, threads: list) -> None:
         self.freeze()  # the collector leaves the parent's objects (and their pages) alone
         self.channel.owner = os.getpid()
-        _revive_thread_pools()
+        _restart_pool_threads(threads)
         args, kwargs = self.receive_inputs()
         self.channel.send({"ev": "ready", "case": index, "pid": os.getpid()})
         _read_exact(self.go_fd, 1)  # now in the case's own memory group

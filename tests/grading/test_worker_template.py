@@ -105,19 +105,21 @@ POOL = r"""
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.pool import ThreadPool
 
-pool = ThreadPoolExecutor(2)
+executor, pool = ThreadPoolExecutor(2), ThreadPool(2)
 both = threading.Barrier(2)
-list(pool.map(lambda _: both.wait(), range(2)))  # both of the pool's threads exist in the worker now
+list(executor.map(lambda _: both.wait(), range(2)))  # both of the executor's threads exist now
+assert pool.map(abs, [-1]) == [1]
 
 def probe(n):
-    return json.dumps(sorted(pool.map(lambda i: i * i, range(n))))
+    return json.dumps([sorted(executor.map(lambda i: i * i, range(n))), pool.map(abs, range(-n, 0))])
 """
 
 
-def test_a_thread_pool_made_before_a_memory_case_works_in_the_cases_process(isolation):
-    """A memory case runs in a fork of the worker, where the pool's threads do not exist: the
-    worker gives the pool new ones there (it waited for ever before, and the part timed out)."""
+def test_thread_pools_made_before_a_memory_case_work_in_the_cases_process(isolation):
+    """A memory case runs in a fork of the worker, where the pools' threads do not exist: the
+    worker starts them again there (the call waited for ever before, and the part timed out)."""
     if isolation.memory == "none":
         pytest.skip("memory cases run in a process of their own only where the grader counts memory per case")
     job = WorkerJob(
@@ -129,7 +131,7 @@ def test_a_thread_pool_made_before_a_memory_case_works_in_the_cases_process(isol
         allowed={"p": {0: 64 << 20}},
     )
     run = run_worker(job, isolation, Limits(timeout=5))
-    assert _out(run) == [0, 1, 4, 9]
+    assert _out(run) == [[0, 1, 4, 9], [4, 3, 2, 1]]
     assert run.memory[("p", 0)]["peak_call"] is not None, "the case ran in its own memory group"
 
 
