@@ -808,10 +808,10 @@ class _Runner:
     def case_child(self, fn, index: int, write_end: int, threads: list) -> None:
         self.freeze()  # the collector leaves the parent's objects (and their pages) alone
         self.channel.owner = os.getpid()
-        _restart_pool_threads(threads)
         args, kwargs = self.receive_inputs()
         self.channel.send({"ev": "ready", "case": index, "pid": os.getpid()})
         _read_exact(self.go_fd, 1)  # now in the case's own memory group
+        _restart_pool_threads(threads)  # here: whatever they do is charged to the case
         outcome = self.call(fn, args, kwargs)
         self.channel.send({"ev": "called", "case": index})
         _read_exact(self.go_fd, 1)  # the grader has read the group's peak

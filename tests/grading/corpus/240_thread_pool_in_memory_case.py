@@ -1,6 +1,6 @@
 # Honest threads: a thread pool made in the answer cell (before the memory-limited case) and used by
 # Part 3's function, row blocks in parallel. The memory case runs in a process of its own, where
-# the pool gets threads of its own when it is used: the call is measured and passes.
+# the pool's threads run again (counted with the call): the call is measured and passes.
 # kind: honest
 # expect: test_stable_softmax=3, test_softmax_jacobian=2, test_softmax_vjp=3
 # status: graded
