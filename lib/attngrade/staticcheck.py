@@ -536,17 +536,24 @@ class _Walker:
         if isinstance(func, ast.Name) and func.id == "open" and isinstance(first, ast.Constant):
             if isinstance(first.value, int) and not isinstance(first.value, bool):
                 self.add("tampering", "opens a raw file descriptor")
+        if isinstance(func, ast.Name) and func.id == SHELL_ESCAPE and isinstance(first, ast.Constant):
+            for word in str(first.value).split():  # a shell command: each of its words
+                self.course_words(word)
+
+    def course_words(self, text: str) -> None:
+        """A path or name that names the course's files or modules."""
+        low = text.lower()
+        for word in COURSE_WORDS:
+            if word in low:
+                kind = "reference" if word == "attnmath" else "course"
+                self.add(kind, f"names course files or modules ({word!r})")
 
     def visit_constant(self, node) -> None:
         if not isinstance(node.value, str) or id(node) in self.docstrings:
             return
         text = node.value
         if not any(ch.isspace() for ch in text):
-            low = text.lower()
-            for word in COURSE_WORDS:
-                if word in low:
-                    kind = "reference" if word == "attnmath" else "course"
-                    self.add(kind, f"names course files or modules ({word!r})")
+            self.course_words(text)
         stripped = text.strip()
         if re.fullmatch(r"[A-Za-z_][\w.]*", stripped):
             top = stripped.split(".")[0]

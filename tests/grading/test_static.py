@@ -50,6 +50,7 @@ def test_honest_answers_have_no_findings(assignment):
         ("import ast\nclass T(ast.NodeTransformer):\n    pass", "tampering"),
         ("import os\nos.write(3, b'x')", "tampering"),
         ("from IPython import get_ipython", "tampering"),
+        ("!cat ../solutions/01_softmax/hidden_tests.py", "course"),  # a shell escape runs now
     ],
 )
 def test_tricks_are_found(source, kind):
