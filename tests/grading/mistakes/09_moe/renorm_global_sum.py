@@ -1,0 +1,35 @@
+# bug: the chosen probabilities are divided by gate.sum() over all tokens instead of each token's own sum
+# part: renormalized_gates
+# %% grade_id: top_k_gating
+def top_k_gating(x, w_g, k):
+    logits = x @ w_g
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs = e / e.sum(axis=1, keepdims=True)
+    expert_index = np.argsort(-probs, axis=1, kind="stable")[:, :k]
+    return expert_index, np.take_along_axis(probs, expert_index, axis=1)
+# %% grade_id: renormalized_gates
+def renormalized_gates(x, w_g, k):
+    expert_index, gate = top_k_gating(x, w_g, k)
+    return expert_index, gate / gate.sum() * len(gate)
+# %% grade_id: capacity_keep
+def capacity_keep(expert_index, num_experts, capacity_factor):
+    expert_index = np.asarray(expert_index)
+    N, K = expert_index.shape
+    capacity = math.ceil(capacity_factor * N * K / num_experts)
+    used = np.zeros(num_experts, dtype=np.int64)
+    kept = np.zeros((N, K), dtype=bool)
+    for s in range(K):                # all first choices, then all second choices, ...
+        for n in range(N):            # tokens in index order
+            e = expert_index[n, s]
+            if used[e] < capacity:
+                used[e] += 1
+                kept[n, s] = True
+    return kept
+# %% grade_id: load_balancing_loss
+def load_balancing_loss(probs, expert_index):
+    probs = np.asarray(probs, dtype=np.float64)
+    expert_index = np.asarray(expert_index)
+    E = probs.shape[1]
+    f = np.bincount(expert_index.ravel(), minlength=E) / expert_index.size
+    P = probs.mean(axis=0)
+    return float(E * np.dot(f, P))
