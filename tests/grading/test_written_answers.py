@@ -131,6 +131,19 @@ def test_cells_added_after_a_written_answer_continue_it_with_their_images():
     assert any("continues in the 2 cell(s)" in n for n in rebuilt.notes) and rebuilt.flags == []
 
 
+def test_images_of_the_same_name_in_two_cells_are_told_apart_all_at_once():
+    nb = _solved()
+    at = _index(nb, "jacobian_proof")
+    nb.cells[at].source = "A ![](attachment:image.png)"
+    nb.cells[at]["attachments"] = {"image.png": {"image/png": RED}}
+    nb.cells.insert(at + 1, _markdown("B ![](attachment:image.png) ![](attachment:image-2.png)",
+                                      {"image.png": BLUE, "image-2.png": RED}))
+    cell = _proof_cell(_rebuilt(nb))
+    assert cell["source"] == "A ![](attachment:image.png)\n\nB ![](attachment:image-3.png) ![](attachment:image-2.png)"
+    assert cell["attachments"] == {"image.png": {"image/png": RED}, "image-2.png": {"image/png": RED},
+                                   "image-3.png": {"image/png": BLUE}}
+
+
 def test_an_image_the_answer_shows_but_that_was_not_read_gets_a_placeholder():
     nb = _solved()
     cell = nb.cells[_index(nb, "jacobian_proof")]
