@@ -1143,16 +1143,19 @@ def _with_images(images: dict, cell, text: str) -> str:
     """Add the images attached to ``cell`` to ``images``; ``text`` with the names that were
     already taken there renamed (Jupyter names every pasted image ``image.png``)."""
     attached = cell.get("attachments")
+    renamed = {}
     for name, data in attached.items() if isinstance(attached, dict) else []:
         new, n = name, 1
         while new in images and images[new] != data:
             n += 1
             stem, dot, ext = name.rpartition(".")
             new = f"{stem}-{n}.{ext}" if dot else f"{name}-{n}"
-        if new != name:
-            text = re.sub(r"attachment:" + re.escape(name) + r"(?=[\s)\"'>]|$)", lambda _m: "attachment:" + new, text)
         images[new] = data
-    return text
+        if new != name:
+            renamed[name] = new
+    if not renamed:
+        return text
+    return _ATTACHED.sub(lambda m: "attachment:" + renamed.get(m.group(1), m.group(1)), text)
 
 
 def _tags(cell) -> set:
