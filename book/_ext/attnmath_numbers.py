@@ -340,7 +340,7 @@ def unglued_keys(source: str) -> set[str]:
 # Values that a cell prints, repeated by hand: an integer in maths ("$k = 725$") or a small
 # integer in prose ("rank 8"), which the checks above take for part of a definition or a word.
 
-_INTEGER = re.compile(r"(?<![\w.^_{}\\])(\d+)(?![\w.]|\.\d)")
+_INTEGER = re.compile(r"(?<![\w.^_{}\\])(\d+)(?!\w|\.\d)")
 _TEX_WORD = re.compile(r"\\(?:operatorname|mathrm|text|mathit|mathbf)\{([^{}]*)\}")
 _TEX = re.compile(r"\\[A-Za-z]+|[{}$]")
 _LABEL = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z_0-9]*)\s*(?:=|:|≈|approx)?\s*$")
@@ -372,9 +372,12 @@ def code_pairs(source: str) -> set[tuple[str, str]]:
     inputs, which the text may name as they are."""
     pairs = set()
     for _, cell in _CELL.findall(source):
-        pairs |= {(a.lower(), b) for a, b in _ASSIGN.findall(cell)}
-        for names, values in _ASSIGN_MANY.findall(cell):
-            pairs |= {(a.strip().lower(), b.strip()) for a, b in zip(names.split(","), values.split(","))}
+        for line in cell.splitlines():
+            many = _ASSIGN_MANY.findall(line)
+            for names, values in many:
+                pairs |= {(a.strip().lower(), b.strip()) for a, b in zip(names.split(","), values.split(","))}
+            if not many:
+                pairs |= {(a.lower(), b) for a, b in _ASSIGN.findall(line)}
         for names, values in _LOOP.findall(cell):  # for L, S in [(12, 3), (12, 2)]: / for n in (1, 2):
             names = [a.strip().lower() for a in names.split(",")]
             rows = re.findall(r"\(([^()]*)\)", values[1:-1]) if len(names) > 1 else [values[1:-1]]

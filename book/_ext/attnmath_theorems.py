@@ -1,4 +1,4 @@
-"""The book's theorems: one list, and one status per theorem.
+r"""The book's theorems: one list, and one status per theorem.
 
 ``{attnmath-theorems}`` is a table of the book's theorems, propositions, lemmas and corollaries
 in reading order, each with its number (as in the text, e.g. "Theorem 2.1"), its title, its

@@ -13,8 +13,8 @@ uses ("almost all", "nearly nothing") and hyphenated compounds ("all-ones") are 
    solution argues it);
 3. a reference in its own sentence: ``{prf:ref}`` (the theorem) or ``{cite}`` (the work);
 4. a claim test: the Correction or Clarification box it stands in is named by a claim marker
-   (``box=``), or a statement of the book registered in ``tests/claims.py`` quotes its sentence
-   (``quote=``);
+   (``box=``), or a statement of the book registered in ``tests/claims.py`` quotes the words of
+   its sentence that it stands in (``quote=``);
 5. an entry of :data:`LEDGER`, keyed by chapter and a piece of the sentence::
 
        - {file: book/04_masking.md, word: only, context: "depends only on", by: theorem prop-causal}
@@ -63,6 +63,7 @@ class Use:
     word: str
     sentence: str  # the sentence as written, on one line
     backing: str | None  # "theorem thm-x", "cite key", "claim tests/...::test", ...
+    from_ledger: bool = False  # whether the ledger, not the text around the use, backs it
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: \"{self.word}\" is not backed by a theorem, claim test, " \
@@ -113,15 +114,18 @@ def source_uses(source: str, relative: str, ledger: list[dict] | None = None,
             starts.append(starts[-1] + len(text) + 1)
         for match in SENTENCE.finditer(joined):
             sentence = " ".join(match.group(0).split())
-            for at, word in _words(match.group(0)):
+            # the same words in the same order, at their places in the source and in the sentence
+            for (at, word), (where, _) in zip(_words(match.group(0)), _words(sentence)):
                 row = max(i for i, s in enumerate(starts[:-1]) if s <= match.start() + at)
-                backing = _backing(relative, word, sentence, blocks, theorem, ledger, claims)
-                found.append(Use(relative, paragraph[row][0], word, sentence, backing))
+                backing = _backing(relative, word, sentence, where, blocks, theorem, claims)
+                entry = None if backing else next((e for e in ledger if _matches(e, relative, word, sentence)), None)
+                found.append(Use(relative, paragraph[row][0], word, sentence,
+                                 entry["by"] if entry else backing, entry is not None))
     return found
 
 
-def _backing(path, word, sentence, blocks, theorem, ledger, claims) -> str | None:
-    """What backs one use (module docstring, in that order), or ``None``."""
+def _backing(path, word, sentence, where, blocks, theorem, claims) -> str | None:
+    """What in the text around a use backs it (items 1 to 4 of the module docstring), or ``None``."""
     names = [b.name for b in blocks]
     if any(n in THEOREMS for n in names) or "prf:proof" in names:
         label = next((b.label for b in reversed(blocks) if b.name in THEOREMS), None) or theorem
@@ -139,11 +143,8 @@ def _backing(path, word, sentence, blocks, theorem, ledger, claims) -> str | Non
     box = next((b.label for b in reversed(blocks) if b.label in claims.boxes), None)
     if box:
         return f"claim {box}"
-    quoted = claims.quoting(path, sentence)
-    if quoted:
-        return f"claim {quoted}"
-    entry = next((e for e in ledger if _matches(e, path, word, sentence)), None)
-    return entry["by"] if entry else None
+    quoted = claims.quoting(path, sentence, where)
+    return f"claim {quoted}" if quoted else None
 
 
 def _matches(entry: dict, path: str, word: str, sentence: str) -> bool:
@@ -160,8 +161,15 @@ class ClaimIndex:
     quotes: dict
     tests: frozenset
 
-    def quoting(self, path: str, sentence: str) -> str | None:
-        return next((test for quote, test in self.quotes.get(path, ()) if quote in sentence), None)
+    def quoting(self, path: str, sentence: str, where: int) -> str | None:
+        """The claim test whose quotation, in ``sentence``, covers the position ``where``."""
+        for quote, test in self.quotes.get(path, ()):
+            start = sentence.find(quote)
+            while start >= 0:
+                if start <= where < start + len(quote):
+                    return test
+                start = sentence.find(quote, start + 1)
+        return None
 
 
 def claim_index(root: Path = ROOT) -> ClaimIndex:
@@ -235,12 +243,10 @@ def uses(root: Path = ROOT, ledger: list[dict] | None = None) -> list[Use]:
 
 
 def stale_entries(all_uses: list[Use], ledger: list[dict]) -> list[dict]:
-    """The ledger's entries that back no use."""
-    return [e for e in ledger if not any(_matches(e, u.path, u.word, u.sentence) for u in all_uses)]
-
-
-#: While the chapters are being gone through (issue 39), an unbacked use is logged, not a warning.
-STRICT = False
+    """The ledger's entries that back no use: they match none, or only uses that the text around
+    them already backs."""
+    return [e for e in ledger if not any(u.from_ledger and _matches(e, u.path, u.word, u.sentence)
+                                         for u in all_uses)]
 
 
 def check_words(app, env, docnames):
@@ -250,7 +256,6 @@ def check_words(app, env, docnames):
     from sphinx.util import logging
 
     logger = logging.getLogger(__name__)
-    warn = logger.warning if STRICT else logger.info
     ledger, claims = load_ledger(), claim_index(ROOT)
     checked = {p.relative_to(ROOT).as_posix() for p in pages(ROOT)}
     everything = []
@@ -263,7 +268,7 @@ def check_words(app, env, docnames):
         everything += found
         for use in found:
             if use.backing is None:
-                warn(f"\"{use.word}\" is not backed (book/absolute_words.yml): {use.sentence[:100]}",
+                logger.warning(f"\"{use.word}\" is not backed (book/absolute_words.yml): {use.sentence[:100]}",
                                location=(docname, use.line), type="attnmath", subtype="words")
         for problem in bad_backings(found, claims):
             logger.warning(problem, type="attnmath", subtype="words")

@@ -201,6 +201,14 @@ def test_sink_window_mask_rows_are_the_kept_tokens(alignment, L, S):
             assert (mask[i] == row).all(), (i, mask[i], row)
 
 
+@pytest.mark.claim(
+    "book: the streaming cache of `attnmath.long_context`",
+    "Decoding a stream through the sink-and-window cache gives exactly the output of attention with "
+    "the sink and window mask over the sequence, a cache of at most $n_{\\text{sink}} + w$ tokens",
+    "verified on", chapter="14_long_context",
+    quote="and the cache never holds more than",
+    domain="$1 \\le L \\le 24$, $0 \\le n_{\\text{sink}} \\le 4$, $1 \\le w \\le 8$, grouped heads, no RoPE, "
+           "hypothesis")
 @SETTINGS
 @given(L=st.integers(1, 24), n_sink=st.integers(0, 4), window=st.integers(1, 8),
        heads=st.sampled_from([(1, 1), (2, 2), (4, 2), (3, 1)]), seed=st.integers(0, 2**16))

@@ -237,14 +237,16 @@ def test_positional_sinusoidal_dot_figure():
 
 
 def _extrapolation_accuracy():
-    """``{(position, length, "inside" | "beyond"): [accuracy per seed]}`` of book/data/extrapolation.json."""
+    """``{(model, length, "inside" | "beyond"): [accuracy per seed]}`` of book/data/extrapolation.json
+    (a model is a position encoding, or the rotary model with rescaled frequencies, "rope+PI")."""
     rec = record("extrapolation.json")
     acc: dict = {}
     for run in rec["runs"]:
-        for length, e in run["eval"][run["position"]].items():
-            for where in ("inside", "beyond"):
-                if f"acc_{where}" in e:
-                    acc.setdefault((run["position"], int(length), where), []).append(e[f"acc_{where}"])
+        for model, evals in run["eval"].items():  # "rope", and "rope+PI" etc. rescaled after training
+            for length, e in evals.items():
+                for where in ("inside", "beyond"):
+                    if f"acc_{where}" in e:
+                        acc.setdefault((model, int(length), where), []).append(e[f"acc_{where}"])
     return rec["config"], acc
 
 
@@ -373,7 +375,7 @@ def test_flash_gpu_kernels_between_flashattention2_and_cudnn():
     "book: figure fig-flash-gpu (`book/data/flash_gpu.json`)",
     "In the figure's setting (bfloat16, $d = 128$, not causal) cuDNN is highest at every $N$; the fused "
     "kernels' rates rise with $N$, by a tenth to three fifths forward and a third to two thirds forward "
-    "and backward; the default Triton call starts below half the rate of the kernels alone and ends "
+    "and backward; the default Triton call starts below 0.6 times the rate of the kernels alone and ends "
     "within 15 % of it; the math backend is lowest, rises by about a fifth, and lies six to eight "
     "times below the slowest other curve forward and three to four times below it forward and backward",
     "verified", chapter="08_flash",
@@ -391,7 +393,7 @@ def test_flash_gpu_figure_alt_text():
                    for i in range(len(ns)))
         for impl in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient", "triton_nocheck"):
             assert rise[0] < np.nanmax(curve[impl]) / curve[impl][0] < rise[1], (mode, impl)
-        assert curve["triton"][0] < 0.5 * curve["triton_nocheck"][0]
+        assert curve["triton"][0] < 0.6 * curve["triton_nocheck"][0]
         assert curve["triton"][-1] > 0.85 * curve["triton_nocheck"][-1]
         math = curve["sdpa_math"]
         assert 1.1 < np.nanmax(math) / math[0] < 1.3
@@ -561,3 +563,186 @@ def test_capstone_short_training_stays_at_chance():
         assert abs(acc - y_test.float().mean().item()) < 0.06, (seed, acc)
         ends = weights[..., [0, -1]].sum(-1).mean().item()
         assert abs(ends - 2 / L) < 0.05, (seed, ends)
+
+
+# 12 What trained heads learn ---------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def _induction_run():
+    from attnmath.induction import load_run
+
+    config, run, _ = load_run(DATA / "induction.npz")
+    return config, run
+
+
+@pytest.mark.claim(
+    "book: figure fig-induction-loss (`book/data/induction.npz`)",
+    "The loss on the predictable positions sits on a plateau near $\\ln V$, then falls to nearly zero "
+    "within the window from 90 % to 10 % of its drop; the loss on the first copy stays near $\\ln V$ "
+    "for the whole run, and the total lies between the two",
+    "verified", chapter="12_induction",
+    quote="while the loss on the first copy stays near ln V for the whole run",
+    domain="every logged step of the committed run; near: within 0.5 nats of $\\ln V$ on the plateau "
+           "and 0.3 for the first copy; nearly zero: below 0.01; the window is under a tenth of the run; "
+           "between: within 0.01")
+def test_induction_loss_figure():
+    from attnmath.induction import phase_change
+
+    config, run = _induction_run()
+    steps, ln_v = run["steps"], np.log(config.V)
+    pc = phase_change(steps, run["loss_repeat"])
+    plateau = steps < pc.start
+    assert np.abs(run["loss_repeat"][plateau] - ln_v).max() < 0.5
+    assert run["loss_repeat"][-1] < 0.01 and (pc.end - pc.start) < steps[-1] / 10
+    assert np.abs(run["loss_first"] - ln_v).max() < 0.3
+    low = np.minimum(run["loss_first"], run["loss_repeat"]) - 0.01  # they start level
+    high = np.maximum(run["loss_first"], run["loss_repeat"]) + 0.01
+    assert ((low <= run["loss_total"]) & (run["loss_total"] <= high)).all()
+
+
+@pytest.mark.claim(
+    "book: figure fig-induction-scores (`book/data/induction.npz`)",
+    "The best induction score in layer 2 and the best previous-token score in layer 1 stay near their "
+    "initial values on the plateau and rise inside the window of the loss drop; the best first-token "
+    "score in layer 2 rises before the window, during the plateau, well above the previous-token score, "
+    "which reaches its level only after the window",
+    "verified", chapter="12_induction",
+    quote="which the previous-token score reaches only after the band",
+    domain="every logged step of the committed run; near the initial value: within 0.05 before the "
+           "window; rises inside: more than half of the rise to the end happens in the window's steps "
+           "or before its end; well above: more than three times; its level: within 0.1")
+def test_induction_scores_figure():
+    from attnmath.induction import phase_change
+
+    _, run = _induction_run()
+    steps = run["steps"]
+    pc = phase_change(steps, run["loss_repeat"])
+    ind, prev = run["induction"][:, 1].max(axis=1), run["prev"][:, 0].max(axis=1)
+    first = run["first"][:, 1].max(axis=1)
+    before, by_end = steps < pc.start, steps <= pc.end
+    for score in (ind, prev):
+        assert np.abs(score[before] - score[0]).max() < 0.05
+        assert score[by_end][-1] - score[0] > 0.5 * (score[-1] - score[0])
+    assert first[before].max() > 3 * prev[before].max() and first[before].max() - first[0] > 0.15
+    level = first[steps >= pc.end]
+    assert np.abs(level - level.mean()).max() < 0.1
+    reach = steps[np.argmax(prev >= level.mean() - 0.1)]
+    assert reach >= pc.end
+
+
+@pytest.mark.claim(
+    "book: the example patterns of `book/data/induction.npz`",
+    "On the example sequence the layer-2 heads put most of their weight on the first token for the "
+    "queries of the first copy, where they have nothing to attend to, and almost none for those of "
+    "the second copy; three of the four layer-1 heads put their largest weight on the previous "
+    "token, the fourth on the query itself",
+    "verified", chapter="12_induction",
+    quote="The layer-2 heads put their weight on the first token exactly where they have nothing to attend to",
+    domain="the recorded patterns of the trained model on its example; most: above one half; almost "
+           "none: below 0.01")
+def test_induction_sink():
+    config, run = _induction_run()
+    A, T = run["example_patterns"].astype(np.float64), config.T
+    first_copy, second_copy = A[1][:, 1:T + 1, 0].mean(axis=-1), A[1][:, T + 1:, 0].mean(axis=-1)
+    assert (first_copy > 0.5).all() and (second_copy < 0.01).all()
+    peaks = [int(np.argmax([np.diagonal(A[0, h], -d).mean() for d in range(T + 2)])) for h in range(A.shape[1])]
+    assert sorted(peaks) == [0, 1, 1, 1], peaks
+
+
+# 13 Serving attention ----------------------------------------------------------------------------
+
+@pytest.mark.claim(
+    "book: figure fig-serving-quant-error",
+    "With keys of two outlier channels, keys quantised per channel are two to three times more "
+    "accurate than per token at the same number of bits; the errors fall as the bits grow, except "
+    "the output error with per-channel keys, flat from 3 to 5 bits; every error lies below its bound, "
+    "and the bound comes below the range of the values only for per-channel keys at 6 and 8 bits",
+    "verified", chapter="13_serving",
+    quote="the bound is informative only for keys per channel at 6 and 8 bits",
+    domain="the figure's data: seed 4, 256 keys of width 64, outliers in channels 3 and 17, 3 to 8 "
+           "bits; flat: within 20 % of its value at 3 bits")
+def test_serving_quantised_cache_figure():
+    from attnmath.serving import dequantize, quantize_symmetric, quantized_attention_error_bound
+    from attnmath.testing import sdpa_oracle
+
+    rng = np.random.default_rng(4)
+    S, D = 256, 64
+    q = rng.standard_normal((8, D))
+    k, v = rng.standard_normal((S, D)), rng.standard_normal((S, D))
+    k[:, [3, 17]] *= 10.0
+    exact = sdpa_oracle(q, k, v)
+    value_range = (v.max(axis=0) - v.min(axis=0)).max()
+    bits = (3, 4, 5, 6, 8)
+    res = {}
+    for b in bits:
+        for per in ("token", "channel"):
+            qk, qv = quantize_symmetric(k, bits=b, per=per), quantize_symmetric(v, bits=b, per="token")
+            err = np.abs(sdpa_oracle(q, dequantize(qk), dequantize(qv)) - exact).max()
+            bound = quantized_attention_error_bound(q, v, qk.scale / 2, qv.scale / 2).max()
+            res[b, per] = (np.abs(k - dequantize(qk)).mean(), err, bound)
+    for b in bits:
+        assert 2 <= res[b, "token"][0] / res[b, "channel"][0] <= 3.1, b
+        assert all(res[b, per][1] <= res[b, per][2] for per in ("token", "channel"))
+        for per in ("token", "channel"):
+            informative = res[b, per][2] < value_range
+            assert informative == (per == "channel" and b >= 6), (b, per)
+    for per in ("token", "channel"):
+        assert all(res[b1, per][0] > res[b2, per][0] for b1, b2 in zip(bits, bits[1:]))
+    assert all(res[b1, "token"][1] > res[b2, "token"][1] for b1, b2 in zip(bits, bits[1:]))
+    flat = [res[b, "channel"][1] for b in (3, 4, 5)]
+    assert max(abs(e / flat[0] - 1) for e in flat) < 0.2 and res[6, "channel"][1] < flat[-1]
+
+
+@pytest.mark.claim(
+    "book: figure fig-serving-roofline",
+    "On an H100's roofline, the decode steps of Llama-2-7B and Llama-3-8B lie below the ridge at "
+    "every batch size, the grouped-query model's at higher intensity; prefills lie above the ridge "
+    "except the shortest, so prefills of more than a few hundred tokens are compute-bound",
+    "verified", chapter="13_serving",
+    quote="and prefills of more than a few hundred tokens are compute-bound",
+    domain="the figure's points: batch 1 to 1024 with 4096 cached tokens, prefills of 128, 512, 2048 "
+           "and 8192 tokens")
+def test_serving_roofline_figure():
+    from attnmath.serving import (H100_SXM_BF16_FLOPS, H100_SXM_HBM_BYTES_PER_S, PUBLISHED_MODELS,
+                                  step_cost)
+
+    ridge = H100_SXM_BF16_FLOPS / H100_SXM_HBM_BYTES_PER_S
+    decode = {name: np.array([step_cost(PUBLISHED_MODELS[name], B=B, L=1, S=4096).intensity
+                              for B in (1, 4, 16, 64, 256, 1024)]) for name in ("Llama-2-7B", "Llama-3-8B")}
+    for name in decode:
+        assert (decode[name] < ridge).all(), name
+        prefill = [step_cost(PUBLISHED_MODELS[name], B=1, L=L, S=0).intensity for L in (128, 512, 2048, 8192)]
+        assert prefill[0] < ridge < min(prefill[1:]), (name, prefill)
+    assert (decode["Llama-3-8B"] > decode["Llama-2-7B"]).all()
+
+
+# 14 Long context ---------------------------------------------------------------------------------
+
+@pytest.mark.claim(
+    "book: figure fig-extrapolation (`book/data/extrapolation.json`)",
+    "Inside the training length the three encodings are nearly perfect; beyond it ALiBi stays so at "
+    "every length, the rotary model falls with the length, and the sinusoidal model lies lowest, "
+    "falling towards chance but staying about twice its level; rescaled, interpolation and YaRN start "
+    "near the top and fall with the length, YaRN less, NTK-aware scaling starts lower and falls "
+    "faster, and plain RoPE is lowest",
+    "verified", chapter="14_long_context",
+    quote="beyond it only ALiBi stays so",
+    domain="the mean over the record's three seeds at each evaluation length, 2 to 16 times the "
+           "training length; nearly perfect: above 0.95; about twice chance: 1.5 to 3 times $1/V$")
+def test_long_context_extrapolation_record():
+    config, acc = _extrapolation_accuracy()
+    chance, lengths = 1 / config["V"], config["lengths"][1:]
+
+    def mean(model, where="beyond"):
+        return np.array([np.mean(acc[(model, n, where)]) for n in lengths])
+
+    for model in ("sinusoidal", "rope", "alibi"):
+        assert (mean(model, "inside") > 0.95).all(), model
+    assert (mean("alibi") > 0.95).all() and (mean("rope") < 0.7).all() and (mean("sinusoidal") < 0.4).all()
+    for model in ("rope", "sinusoidal", "rope+PI", "rope+YaRN", "rope+NTK"):
+        assert (np.diff(mean(model)) < 0).all(), model
+    sin = mean("sinusoidal")
+    assert (sin < mean("rope")).all() and (1.5 * chance < sin).all() and (sin < 3 * chance).all()
+    pi, yarn, ntk, rope = mean("rope+PI"), mean("rope+YaRN"), mean("rope+NTK"), mean("rope")
+    assert pi[0] > 0.95 and yarn[0] > 0.95 and ntk[0] < pi[0] and (yarn >= pi).all()
+    assert ntk[0] - ntk[-1] > max(yarn[0] - yarn[-1], pi[0] - pi[-1]) and (rope < ntk).all()

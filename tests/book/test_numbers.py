@@ -130,3 +130,41 @@ def test_a_pasted_key_without_its_glue_call_is_reported():
               "for n in (1, 2):\n    glue(f'b_{n}', n, display=False)\n```\n"
               "{glue:text}`a:.1f`, {glue:text}`b_1`, {glue:text}`c:.2f` and {glue}`d`.\n")
     assert numbers.unglued_keys(source) == {"c", "d"}
+
+
+# Values that a cell prints, repeated by hand in maths or as a small integer of prose.
+
+def printed_hits(source: str, printed: list[str], allowed=()) -> list[str]:
+    return [hit.number for hit in numbers.repeated_printed_values(source, "book/99_test.md", printed,
+                                                                   list(allowed))]
+
+
+def test_a_printed_value_repeated_in_maths_or_as_a_small_integer_is_found():
+    printed = ["first negative value at k = 725", "4 heads with W_O: rank 8 (bound 8)"]
+    assert printed_hits("It is negative first at $k = 725$.\n", printed) == ["725"]
+    assert printed_hits("Four heads reach rank 8 here.\n", printed) == ["8"]
+    assert printed_hits("It is negative first at $k =$ {glue:text}`first_k`.\n", printed) == []
+    assert printed_hits("The bound is $\\min(L, C)$ and $2^{16}$, LLaMA 2 and layer 2.\n", printed) == []
+
+
+def test_a_value_the_code_sets_or_the_list_allows_is_not_found():
+    code = "```{code-cell} ipython3\nC, H = 8, 4\nfor L, S in [(12, 3), (12, 2)]:\n    pass\n```\n"
+    printed = ["L = 12, S = 3: C = 8, rank 8"]
+    assert printed_hits(code + "With $L = 12$, $S = 3$ and $C = 8$ four heads reach rank 8.\n", printed) == ["8"]
+    allowed = [{"file": "book/99_test.md", "number": "8", "context": "reach rank 8", "printed": True,
+                "reason": "x"}]
+    assert printed_hits(code + "With $C = 8$ four heads reach rank 8.\n", printed, allowed) == []
+    assert numbers.stale_printed_allowances(code + "Nothing.\n", "book/99_test.md", printed, allowed) == allowed
+
+
+def test_what_a_cell_printed_is_read_from_the_executed_doctree():
+    from docutils import nodes
+
+    output = nodes.container(classes=["cell_output"])
+    output += nodes.literal_block("", "rank 8\nk = 725")
+    figure = nodes.figure()
+    figure += nodes.caption("", "a caption with rank 9")
+    output += figure
+    doc = nodes.document(None, None)
+    doc += output
+    assert numbers.printed_output(doc) == ["rank 8", "k = 725"]
