@@ -26,7 +26,9 @@ def combined_mask(lengths, L, S=None, alignment="top_left"):
     return (j < lengths[:, None, None, None]) & (j <= i + delta)
 # %% grade_id: masked_attention
 def masked_attention(q, k, v, mask):
-    q, k, v = (np.asarray(a, dtype=np.float32) if np.asarray(a).dtype == np.float16 else np.asarray(a) for a in (q, k, v))
+    q, k, v = (np.asarray(a) for a in (q, k, v))
+    if q.dtype == np.float16:
+        q, k, v = (a.astype(np.float32) for a in (q, k, v))
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     scores = np.where(mask, scores, -1e9)
     e = np.exp(scores - scores.max(axis=-1, keepdims=True))

@@ -57,4 +57,5 @@ def decode_step_window(q_t, k_cache, v_cache, length, window):
 # %% grade_id: attention_costs
 def attention_costs(ns, d, bytes_per_elem=4):
     size = 8 if bytes_per_elem == 8 else 4          # float32 unless double precision is asked
-    return np.array([[4 * n * n * d, 4 * n * d * (d + 1), n * n * size] for n in ns], dtype=np.int64).reshape(-1, 3)
+    rows = [[4 * n * n * d, 4 * n * d * (d + 1), n * n * size] for n in ns]
+    return np.array(rows, dtype=np.int64).reshape(-1, 3)

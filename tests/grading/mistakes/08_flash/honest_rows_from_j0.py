@@ -52,7 +52,7 @@ def flash_forward(q, k, v, block_q, block_k, causal=False):
 def flash_backward(q, k, v, out, lse, dout, block_q, block_k, causal=False):
     L, S = q.shape[-2], k.shape[-2]
     c = q.shape[-1] ** -0.5
-    dq, dk, dv = np.zeros_like(q, dtype=np.float64), np.zeros_like(k, dtype=np.float64), np.zeros_like(v, dtype=np.float64)
+    dq, dk, dv = (np.zeros(a.shape) for a in (q, k, v))
     delta = np.einsum("...ld,...ld->...l", dout, out)
     for j0 in range(0, S, block_k):
         j1 = min(S, j0 + block_k)
@@ -64,7 +64,8 @@ def flash_backward(q, k, v, out, lse, dout, block_q, block_k, causal=False):
                 s[..., np.arange(j0, j1)[None, :] > np.arange(i0, i1)[:, None]] = -np.inf
             p = np.exp(s - lse[..., i0:i1, None])
             dv[..., j0:j1, :] += np.einsum("...ij,...id->...jd", p, dout[..., i0:i1, :])
-            ds = p * (np.einsum("...id,...jd->...ij", dout[..., i0:i1, :], v[..., j0:j1, :]) - delta[..., i0:i1, None])
+            dp = np.einsum("...id,...jd->...ij", dout[..., i0:i1, :], v[..., j0:j1, :])
+            ds = p * (dp - delta[..., i0:i1, None])
             dq[..., i0:i1, :] += c * np.einsum("...ij,...jd->...id", ds, k[..., j0:j1, :])
             dk[..., j0:j1, :] += c * np.einsum("...ij,...id->...jd", ds, q[..., i0:i1, :])
     return dq, dk, dv

@@ -30,7 +30,8 @@ def equivariance_gap(q, k, v, perm, mask=None):
         w = np.exp(s)
         return np.einsum("...ij,...jd->...id", w / w.sum(axis=-1, keepdims=True), v)
     idx = np.asarray(perm)
-    gap = np.abs(attend(q[..., idx, :], k[..., idx, :], v[..., idx, :]) - np.take(attend(q, k, v), idx, axis=-2)).max()
+    moved_first = attend(q[..., idx, :], k[..., idx, :], v[..., idx, :])
+    gap = np.abs(moved_first - np.take(attend(q, k, v), idx, axis=-2)).max()
     return np.float64(gap)
 # %% grade_id: multi_head_rank
 def multi_head_rank(probs, v, w_o):

@@ -32,8 +32,8 @@ def ring_attention(q, k, v, P, causal):
         for step in range(P):
             cols = blocks[(w - step) % P]
             mask = cols[None, :] <= rows[:, None]
-            state = block_state(q[rows].astype(np.float64), k[cols].astype(np.float64), v[cols].astype(np.float64),
-                                mask if causal else None)
+            q_w, k_w, v_w = (a.astype(np.float64) for a in (q[rows], k[cols], v[cols]))
+            state = block_state(q_w, k_w, v_w, mask if causal else None)
             out, lse = state if out is None else merge_states((out, lse), state)
         result[rows] = out
     return result

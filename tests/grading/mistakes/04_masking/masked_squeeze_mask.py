@@ -1,4 +1,4 @@
-# bug: the mask is reshaped to (L, S) with mask.reshape(scores.shape[-2:]), which only works for masks shared by the whole batch
+# bug: the mask is squeezed with np.squeeze, so a (B, 1, 1, S) padding mask becomes (B, S) and lines up with the query axis
 # part: masked_attention
 # %% grade_id: causal_mask
 def causal_mask(L, S=None, alignment="top_left"):
@@ -30,9 +30,7 @@ def masked_attention(q, k, v, mask):
     if q.dtype == np.float16:
         q, k, v = (a.astype(np.float32) for a in (q, k, v))
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    mask = np.asarray(mask)
-    if mask.ndim > 2:
-        mask = mask.reshape(mask.shape[-2:]) if mask.size == np.prod(mask.shape[-2:]) else mask[(0,) * (mask.ndim - 2)]
+    mask = np.squeeze(mask)          # drop the size-1 axes
     scores = np.where(mask, scores, -np.inf)
     top = scores.max(axis=-1, keepdims=True)
     e = np.exp(scores - np.where(np.isfinite(top), top, 0.0))
