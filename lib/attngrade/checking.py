@@ -69,6 +69,10 @@ def _check_message(reason: str) -> str:
         return f"failed (raised {name})"
     if ": allocated " in reason:
         return "failed (allocates too much memory on a large input)"
+    if reason.endswith(": changed its inputs"):
+        return "failed (changed its inputs: the task says they must not be modified)"
+    if reason.endswith(": warned"):
+        return "failed (raised a warning: the task says it must not)"
     if "while checking" in reason or "plain data" in reason:
         return "failed (returned something that is not an array or number)"
     return "failed (wrong result on a hidden test case)"

@@ -1,8 +1,8 @@
-"""Hidden tests as data: one specification per assignment, two ways to run it.
+"""Hidden tests and visible self-checks as data: one case generator per part, two seeds.
 
-Each assignment's hidden tests live in ``solutions/<assignment>/hidden_tests.py`` (nbgrader does
-not release that file). It defines ``PARTS``, a list of :class:`Part`: which answer function a
-test cell grades, how to make its inputs, and how to check an output::
+An assignment's parts live in ``solutions/<assignment>/cases.py``, which nbgrader releases with
+the notebook. It defines ``PARTS``, a list of :class:`Part`: which answer function a test cell
+grades, how to make its cases, how to check an output, and what else the task states::
 
     PARTS = [
         Part("test_stable_softmax", function="stable_softmax", cases=softmax_cases,
@@ -10,24 +10,45 @@ test cell grades, how to make its inputs, and how to check an output::
     ]
 
 ``cases(rng)`` returns a list of :class:`Case` (inputs as plain data: NumPy arrays, numbers,
-strings, tuples and lists of those); ``check(case, output)`` raises ``AssertionError`` when the
-output is wrong. The same specification runs
+strings, tuples and lists of those; the expected output computed from them before any answer
+runs; the tolerance, the memory budget and the kind of case). Its structure (kinds, shapes,
+dtypes, budgets) is fixed and its values come from ``rng``. ``check(case, output)`` raises
+``AssertionError`` when the output is wrong.
+
+``solutions/<assignment>/hidden_tests.py`` (never released) takes the parts from ``cases.py``
+(:func:`load_cases`). The same parts are drawn twice:
+
+* **hidden tests** (:func:`make_cases`): with :data:`SEED`, or with the course secret
+  (:func:`course_secret`), which the students never see;
+* **visible self-checks** (:func:`visible_cases`, run by :mod:`attngrade.visible` in the
+  student's kernel): with the public :data:`VISIBLE_SEED`: the same kinds, shapes, tolerances and
+  budgets on other values, checked by the same code (:func:`compute_outputs`,
+  :func:`check_outputs`), so that passing them predicts the grade.
+
+The hidden tests run
 
 * **in the notebook kernel** (:func:`run_hidden_tests`): the hidden section of each test cell is
   one call, so stock ``nbgrader autograde`` and formgrader keep working; and
 * **split across processes** by the grading pipeline: the student's process only *computes*
-  (:func:`compute_outputs`, whose result is plain data), and the grader's own clean process
+  (:func:`call_case`, whose result is plain data), and the grader's own clean process
   *checks* (:func:`check_outputs`), so nothing the student's code does to its own interpreter can
   turn a wrong output into points.
+
+What the task states besides the values is checked the same way on both sides: every call gets
+its own copies of the inputs (an answer that works in place is fine), and :func:`call_case`
+notes whether the call changed its inputs or warned; :func:`check_outputs` fails the case where
+the part says the task forbids it (``Part.keeps_inputs``, ``Part.no_warnings``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import importlib.util
 import os
 import tracemalloc
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -42,16 +63,23 @@ __all__ = [
     "load_parts",
     "spec_path",
     "make_cases",
+    "visible_cases",
+    "load_cases",
+    "run_case",
     "compute_outputs",
     "check_outputs",
     "run_hidden_tests",
     "precision_contract",
     "SEED",
+    "VISIBLE_SEED",
     "course_secret",
 ]
 
 SEED = 20261122  # the hidden inputs' public seed; a part's cases depend on it and on the part's grade id
+#: The visible self-checks' seed, public and different from SEED: the same cases on other values.
+VISIBLE_SEED = 31415926
 SPEC_FILE = "hidden_tests.py"
+CASES_FILE = "cases.py"  # the released case generators, next to the notebook
 #: The course secret: the environment variable, else this file in the course root (git ignores it).
 SECRET_ENV, SECRET_FILE = "ATTNGRADE_COURSE_SECRET", ".attngrade-secret"
 
@@ -107,7 +135,17 @@ def allclose_check(case: Case, out) -> None:
 
 @dataclass
 class Part:
-    """The hidden tests of one autograded test cell (``grade_id``)."""
+    """One autograded test cell (``grade_id``): its answer function, its cases and its checks.
+
+    Besides the values, the task may state that the inputs must not be modified
+    (``keeps_inputs``) or that the answer must not warn (``no_warnings``): both sides fail a call
+    that does. The rest is for the visible checks' messages only and never decides anything:
+    ``outputs`` names the items of a tuple output, ``hints`` maps a kind of case to a hint shown
+    when a case of that kind fails, ``diagnose(case, output)`` may name the likely mistake after
+    a failure (from the case's own inputs and expected value, which no answer has touched), and
+    ``visible_limit`` caps the visible sample where the whole draw would take over a second
+    (:func:`visible_cases`).
+    """
 
     grade_id: str
     function: str
@@ -115,6 +153,12 @@ class Part:
     check: Callable[[Case, Any], None] = allclose_check
     forbidden: tuple[str, ...] = ("attnmath", "torch", "scipy", "jax")
     precision: str = ""  # the precision contract in words, where the cases' tolerances do not say it
+    keeps_inputs: bool = False
+    no_warnings: bool = False
+    outputs: tuple[str, ...] = ()
+    hints: dict[str, str] = field(default_factory=dict)
+    diagnose: Callable[[Case, Any], str | None] | None = None
+    visible_limit: int | None = None
 
 
 @dataclass
@@ -122,8 +166,24 @@ class Outcome:
     """What the student's process brings back for one case: plain data only."""
 
     output: Any = None
-    error: str | None = None  # the exception's type name, never its message or traceback
+    error: str | None = None  # the exception's type name (or the call's notes), never its message
     peak_bytes: int | None = None
+    detail: str = ""  # the exception's message or the first warning: the visible checks' only
+
+
+#: ``Outcome.error`` of a call that returned but changed its inputs or warned (:func:`call_case`):
+#: an identifier, as the grader accepts only those, that no exception's name starts with by chance.
+NOTES_PREFIX = "CallNotes_"
+
+
+def call_notes(error: str | None) -> set[str] | None:
+    """The notes of a call that returned (``{"inputs", "warnings"}`` or a part of it), or None
+    where ``error`` is an exception's name (or None: no error, no notes: an empty set)."""
+    if error is None:
+        return set()
+    if not error.startswith(NOTES_PREFIX):
+        return None
+    return set(error[len(NOTES_PREFIX):].split("_")) & {"inputs", "warnings"}
 
 
 def spec_path(assignment: str, start: str | Path | None = None) -> Path:
@@ -149,16 +209,38 @@ def spec_path(assignment: str, start: str | Path | None = None) -> Path:
     raise FileNotFoundError(f"no {SPEC_FILE} for assignment {assignment!r} above {here}")
 
 
-def load_parts(path: str | Path) -> dict[str, Part]:
-    """Import a ``hidden_tests.py`` by path and return its parts by grade id."""
-    path = Path(path)
-    spec = importlib.util.spec_from_file_location(f"_hidden_tests_{path.parent.name}", path)
+def _import_by_path(path: Path, prefix: str):
+    """Import the Python file ``path`` under a private name (not kept in ``sys.modules``: two
+    assignments' files never shadow each other)."""
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(f"{prefix}_{path.parent.name}_{digest}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def load_parts(path: str | Path) -> dict[str, Part]:
+    """Import a ``hidden_tests.py`` (or a ``cases.py``) by path and return its parts by grade id."""
+    module = _import_by_path(Path(path), "_hidden_tests")
     parts = {p.grade_id: p for p in module.PARTS}
     if len(parts) != len(module.PARTS):
         raise ValueError(f"{path}: two parts share a grade id")
     return parts
+
+
+def load_cases(near: str | Path):
+    """The module ``cases.py`` of an assignment: the file itself, or the one in the folder
+    ``near`` (or in the folder of the file ``near``, as ``hidden_tests.py`` passes its own
+    ``__file__``)."""
+    path = Path(near)
+    if path.name != CASES_FILE:
+        path = (path if path.is_dir() else path.parent) / CASES_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"no {CASES_FILE} in {path.parent}")
+    module = _import_by_path(path, "_cases")
+    if not isinstance(getattr(module, "PARTS", None), list):
+        raise ValueError(f"{path} defines no PARTS list")
+    return module
 
 
 def _input_precision(case: Case) -> str:
@@ -201,56 +283,144 @@ def precision_contract(part: Part, cases: list[Case] | None = None) -> str:
     )
 
 
-def make_cases(part: Part, secret: str | None = None) -> list[Case]:
-    """The part's cases, from a generator seeded by :data:`SEED` and the grade id, or by the
-    course secret and the grade id (:func:`course_secret`)."""
+def _seed(part: Part, secret: str | None, base: int) -> int:
     if secret:
         digest = hashlib.sha256(f"{secret}\0{part.grade_id}".encode()).digest()
-        seed = int.from_bytes(digest[:8], "little")
+        return int.from_bytes(digest[:8], "little")
+    return base + sum(map(ord, part.grade_id))
+
+
+def make_cases(part: Part, secret: str | None = None) -> list[Case]:
+    """The part's hidden cases, from its generator seeded by :data:`SEED` and the grade id, or by
+    the course secret and the grade id (:func:`course_secret`)."""
+    return list(part.cases(np.random.default_rng(_seed(part, secret, SEED))))
+
+
+def visible_cases(part: Part) -> list[Case]:
+    """The part's visible cases: its generator seeded by :data:`VISIBLE_SEED` and the grade id,
+    that is the hidden cases' kinds, shapes, dtypes, tolerances and budgets on other values.
+
+    Where ``part.visible_limit`` caps the sample, the first case of every kind comes first, then
+    the rest in order, and every memory-limited case is kept.
+    """
+    cases = list(part.cases(np.random.default_rng(_seed(part, None, VISIBLE_SEED))))
+    limit = part.visible_limit
+    if limit is None or len(cases) <= limit:
+        return cases
+    chosen, kinds = [], set()
+    for i, case in enumerate(cases):
+        if case.kind not in kinds or case.max_peak_bytes is not None:
+            chosen.append(i)
+            kinds.add(case.kind)
+    chosen += [i for i in range(len(cases)) if i not in chosen][: max(0, limit - len(chosen))]
+    return [cases[i] for i in sorted(chosen)]
+
+
+def _digest(value, h, depth: int = 0) -> None:
+    """Feed ``value`` (plain data) into the hash ``h``: arrays by dtype, shape and bytes, read in
+    place (a memory-limited call's count must not see a copy)."""
+    if isinstance(value, np.ndarray):
+        h.update(f"{value.dtype.str}{value.shape}".encode())
+        if value.flags.c_contiguous:
+            h.update(memoryview(value.reshape(-1).view(np.uint8)))
+        elif value.ndim > 1 and depth < 32:
+            for row in value:
+                _digest(row, h, depth + 1)
+        else:
+            h.update(memoryview(np.ascontiguousarray(value).reshape(-1).view(np.uint8)))
+    elif isinstance(value, (list, tuple)) and depth < 32:
+        h.update(f"{type(value).__name__}{len(value)}".encode())
+        for v in value:
+            _digest(v, h, depth + 1)
+    elif isinstance(value, dict) and depth < 32:
+        for key in sorted(value, key=repr):
+            h.update(repr(key).encode())
+            _digest(value[key], h, depth + 1)
     else:
-        seed = SEED + sum(map(ord, part.grade_id))
-    return list(part.cases(np.random.default_rng(seed)))
+        h.update(repr(value).encode())
+
+
+def _inputs_digest(args: tuple, kwargs: dict) -> bytes | None:
+    try:
+        h = hashlib.blake2b(digest_size=16)
+        _digest((args, kwargs), h)
+        return h.digest()
+    except Exception:  # noqa: BLE001 - inputs that cannot be read are not checked
+        return None
 
 
 def call_case(fn: Callable, args: tuple, kwargs: dict, guard=None) -> Outcome:
     """One call of an answer: its output as plain data, or the name of what it raised.
 
     Runs in the student's process. The output is converted to plain data here (arrays, numbers,
-    nested tuples/lists), so an object with a permissive ``__eq__`` becomes an error, not a pass.
-    ``guard`` (a context manager) surrounds the call itself and not the conversion: the worker
-    passes the student's builtins there (see :mod:`attngrade.worker`).
+    nested tuples/lists; a NumPy scalar becomes a Python number), so an object with a permissive
+    ``__eq__`` becomes an error, not a pass. ``guard`` (a context manager) surrounds the call
+    itself and not the conversion: the worker passes the student's builtins there (see
+    :mod:`attngrade.worker`). A call that returns but changed its inputs or warned gets the
+    notes ``NOTES_PREFIX + "inputs"`` / ``"warnings"`` as its error, and its output all the same:
+    :func:`check_outputs` decides whether the part allows it.
     """
+    before = _inputs_digest(args, kwargs)
+    caught: list = []
     try:
-        with guard if guard is not None else contextlib.nullcontext():
-            value = fn(*args, **kwargs)
-        return Outcome(to_plain(value), None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with guard if guard is not None else contextlib.nullcontext():
+                value = fn(*args, **kwargs)
+        outcome = Outcome(to_plain(value), None)
     except BaseException as exc:  # noqa: BLE001 - a student's exception is data
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        return Outcome(None, type(exc).__name__)
+        return Outcome(None, type(exc).__name__, detail=_first_line(exc))
+    notes = [name for name, yes in (("inputs", before is not None and _inputs_digest(args, kwargs) != before),
+                                    ("warnings", bool(caught))) if yes]
+    if notes:
+        outcome.error = NOTES_PREFIX + "_".join(notes)
+    if caught:
+        first = caught[0]
+        outcome.detail = f"{getattr(first.category, '__name__', 'Warning')}: {_first_line(first.message)}"
+    return outcome
+
+
+def _first_line(value) -> str:
+    try:
+        text = str(value)
+    except Exception:  # noqa: BLE001
+        return ""
+    return (text.splitlines() or [""])[0][:200]
+
+
+def run_case(fn: Callable, case: Case) -> tuple[Outcome, tuple, dict]:
+    """One case in this interpreter: the call gets its own deep copies of the inputs (returned
+    with the outcome: an answer may change them, the case stays as made); a memory-limited case
+    is measured with ``tracemalloc`` from the call's start."""
+    args, kwargs = copy.deepcopy(tuple(case.args)), copy.deepcopy(dict(case.kwargs))
+    if case.max_peak_bytes is None:
+        return call_case(fn, args, kwargs), args, kwargs
+    running = tracemalloc.is_tracing()
+    if not running:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        start = tracemalloc.get_traced_memory()[0]
+        outcome = call_case(fn, args, kwargs)
+        if call_notes(outcome.error) is not None:
+            outcome.peak_bytes = max(0, tracemalloc.get_traced_memory()[1] - start)
+    finally:
+        if not running:
+            tracemalloc.stop()
+    return outcome, args, kwargs
 
 
 def compute_outputs(fn: Callable, cases: list[Case]) -> list[Outcome]:
-    """Call ``fn`` on every case inside one interpreter (stock ``nbgrader autograde``'s kernel).
+    """Call ``fn`` on every case inside one interpreter (stock ``nbgrader autograde``'s kernel and
+    the visible checks), each on its own copies of the inputs (:func:`run_case`).
 
     Memory-limited cases are measured with ``tracemalloc`` in that same interpreter, which the
     answer could fool: ``attngrade`` never uses this; its verdicts come from the kernel's count
     of the worker's memory, read by the grader (:mod:`attngrade.sandbox`).
     """
-    outcomes = []
-    for case in cases:
-        traced = case.max_peak_bytes is not None
-        if traced:
-            tracemalloc.start()
-        try:
-            outcome = call_case(fn, case.args, case.kwargs)
-            if traced and outcome.error is None:
-                outcome.peak_bytes = tracemalloc.get_traced_memory()[1]
-        finally:
-            if traced:
-                tracemalloc.stop()
-        outcomes.append(outcome)
-    return outcomes
+    return [run_case(fn, case)[0] for case in cases]
 
 
 def to_plain(value):
@@ -281,8 +451,13 @@ def check_outputs(part: Part, cases: list[Case], outcomes: list[Outcome]) -> tup
         return False, f"expected {len(cases)} outcomes, got {len(outcomes)}"
     for i, (case, outcome) in enumerate(zip(cases, outcomes)):
         name = case.label or f"case {i}"
-        if outcome.error is not None:
+        notes = call_notes(outcome.error)
+        if notes is None:
             return False, f"{name}: raised {outcome.error}"
+        if part.keeps_inputs and "inputs" in notes:
+            return False, f"{name}: changed its inputs"
+        if part.no_warnings and "warnings" in notes:
+            return False, f"{name}: warned"
         if case.max_peak_bytes is not None:
             if outcome.peak_bytes is None or outcome.peak_bytes > case.max_peak_bytes:
                 return False, f"{name}: allocated {outcome.peak_bytes} bytes, limit {case.max_peak_bytes}"

@@ -129,7 +129,31 @@ def test_run_all_reaches_the_summary_of_every_part(assignment):
 
 
 def test_every_release_carries_the_same_self_check_helper():
+    """Releases whose visible checks draw from ``cases.py`` carry ``attngrade.visible.HELPER_CELL``
+    itself; those not converted yet (issue 38) carry one older helper, the same in each."""
+    from attngrade.visible import HELPER_CELL
+
     helpers = {a: next(c.source for c in _release(a).cells if _grade_id(c) == "self_check") for a in ASSIGNMENTS}
-    first = helpers[ASSIGNMENTS[0]]
-    assert all(source == first for source in helpers.values()), "the self_check cells differ"
-    assert not re.search(r"^\s*(import|from)\s+(?!tracemalloc\b)", first, re.M), "the helper imports more than stdlib"
+    drawn = {a for a in ASSIGNMENTS if (EXERCISES / a / "cases.py").is_file()}
+    assert drawn, "no release draws its visible checks from cases.py"
+    assert {helpers[a] for a in drawn} == {HELPER_CELL}, "a release's self_check cell is not HELPER_CELL"
+    older = {helpers[a] for a in ASSIGNMENTS if a not in drawn}
+    assert len(older) <= 1, "the self_check cells differ"
+    imports = re.findall(r"^\s*(?:import|from)\s+(\S+)", HELPER_CELL, re.M)
+    assert imports == ["attngrade.visible"], f"the helper imports {imports}, not only the course's runner"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_drawn_release_runs_its_parts_from_cases_py_only(assignment):
+    """Each test cell of a release with ``cases.py`` is the one-line runner of its own part."""
+    from attngrade.spec import load_cases
+    from attngrade.visible import visible_source
+
+    if not (EXERCISES / assignment / "cases.py").is_file():
+        pytest.skip("its visible checks are not drawn from cases.py yet (issue 38)")
+    parts = {p.grade_id: p for p in load_cases(EXERCISES / assignment).PARTS}
+    tests = [c for c in _release(assignment).cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
+    assert sorted(_grade_id(c) for c in tests) == sorted(parts)
+    for cell in tests:
+        label = re.search(r'with self_check\("(Part \d+)"\)', cell.source).group(1)
+        assert cell.source.strip() == visible_source(label, parts[_grade_id(cell)].function).strip()

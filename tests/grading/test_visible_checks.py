@@ -1,18 +1,22 @@
-"""The released notebooks' visible self-checks catch the common mistakes, and give no answer away.
+"""The released notebooks' visible self-checks predict the grade, and give no answer away.
 
-Passing the visible checks predicts the grade: every kind of hidden case (``Case.kind`` in
-``solutions/*/hidden_tests.py``) has a visible check of the same kind on other inputs. The proof is
-a named mistake per kind: it fails at least one hidden case of that kind, and the visible check
-that stops it names the same kind (``check.kind`` in the test cell; a check that names no kind
-is of the kind "a visible self-check"). The kinds are read from the hidden tests themselves, so a
-new kind fails :func:`test_every_hidden_kind_has_a_visible_check` until a mistake covers it.
+Where an assignment's parts live in ``cases.py`` (issue 38), the visible checks are the hidden
+tests' own generators drawn with the public visible seed and checked by the same code
+(:mod:`attngrade.visible`). The proofs here are then
 
-A student sees only the first failing check of a cell, so the coverage proof also runs each test
-cell in a recording mode (here only, never in the notebooks): every ``assert`` inside a
-``with self_check(...) as check:`` block, in loops and helpers too, records ``check.kind`` as it
-stands at that moment with its message, and carries on. A mistake proves every kind K that a
-visible check of K fails in a cell and a hidden case of K of that cell's part fails as well;
-:func:`test_a_mistake_fails_the_hidden_kind_its_visible_check_names` still proves the first.
+* **one generator, two draws** (:func:`test_visible_and_hidden_cases_are_two_draws_of_one_generator`):
+  each part's visible cases are its hidden cases kind for kind, with the same tolerances, memory
+  budgets, input shapes and dtypes, on other values (the course secret's draw too);
+* **prediction** (:func:`test_the_visible_checks_predict_the_hidden_verdict`): for the solution,
+  the sample submissions and every named mistake below, each part fails its visible checks
+  exactly where it fails its hidden tests (run as stock nbgrader runs them);
+* **messages**: a named mistake's message names it, and a visible failure names the kind of
+  case and what failed, never the inputs' values.
+
+The assignments not converted yet keep the older proof: every kind of hidden case (``Case.kind``)
+has a visible check of the same kind, proved by a named mistake per kind (recording mode: every
+``assert`` inside a ``with self_check(...) as check:`` block records ``check.kind`` with its
+message and carries on; here only, never in the notebooks).
 """
 
 from __future__ import annotations
@@ -24,25 +28,36 @@ import functools
 import io
 import os
 import re
+import time
 import warnings
 from unittest import mock
+
+import numpy as np
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradingkit as gk
-from attngrade.notebooks import cell_grade_id
-from attngrade.spec import check_outputs, compute_outputs, load_parts, make_cases
+from attngrade.notebooks import cell_grade_id, read_answer_script
+from attngrade.spec import (Case, Part, check_outputs, compute_outputs, load_cases, load_parts, make_cases,
+                            visible_cases)
+from attngrade.visible import check_part, explain, run_visible
 from kind_mistakes import collect_kind_mistakes
 
 VISIBLE_KIND = "a visible self-check"  # what a check that sets no check.kind is
 
 
-def _cells(assignment: str, change: dict[str, tuple[str, str]] | None = None):
-    """The release's code cells as (grade id, source) with the solution's answers (``change``:
-    grade id -> (old, new) in that answer, or a list of such pairs), hidden tests left out."""
-    answers = gk.solution_answers(assignment)
+def drawn(assignment: str) -> bool:
+    """Whether the assignment's visible checks draw from its released ``cases.py`` (issue 38)."""
+    return (gk.EXERCISES / assignment / "cases.py").is_file()
+
+
+def _cells(assignment: str, change: dict | None = None, answers: dict[str, str] | None = None):
+    """The release's code cells as (grade id, source) with the solution's answers (or
+    ``answers``, by grade id), edited by ``change`` (grade id -> (old, new) in that answer, or a
+    list of such pairs), hidden tests left out."""
+    answers = {**gk.solution_answers(assignment), **(answers or {})}
     for gid, edits in (change or {}).items():
         for old, new in [edits] if isinstance(edits, tuple) else edits:
             assert answers[gid].count(old) == 1, (gid, old)
@@ -60,15 +75,17 @@ def _exec(code, namespace: dict) -> None:
         exec(code, namespace)  # noqa: S102 - our own notebooks
 
 
-def _run(assignment: str, change: dict[str, tuple[str, str]] | None = None) -> tuple[str, dict]:
-    """Run the release's code cells as the student does (see :func:`_cells`); return ``"passed"``
-    or the first failing check's cell and message, and the namespace the cells left."""
+def _run(assignment: str, change: dict | None = None) -> tuple[str, dict]:
+    """Run the release's code cells as the student does (see :func:`_cells`), in the release's
+    folder (where ``cases.py`` is); return ``"passed"`` or the first failing check's cell and
+    message, and the namespace the cells left."""
     namespace: dict = {}
-    for gid, source in _cells(assignment, change):
-        try:
-            _exec(compile(source, gid or "cell", "exec"), namespace)
-        except AssertionError as exc:
-            return f"{gid}: {exc}", namespace
+    with contextlib.chdir(gk.EXERCISES / assignment):
+        for gid, source in _cells(assignment, change):
+            try:
+                _exec(compile(source, gid or "cell", "exec"), namespace)
+            except AssertionError as exc:
+                return f"{gid}: {exc}", namespace
     return "passed", namespace
 
 
@@ -353,12 +370,13 @@ def _named_kind(message: str) -> str:
     return found.group(1) if found else VISIBLE_KIND
 
 
-def _fails_hidden(assignment: str, cell: str, kind: str, namespace: dict) -> bool:
-    """Whether the function that ``namespace`` holds for part ``cell`` fails a hidden case of ``kind``."""
+def _fails_hidden(assignment: str, cell: str, kind: str | None, namespace: dict) -> bool:
+    """Whether the function that ``namespace`` holds for part ``cell`` fails a hidden case of
+    ``kind`` (of any kind: None), each case called as stock nbgrader's kernel calls it."""
     if cell not in _hidden_cases(assignment):  # a cell that grades nothing
         return False
     part, cases = _hidden_cases(assignment)[cell]
-    cases = [copy.deepcopy(case) for case in cases if case.kind == kind]  # an answer may write to its input
+    cases = [case for case in cases if kind is None or case.kind == kind]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         outcomes = compute_outputs(namespace[part.function], cases)
@@ -399,6 +417,9 @@ def test_a_mistake_fails_the_hidden_kind_its_visible_check_names(index):
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", gk.ASSIGNMENTS)
 def test_every_hidden_kind_has_a_visible_check(assignment):
+    """The older proof, for the assignments whose visible checks are hand-written still."""
+    if drawn(assignment):
+        pytest.skip("its visible checks are the hidden cases drawn again: see the tests below")
     hidden = _hidden_kinds(assignment)
     everything = {(cell, kind) for cell, kinds in hidden.items() for kind in kinds}
     covered: set[tuple[str, str]] = set()
@@ -413,3 +434,208 @@ def test_every_hidden_kind_has_a_visible_check(assignment):
             missing[(assignment, cell)] = left
     expected = {key: value for key, value in GAPS.items() if key[0] == assignment}
     assert missing == expected
+
+
+# ----------------------------------------------------------------------------- one generator, two draws
+
+DRAWN = [a for a in gk.ASSIGNMENTS if drawn(a)]
+
+
+def _layout(value):
+    """The structure of a case's inputs or expected value: types, shapes and dtypes, no values."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.shape, value.dtype.str)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_layout(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _layout(v)) for k, v in sorted(value.items())))
+    if isinstance(value, (bool, str)) or value is None:
+        return value  # flags, names and options are part of the structure
+    return type(value).__name__
+
+
+def _shape_of(case: Case):
+    return (case.label, case.kind, case.tol, case.max_peak_bytes, _layout(case.args), _layout(case.kwargs),
+            _layout(case.expected))
+
+
+def _arrays(case: Case) -> list[np.ndarray]:
+    return [v for v in (*case.args, *case.kwargs.values()) if isinstance(v, np.ndarray) and v.size > 1]
+
+
+@pytest.mark.parametrize("assignment", DRAWN)
+def test_visible_and_hidden_cases_are_two_draws_of_one_generator(assignment):
+    """Each visible case is a hidden case's twin: the same kind, label, tolerance, memory budget,
+    input and output shapes and dtypes (one Case, made by one generator), on other values."""
+    hidden_parts = load_parts(gk.SOLUTIONS / assignment / "hidden_tests.py")
+    released = {p.grade_id: p for p in load_cases(gk.EXERCISES / assignment).PARTS}
+    assert sorted(released) == sorted(hidden_parts), "hidden_tests.py grades the parts of cases.py"
+    for gid, part in released.items():
+        assert hidden_parts[gid].cases.__qualname__ == part.cases.__qualname__, gid
+        visible, hidden, secret = visible_cases(part), make_cases(part), make_cases(part, "a course secret")
+        assert [_shape_of(c) for c in hidden] == [_shape_of(c) for c in secret], gid
+        if part.visible_limit is None:
+            assert [_shape_of(c) for c in visible] == [_shape_of(c) for c in hidden], gid
+        else:  # a smaller sample: every kind and every memory case, each the twin of a hidden case
+            assert {c.kind for c in visible} == {c.kind for c in hidden}, gid
+            assert {_shape_of(c) for c in visible} <= {_shape_of(c) for c in hidden}, gid
+            assert sum(c.max_peak_bytes is not None for c in visible) == sum(
+                c.max_peak_bytes is not None for c in hidden), gid
+        drawn_values = [(a, b) for v, h in zip(visible, hidden) for a, b in zip(_arrays(v), _arrays(h))
+                        if len(np.unique(b)) > 2]
+        assert not drawn_values or any(not np.array_equal(a, b) for a, b in drawn_values), \
+            f"{gid}: the visible seed draws the same values as the hidden one"
+
+
+@pytest.mark.parametrize("assignment", DRAWN)
+def test_each_parts_visible_checks_take_under_a_second(assignment):
+    """The solution's visible checks of each part, as Run All runs them (CPU time: the machine's
+    other work does not count)."""
+    namespace = _run(assignment)[1]
+    slow = {}
+    with contextlib.chdir(gk.EXERCISES / assignment):
+        for part in load_cases(gk.EXERCISES / assignment).PARTS:
+            check = namespace["self_check"]("timing")
+            start = time.process_time()
+            check_part(check, part.function, namespace[part.function])
+            spent = time.process_time() - start
+            if spent >= 1.0:
+                slow[part.grade_id] = round(spent, 2)
+    assert not slow, f"visible checks over a second: {slow}"
+
+
+# ----------------------------------------------------------------------------- prediction
+
+def _samples(assignment: str) -> list[tuple[str, dict]]:
+    return [(f"sample {p.stem}", {"answers": read_answer_script(p)[0]})
+            for p in sorted((gk.SAMPLES / assignment).glob("*.py"))]
+
+
+PREDICTED = [(a, "the solution", {}) for a in DRAWN]
+PREDICTED += [(a, name, {"answers": s["answers"]}) for a in DRAWN for name, s in _samples(a)]
+PREDICTED += [(m[0], m[1], {"change": m[3]}) for m in ALL_MISTAKES if m[0] in DRAWN]
+
+
+def _student_run(assignment: str, change=None, answers=None) -> tuple[dict[str, bool], dict]:
+    """Run All, as a student does (a failing cell does not stop the rest), in the release's
+    folder: test cell -> whether its visible checks failed (not attempted counts as failed),
+    and the namespace the cells left."""
+    namespace: dict = {}
+    labels = {}
+    with contextlib.chdir(gk.EXERCISES / assignment), mock.patch.dict(os.environ, {"NBGRADER_EXECUTION": ""}):
+        for gid, source in _cells(assignment, change, answers):
+            found = re.search(r'with self_check\("(Part \d+)"\)', source)
+            if found:
+                labels[gid] = found.group(1)
+            try:
+                _exec(compile(source, gid or "cell", "exec"), namespace)
+            except Exception:  # noqa: BLE001 - Run All goes on
+                pass
+    results = namespace["self_check"].results
+    return {gid: results.get(label) != "passed" for gid, label in labels.items()}, namespace
+
+
+def _hidden_failed(assignment: str, namespace: dict) -> dict[str, bool]:
+    """Test cell -> whether its hidden tests fail, as ``run_hidden_tests`` decides in the kernel."""
+    from attnmath.testing import uses_reference
+
+    failed = {}
+    for gid, (part, _cases) in _hidden_cases(assignment).items():
+        fn = namespace.get(part.function)
+        failed[gid] = (not callable(fn) or uses_reference(fn, forbidden=part.forbidden)
+                       or _fails_hidden(assignment, gid, None, namespace))
+    return failed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment, name, edit", PREDICTED, ids=[f"{a}: {n}" for a, n, _ in PREDICTED])
+def test_the_visible_checks_predict_the_hidden_verdict(assignment, name, edit):
+    """Every part fails its visible checks exactly where it fails its hidden tests: no false
+    alarm, no miss, for right answers, wrong ones and the sample submissions."""
+    visible, namespace = _student_run(assignment, **edit)
+    hidden = _hidden_failed(assignment, namespace)
+    assert visible == hidden, {gid: ("visible fails" if v else "visible passes",
+                                     "hidden fails" if hidden[gid] else "hidden passes")
+                               for gid, v in visible.items() if v != hidden[gid]}
+    if name != "the solution" and not name.startswith("sample"):
+        assert any(visible.values()), f"{name}: the mistake fails nothing"
+
+
+# ----------------------------------------------------------------------------- the same comparison
+
+
+def _toy_part(**options) -> Part:
+    def cases(rng):
+        x = rng.normal(size=(3, 4))
+        return [Case((x,), {"axis": -1}, "toy", np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True), kind="toy rows")]
+
+    return Part("test_toy", function="toy", cases=cases, **options)
+
+
+def _both_sides(part: Part, fn) -> tuple[bool, bool]:
+    """(visible passes, hidden passes) for ``fn`` on ``part``: the runner's verdict, and the
+    verdict of the cases made with the hidden seed checked as the grader checks them."""
+    hidden = make_cases(part)
+    return run_visible(part, fn) is None, check_outputs(part, hidden, compute_outputs(fn, hidden))[0]
+
+
+def _softmax_in_place(x, axis=-1):
+    x -= x.max(axis=axis, keepdims=True)
+    np.exp(x, out=x)
+    x /= x.sum(axis=axis, keepdims=True)
+    return x
+
+
+def test_an_answer_that_works_in_place_is_right_on_both_sides_unless_the_task_forbids_it():
+    assert _both_sides(_toy_part(), _softmax_in_place) == (True, True)
+    assert _both_sides(_toy_part(keeps_inputs=True), _softmax_in_place) == (False, False)
+    part = _toy_part(keeps_inputs=True)
+    failed = run_visible(part, _softmax_in_place)
+    message = explain(part, *failed[1:], _softmax_in_place)
+    assert message.startswith("changed its input `x` in place: the task says the inputs must not be modified")
+
+
+def test_a_numpy_scalar_is_a_number_on_both_sides():
+    def cases(rng):
+        return [Case((rng.normal(size=(4, 4)),), {}, "rank", 4, kind="full rank")]
+
+    def integer_check(case, out):
+        assert isinstance(out, int), f"expected an int, got {type(out).__name__}"
+        assert out == case.expected
+
+    part = Part("test_rank", function="rank", cases=cases, check=integer_check)
+    assert _both_sides(part, lambda a: np.int64(np.linalg.matrix_rank(a))) == (True, True)
+    assert _both_sides(part, lambda a: float(np.linalg.matrix_rank(a))) == (False, False)
+
+
+def test_a_warning_fails_both_sides_only_where_the_task_forbids_it():
+    def noisy(x, axis=-1):
+        warnings.warn("a warning that changes nothing", RuntimeWarning)
+        return np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True)
+
+    assert _both_sides(_toy_part(), noisy) == (True, True)
+    part = _toy_part(no_warnings=True)
+    assert _both_sides(part, noisy) == (False, False)
+    failed = run_visible(part, noisy)
+    assert "RuntimeWarning: a warning that changes nothing" in explain(part, *failed[1:], noisy)
+
+
+def test_a_message_tells_rounding_from_a_wrong_formula_and_shows_no_values():
+    part = _toy_part()
+    x = part.cases(np.random.default_rng(0))[0].args[0]
+    answers = {
+        "float32": (lambda x, axis=-1: _softmax_in_place(x.astype(np.float32)), "float32 for float64 inputs"),
+        "epsilon": (lambda x, axis=-1: np.exp(x) / (np.exp(x).sum(axis=axis, keepdims=True) + 1e-7),
+                    "the size of float32 rounding or of a small constant"),
+        "wrong axis": (lambda x, axis=-1: np.exp(x) / np.exp(x).sum(axis=0, keepdims=True), "a wrong formula"),
+        "transposed": (lambda x, axis=-1: _softmax_in_place(x.copy()).T, "(transposed?)"),
+        "NaN": (lambda x, axis=-1: np.full_like(x, np.nan), "NaN in 12 of 12 entries"),
+        "tuple": (lambda x, axis=-1: (x, x), "a tuple of 2"),
+    }
+    for name, (fn, words) in answers.items():
+        failed = run_visible(part, fn)
+        assert failed is not None, name
+        message = explain(part, *failed[1:], fn)
+        assert words in message, (name, message)
+        shown = set(re.findall(r"-?\d+\.\d+", message))
+        assert not shown & {f"{v:.{n}f}" for v in x.ravel() for n in (1, 2, 3, 4)}, (name, message)
