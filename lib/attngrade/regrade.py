@@ -1,7 +1,8 @@
 """Re-grading only what changed: a fingerprint per submission, and the results kept beside it.
 
 A re-grade into the same output folder skips a submission whose fingerprint is unchanged: the
-sources, types and nbgrader metadata of its cells (outputs and execution counts do not count),
+sources, types, nbgrader metadata and attached images of its cells (outputs and execution
+counts do not count),
 the release and hidden tests of the assignment (every file of its source folder), each part's
 points, cases, expected values, tolerances and memory budgets as made now, the code of the library
 the expected values come from (``attnmath``) and the versions of the packages they are computed
@@ -94,7 +95,7 @@ def _cells(notebook: dict | None) -> object:
         return None
     return [
         [c.get("cell_type"), c.get("source"), (c.get("metadata") or {}).get("nbgrader"),
-         (c.get("metadata") or {}).get("tags")]
+         (c.get("metadata") or {}).get("tags"), c.get("attachments")]
         for c in notebook["cells"]
     ]
 

@@ -62,7 +62,7 @@ def plan_run(spec, sub: Submission, prepared: Prepared, isolation: Isolation) ->
     order = run_plan(list(spec.code_cells), prepared.notebook, rebuilt.answers)
     plan = Plan(
         sub, [], dict(order.after), {}, {}, ran_notebook(rebuilt.notebook, order), rebuilt.written,
-        list(rebuilt.flags), list(rebuilt.flags), [*prepared.notes, *order.notes],
+        list(rebuilt.flags), list(rebuilt.flags), [*prepared.notes, *rebuilt.notes, *order.notes],
     )
     for cell in order.cells:
         info = prepared.cell(cell["source"])

@@ -154,6 +154,8 @@ def build_case(case: CorpusCase, assignment: str, submitted: Path) -> None:
             cell.cell_type = args[1]
             cell.pop("outputs", None)
             cell.pop("execution_count", None)
+            if args[1] == "code":  # as Jupyter saves a cell turned into code
+                cell.outputs, cell.execution_count = [], None
         elif kind == "meta":
             key, value = args[1].split("=", 1)
             next(c for c in nb.cells if cell_grade_id(c) == args[0]).metadata.nbgrader[key] = json.loads(

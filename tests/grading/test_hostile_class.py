@@ -91,7 +91,7 @@ def _build(root, right: str, stub: str) -> dict:
     put("surrogate_code", _with_json(right, _surrogate_answer).replace("SURROGATE", "\\ud800"), None)
     put("surrogate_text", _with_json(right, _surrogate_written).replace("SURROGATE", "\\udcff\\ud800"), None)
     many = _with_json(right, lambda nb: nb["cells"].extend([{"cell_type": "raw", "source": "", "metadata": {}}] * 6000))
-    put("many_cells", many, "malformed", 0.0, "(limit 5000)")
+    put("many_cells", many, "graded", 8.0)  # past the cell limit: the tracked cells are graded, with a note
     put("empty", "", "malformed", 0.0, "empty")
     put("nothing", None, "missing", 0.0, "no softmax.ipynb")
     put("renamed", right, "missing", 0.0, "Softmax (1).ipynb", notebook="Softmax (1).ipynb")
