@@ -118,14 +118,11 @@ def answered_written(spec: AssignmentSpec, result: Result) -> dict[str, bool]:
 
 def failed_kind(spec: AssignmentSpec, gid: str, detail: str) -> str | None:
     """The ``kind`` of the hidden case that a part's failure ``detail`` names, if it has one."""
+    from .statistics import failed_case
+
     cases = spec.part(gid).cases
-    m = re.match(r"case (\d+): ", detail or "")
-    if m and int(m.group(1)) < len(cases) and not cases[int(m.group(1))].label:
-        return cases[int(m.group(1))].kind or None
-    for case in sorted(cases, key=lambda c: -len(c.label)):
-        if case.label and (detail or "").startswith(case.label + ": "):
-            return case.kind or None
-    return None
+    index = failed_case(cases, detail)
+    return None if index is None else (cases[index].kind or None)
 
 
 def _answer_cell_of(spec: AssignmentSpec, gid: str) -> str | None:
@@ -523,15 +520,18 @@ def write_summary(
         ),
         "results": rows,
     }
+    from .statistics import write_statistics
+
+    summary["statistics"], missed = write_statistics(folder, spec, results)
     json_path = folder / "summary.json"
     json_path.write_text(json.dumps(summary, indent=1), encoding="utf-8")
     html_path = folder / "summary.html"
-    page = _summary_html(spec, results, summary, policy)
+    page = _summary_html(spec, results, summary, policy, missed)
     html_path.write_text(page, encoding="utf-8", errors="backslashreplace")
     return html_path, json_path
 
 
-def _summary_html(spec: AssignmentSpec, results: list[Result], summary: dict, policy) -> str:
+def _summary_html(spec: AssignmentSpec, results: list[Result], summary: dict, policy, missed: list[str]) -> str:
     e, shard, isolation = _e, summary["shard"], summary["isolation"]
     counts = summary["statuses"]
     out = [
@@ -559,6 +559,7 @@ def _summary_html(spec: AssignmentSpec, results: list[Result], summary: dict, po
     png = _plot(spec, results) if results else ""
     if png:
         out.append(f"<img alt='score distribution per part' src='data:image/png;base64,{png}'>")
+    out.extend(missed)  # attngrade.statistics: what the class missed
     out.extend(_flagged_html(summary))
     if policy is not None:
         out.append(
