@@ -62,7 +62,8 @@ th{background:#f3f3f3}.pass{color:#176b2c;font-weight:600}.fail{color:#a0181c;fo
 .status-graded{color:#176b2c}.status-other{color:#a0181c}code{background:#f3f3f3;padding:0 .2rem}
 pre.code{background:#f6f8fa;border:1px solid #ddd;border-radius:4px;padding:.5rem;overflow-x:auto;
 font-size:.85rem;white-space:pre;tab-size:4}.note{background:#fff8e1;border-left:4px solid #e0b000;
-padding:.3rem .8rem}
+padding:.3rem .8rem}pre.written{white-space:pre-wrap;background:#fbfbf8;border:1px solid #ddd;padding:.5rem;
+font-family:inherit}img.attachment{max-width:100%;border:1px solid #ddd;margin:.3rem 0}
 """
 
 
@@ -379,6 +380,27 @@ def _feedback_tasks(spec: AssignmentSpec, result: Result, answered: dict, maths:
                 else f"not answered: 0 of {spec.manual[gid]:g} points"
             )
             out.append(f"<div class='result'>Written answer: {text}</div>")
+            if answered[gid]:
+                out.extend(_written_html(next((c for c in cells if cell_grade_id(c) == gid), None)))
+    return out
+
+
+_IMAGES = ("image/png", "image/jpeg", "image/gif")
+
+
+def _written_html(cell) -> list[str]:
+    """What the student wrote for a written part, as text (never as HTML of theirs), and the
+    images attached to it (a photo of a handwritten proof), so the page shows what is graded."""
+    if cell is None:
+        return []
+    out = [f"<details open><summary>What you wrote</summary><pre class='written'>{_e(cell.get('source', ''))}</pre>"]
+    for name, bundle in sorted((cell.get("attachments") or {}).items()):
+        for mime in _IMAGES:
+            data = (bundle or {}).get(mime) if isinstance(bundle, dict) else None
+            if isinstance(data, str) and re.fullmatch(r"[A-Za-z0-9+/=\s]*", data):
+                out.append(f"<img class='attachment' alt='{_e(name)}' src='data:{mime};base64,{''.join(data.split())}'>")
+                break
+    out.append("</details>")
     return out
 
 

@@ -338,6 +338,18 @@ def test_every_written_answer_waits_for_its_grade_by_hand(graded):
 
 
 @pytest.mark.slow
+def test_the_feedback_page_shows_the_written_answer_and_its_photos_as_graded(graded):
+    page = (graded / "out" / "feedback" / "photo.html").read_text()
+    written = page[page.index("What you wrote"):]
+    assert "My proof, handwritten" in written and "And the last step" in written
+    for image in (RED, BLUE):
+        assert f"data:image/png;base64,{''.join(image.split())}" in written
+    raw = (graded / "out" / "feedback" / "raw.html").read_text()
+    assert "What you wrote" in raw
+    assert "What you wrote" not in (graded / "out" / "feedback" / "untouched.html").read_text()
+
+
+@pytest.mark.slow
 def test_formgraders_notebook_holds_the_whole_written_answer(graded):
     path = graded / "course" / "autograded" / "photo" / "01_softmax" / "softmax.ipynb"
     cell = next(c for c in nbformat.read(path, as_version=4).cells if cell_grade_id(c) == "jacobian_proof")
