@@ -99,8 +99,10 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--shard",
-        metavar="I/N",
-        help="grade only share I of N of the students (hosts sharing one gradebook; see the README)",
+        metavar="I/N|auto",
+        help="grade only share I of N of the students (hosts sharing one gradebook; see the README); auto: "
+        "I and N from a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, and JOB_COMPLETIONS, which the Job's "
+        "manifest must set) or a Slurm array (SLURM_ARRAY_TASK_ID, _COUNT, _MIN, _STEP)",
     )
     p.add_argument(
         "--force", action="store_true", help="grade every submission again, even those that did not change"

@@ -144,15 +144,13 @@ def _assignments(course) -> list[str]:
 
 
 def _shard(text: str | None) -> tuple[int, int] | None:
-    if text is None:
-        return None
-    try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise ValueError(f"--shard {text!r}: give i/n, e.g. 1/2 (this host grades the first of two shares)")
-    if not 1 <= i <= n:
-        raise ValueError(f"--shard {text!r}: i must be from 1 to n")
-    return i, n
+    """``--shard``: I/N, or auto from a Kubernetes Indexed Job or a Slurm array (attngrade.shards)."""
+    from .shards import parse_shard, unused
+
+    note = unused(os.environ) if text is None else None
+    if note:
+        print(f"attngrade: warning: {note}", file=sys.stderr)
+    return parse_shard(text, os.environ)
 
 
 def shard_of(student: str, n: int) -> int:
