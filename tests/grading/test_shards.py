@@ -125,3 +125,30 @@ def test_the_merge_command_refuses_a_missing_share_and_writes_nothing(tmp_path, 
     assert "missing 2" in capsys.readouterr().err and not (tmp_path / "class").exists()
     assert merge_main([str(one), str(tmp_path / "nowhere"), "--out", str(tmp_path / "class")]) == 2
     assert "nowhere is not a folder" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the README's Job manifest
+
+
+def test_the_readmes_indexed_job_passes_its_count_and_options_attngrade_knows():
+    import shlex
+
+    import yaml
+
+    import gradingkit as gk
+    from attngrade.cli import _parser
+
+    readme = (gk.ROOT / "README.md").read_text(encoding="utf-8")
+    text = readme[readme.index("**A Kubernetes Indexed Job**"):]
+    job = yaml.safe_load(text[text.index("```yaml") + 7:text.index("```", text.index("```yaml") + 7)])
+    spec = job["spec"]
+    container, = spec["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert job["kind"] == "Job" and spec["completionMode"] == "Indexed"
+    assert int(env["JOB_COMPLETIONS"]["value"]) == spec["completions"]
+    assert "secretKeyRef" in env["ATTNGRADE_COURSE_SECRET"]["valueFrom"]
+    words = shlex.split(container["args"][0].replace("$JOB_COMPLETION_INDEX", "0"))
+    assert container["command"] == ["sh", "-c"] and words[:2] == ["exec", "attngrade"]
+    args = _parser().parse_args(words[2:])
+    assert (args.shard, args.isolation, args.out) == ("auto", "namespaces", "/data/out/share-0")
+    assert (gk.ROOT / "docs" / "grading-host" / "Dockerfile").is_file()
