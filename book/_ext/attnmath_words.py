@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnmath_numbers import CHAPTER, ROOT, SENTENCE, _blank, _CODE, _COMMENT, _LINK, _MATH, \
-    _QUOTE, _ROLE, prose_blocks
+    _QUOTE, _ROLE, prose_blocks, read_yaml
 
 LEDGER = ROOT / "book" / "absolute_words.yml"
 #: The pages checked besides the chapters.
@@ -189,9 +189,7 @@ def claim_index(root: Path = ROOT) -> ClaimIndex:
 
 def load_ledger(path: Path = LEDGER) -> list[dict]:
     """The ledger's entries: ``file``, ``word``, ``context`` (containing the word) and ``by``."""
-    import yaml
-
-    entries = yaml.safe_load(path.read_text()) if path.exists() else []
+    entries = read_yaml(path) if path.exists() else []
     for entry in entries or []:
         missing = {"file", "word", "context", "by"} - set(entry)
         if missing:
@@ -256,22 +254,15 @@ def check_words(app, env, docnames):
     from sphinx.util import logging
 
     logger = logging.getLogger(__name__)
-    ledger, claims = load_ledger(), claim_index(ROOT)
-    checked = {p.relative_to(ROOT).as_posix() for p in pages(ROOT)}
-    everything = []
-    for docname in env.found_docs:
-        path = Path(env.doc2path(docname)).resolve()
-        relative = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else ""
-        if relative not in checked:
-            continue
-        found = source_uses(path.read_text(), relative, ledger, claims)
-        everything += found
-        for use in found:
-            if use.backing is None:
-                logger.warning(f"\"{use.word}\" is not backed (book/absolute_words.yml): {use.sentence[:100]}",
-                               location=(docname, use.line), type="attnmath", subtype="words")
-        for problem in bad_backings(found, claims):
-            logger.warning(problem, type="attnmath", subtype="words")
+    ledger, everything = _this_build(app)
+    docnames_of = {Path(env.doc2path(d)).resolve(): d for d in env.found_docs}
+    for use in everything:
+        if use.backing is None:
+            logger.warning(f"\"{use.word}\" is not backed (book/absolute_words.yml): {use.sentence[:100]}",
+                           location=(docnames_of.get((ROOT / use.path).resolve(), use.path), use.line),
+                           type="attnmath", subtype="words")
+    for problem in bad_backings(everything, claim_index(ROOT)):
+        logger.warning(problem, type="attnmath", subtype="words")
     for entry in stale_entries(everything, ledger):
         logger.warning(f"book/absolute_words.yml: the entry {entry} backs no use", type="attnmath",
                        subtype="words")
@@ -332,7 +323,7 @@ class WordsTable(SphinxDirective):
     def run(self):
         from docutils import nodes
 
-        all_uses = uses(ROOT)
+        all_uses = _this_build(self.env.app)[1]
         equations = _equations(ROOT)
         lines = []
         for path in dict.fromkeys(u.path for u in all_uses):
@@ -343,10 +334,10 @@ class WordsTable(SphinxDirective):
                 kinds[kind] = kinds.get(kind, 0) + 1
             counts = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
             lines += [f"::::{{dropdown}} {Path(path).stem}: {len(mine)} uses ({counts})",
-                      ":::{list-table}", ":header-rows: 1", ":widths: 8 10 52 30", ":class: claims-table", "",
-                      "* - line", "  - word", "  - sentence", "  - backed by"]
-            for u in mine:
-                lines += [f"* - {u.line}", f"  - *{u.word}*", f"  - {_shown(u.sentence)}",
+                      ":::{list-table}", ":header-rows: 1", ":widths: 10 60 30", ":class: claims-table", "",
+                      "* - word", "  - sentence", "  - backed by"]
+            for u in mine:  # no line numbers: the list is read again only when a use changes
+                lines += [f"* - *{u.word}*", f"  - {_shown(u.sentence)}",
                           f"  - {backing_markup(u.backing, equations)}"]
             lines += [":::", "::::", ""]
         container = nodes.container()
@@ -354,9 +345,21 @@ class WordsTable(SphinxDirective):
         return container.children
 
 
+#: The ledger and the uses of this build, per application: read once, by the first hook that needs them.
+_BUILD: dict[int, tuple[list[dict], list[Use]]] = {}
+
+
+def _this_build(app) -> tuple[list[dict], list[Use]]:
+    if id(app) not in _BUILD:
+        ledger = load_ledger()
+        _BUILD[id(app)] = (ledger, uses(ROOT, ledger))
+    return _BUILD[id(app)]
+
+
 def reread_listing(app, env, added, changed, removed):
     """Sphinx ``env-get-outdated``: the appendix's list is read again when a use or its backing changed."""
-    digest = listing_digest(uses(ROOT))
+    _BUILD.pop(id(app), None)  # a new build (or a new read phase): read the sources again
+    digest = listing_digest(_this_build(app)[1])
     if getattr(env, "attnmath_words_digest", None) == digest or DOCNAME not in env.found_docs:
         return []
     env.attnmath_words_digest = digest
