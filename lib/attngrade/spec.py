@@ -349,7 +349,7 @@ def _inputs_digest(args: tuple, kwargs: dict) -> bytes | None:
         return None
 
 
-def call_case(fn: Callable, args: tuple, kwargs: dict, guard=None) -> Outcome:
+def call_case(fn: Callable, args: tuple, kwargs: dict, guard=None, detail: bool = False) -> Outcome:
     """One call of an answer: its output as plain data, or the name of what it raised.
 
     Runs in the student's process. The output is converted to plain data here (arrays, numbers,
@@ -358,7 +358,9 @@ def call_case(fn: Callable, args: tuple, kwargs: dict, guard=None) -> Outcome:
     itself and not the conversion: the worker passes the student's builtins there (see
     :mod:`attngrade.worker`). A call that returns but changed its inputs or warned gets the
     notes ``NOTES_PREFIX + "inputs"`` / ``"warnings"`` as its error, and its output all the same:
-    :func:`check_outputs` decides whether the part allows it.
+    :func:`check_outputs` decides whether the part allows it. ``detail`` (the visible checks
+    only, never the worker: it would run the student's ``__str__``) keeps the exception's message
+    or the first warning in ``Outcome.detail``.
     """
     before = _inputs_digest(args, kwargs)
     caught: list = []
@@ -371,12 +373,12 @@ def call_case(fn: Callable, args: tuple, kwargs: dict, guard=None) -> Outcome:
     except BaseException as exc:  # noqa: BLE001 - a student's exception is data
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        return Outcome(None, type(exc).__name__, detail=_first_line(exc))
+        return Outcome(None, type(exc).__name__, detail=_first_line(exc) if detail else "")
     notes = [name for name, yes in (("inputs", before is not None and _inputs_digest(args, kwargs) != before),
                                     ("warnings", bool(caught))) if yes]
     if notes:
         outcome.error = NOTES_PREFIX + "_".join(notes)
-    if caught:
+    if caught and detail:
         first = caught[0]
         outcome.detail = f"{getattr(first.category, '__name__', 'Warning')}: {_first_line(first.message)}"
     return outcome
@@ -390,20 +392,20 @@ def _first_line(value) -> str:
     return (text.splitlines() or [""])[0][:200]
 
 
-def run_case(fn: Callable, case: Case) -> tuple[Outcome, tuple, dict]:
+def run_case(fn: Callable, case: Case, detail: bool = False) -> tuple[Outcome, tuple, dict]:
     """One case in this interpreter: the call gets its own deep copies of the inputs (returned
     with the outcome: an answer may change them, the case stays as made); a memory-limited case
-    is measured with ``tracemalloc`` from the call's start."""
+    is measured with ``tracemalloc`` from the call's start. ``detail``: see :func:`call_case`."""
     args, kwargs = copy.deepcopy(tuple(case.args)), copy.deepcopy(dict(case.kwargs))
     if case.max_peak_bytes is None:
-        return call_case(fn, args, kwargs), args, kwargs
+        return call_case(fn, args, kwargs, detail=detail), args, kwargs
     running = tracemalloc.is_tracing()
     if not running:
         tracemalloc.start()
     try:
         tracemalloc.reset_peak()
         start = tracemalloc.get_traced_memory()[0]
-        outcome = call_case(fn, args, kwargs)
+        outcome = call_case(fn, args, kwargs, detail=detail)
         if call_notes(outcome.error) is not None:
             outcome.peak_bytes = max(0, tracemalloc.get_traced_memory()[1] - start)
     finally:

@@ -74,7 +74,7 @@ def run_visible(part: Part, answer, cases: list[Case] | None = None, on_case=Non
     for index, case in enumerate(cases):
         if on_case is not None:
             on_case(case)
-        outcome, args, kwargs = run_case(answer, case)
+        outcome, args, kwargs = run_case(answer, case, detail=True)
         if index == 0 and outcome.error == "NotImplementedError":
             raise NotImplementedError(outcome.detail)
         passed, reason = check_outputs(part, [case], [outcome])
