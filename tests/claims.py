@@ -10,7 +10,9 @@ A test that checks a claim of the source documents carries a marker::
 
 ``source`` is the document number in ``shared/seeds`` and its section, ``text`` the claim as the
 document makes it (paraphrased where needed, maths in ``$...$``), ``verdict`` one of
-:data:`VERDICTS`.
+:data:`VERDICTS`. A claim of a published paper has the source kind :data:`PAPER`,
+``"paper: <bibkey> <where>"`` (``"paper: lu2025moba §3.1"``), the key of ``book/references.bib``
+followed by the section, table or equation, with the same verdicts as the five texts.
 
 The book's own statements about data are registered the same way, with the source kind
 :data:`BOOK`: a sentence, caption or alt text that describes a figure, a table or a recorded run
@@ -74,6 +76,8 @@ from pathlib import Path
 VERDICTS = ("verified", "verified on", "corrected", "clarified")
 #: The source kind of the book's own statements about its data (``source="book: <data>"``).
 BOOK = "book"
+#: The source kind of a published paper's claims (``source="paper: <bibkey> <where>"``).
+PAPER = "paper"
 UNVERIFIABLE = "not verifiable here"
 ROOT = Path(__file__).resolve().parents[1]
 #: Set for a book build by a test run that runs every claim test itself (tests/book/build.py):
@@ -102,6 +106,7 @@ MODULE_CHAPTER = {
     "test_induction": "12_induction",
     "test_serving": "13_serving",
     "test_long_context": "14_long_context",
+    "test_programmable": "16_programmable",
 }
 
 #: Chapter titles, in reading order (the order of ``_toc.yml``).
@@ -120,6 +125,7 @@ CHAPTERS = {
     "12_induction": "What trained heads learn",
     "13_serving": "Serving attention",
     "14_long_context": "Long context",
+    "16_programmable": "Programmable and learned-sparse attention",
 }
 
 
@@ -162,6 +168,14 @@ class Claim:
 def is_book_source(source: str | None) -> bool:
     """Whether a marker's source is the book itself (``"book: <data>"``)."""
     return bool(source) and source.partition(":")[0].strip() == BOOK
+
+
+def paper_source(source: str | None) -> tuple[str, str] | None:
+    """``(bibkey, where)`` of a paper's claim (``"paper: lu2025moba §3.1"``), else ``None``."""
+    if not source or source.partition(":")[0].strip() != PAPER:
+        return None
+    key, _, where = source.partition(":")[2].strip().partition(" ")
+    return key, where.strip()
 
 
 #: Claims the book repeats that no test on this machine can decide, with the reason.

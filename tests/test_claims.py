@@ -16,10 +16,12 @@ from types import SimpleNamespace
 import pytest
 from claims import CHAPTERS, DISTINCT, IN_SUITE, NOT_VERIFIABLE, RUN_BY_THE_SUITE, UNVERIFIABLE, VERDICTS, \
     Claim, claim_tests_without_assertions, collect_claims, collect_markers, draws_with_hypothesis, \
-    inconsistent_groups, is_book_source, near_identical_claims, run_claim_tests, runs_every_claim_test
+    inconsistent_groups, is_book_source, near_identical_claims, paper_source, run_claim_tests, \
+    runs_every_claim_test
 
 SEEDS = {"000", "001", "002", "003", "004"}
 ROOT = Path(__file__).resolve().parents[1]
+BIB = (ROOT / "book" / "references.bib").read_text()
 
 
 def _labels(chapter):
@@ -34,6 +36,11 @@ def test_every_claim_marker_is_well_formed():
             assert len(m.source.partition(":")[2].strip()) > 3, f"{m.test}: say which data the statement is about"
             assert m.verdict in ("verified", "verified on"), f"{m.test}: the book's own statement is {m.verdict}"
             assert m.quote and len(m.quote) > 10, f"{m.test}: a statement of the book quotes its sentence (quote=...)"
+        elif paper_source(m.source):
+            key, where = paper_source(m.source)
+            assert f"{{{key}," in BIB, f"{m.test}: no entry {key!r} in book/references.bib"
+            assert where, f"{m.test}: say where in {key} the claim is made (a section, table or equation)"
+            assert not m.quote, f"{m.test}: quote= is for the book's own statements"
         else:
             assert m.source and re.match(r"^\d{3}( .+)?$", m.source), f"{m.test}: source {m.source!r} must start with a document number"
             assert m.source[:3] in SEEDS, f"{m.test}: unknown source document {m.source[:3]}"

@@ -80,6 +80,8 @@ def found_in(source: str) -> str:
     the book's own statements (``"book: book/data/flash_gpu.json"``): "about book/data/flash_gpu.json"."""
     if _claims_module().is_book_source(source):
         return "about " + _cell(source.partition(":")[2]).strip()
+    if paper := _claims_module().paper_source(source):
+        return f"found in {{cite:t}}`{paper[0]}`" + (f", {_cell(paper[1])}" if paper[1] else "")
     number, _, section = source.partition(" ")
     if number not in SOURCE_NAMES:
         raise ValueError(f"source {source!r} does not start with one of {sorted(SOURCE_NAMES)}")
@@ -211,6 +213,8 @@ def claim_row(c, outcomes: dict[str, str]) -> list[str]:
     domain ("verified on") or reason, the verdict badge, and each test with its outcome."""
     if c.about_data:
         claim = f"*This chapter, {found_in(c.source)}:* “{_cell(c.quote or '')}” <br> *Checked:* {_cell(c.text)}"
+    elif _claims_module().paper_source(c.source):
+        claim = f"*A paper's claim, {found_in(c.source)}:* {_cell(c.text)}"
     else:
         claim = f"*A common claim, {found_in(c.source)}:* {_cell(c.text)}"
     if c.correction:
@@ -249,7 +253,8 @@ class ClaimsSummary(_ClaimsDirective):
     def run(self):
         claims = _claims_module()
         everything = claims.collect_claims(ROOT / "tests")
-        rows = [c for c in everything if not c.about_data]
+        papers = [c for c in everything if claims.paper_source(c.source)]
+        rows = [c for c in everything if not c.about_data and c not in papers]
         own = [c for c in everything if c.about_data]
         counts = {v: sum(c.verdict == v for c in rows) for v in (*claims.VERDICTS, claims.UNVERIFIABLE)}
         tests = sorted({t for c in everything for t, _ in c.tests})
@@ -260,6 +265,9 @@ class ClaimsSummary(_ClaimsDirective):
                else f"In this build {passed} of the {len(tests)} claim tests passed.")
         mine = ", ".join(f"{{bdg-{BADGE[v]}}}`{v}` {n}" for v in claims.VERDICTS
                          if (n := sum(c.verdict == v for c in own)))
+        cited = ", ".join(f"{{bdg-{BADGE[v]}}}`{v}` {n}" for v in claims.VERDICTS
+                          if (n := sum(c.verdict == v for c in papers)))
+        parts += f". {len(papers)} claims of published papers: {cited or 'none'}"
         return self._parse([f"{len(rows)} claims of the five texts: {parts}. {len(own)} statements of "
                             f"the book about its own data: {mine or 'none'}. {ran}"])
 
@@ -273,7 +281,7 @@ class ClaimsTable(_ClaimsDirective):
         found = [c for c in claims.collect_claims(ROOT / "tests") if c.chapter == chapter]
         lines = []
         for rows, head, none in (
-                ([c for c in found if not c.about_data], "Claim (and the text it is found in)",
+                ([c for c in found if not c.about_data], "Claim (and the text or paper it is found in)",
                  "No claim of the five texts ({ref}`sec-sources`) is repeated in this chapter."),
                 ([c for c in found if c.about_data], "Statement of this chapter, checked against its data or code",
                  "")):

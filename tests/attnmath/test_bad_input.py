@@ -41,8 +41,8 @@ torch = pytest.importorskip("torch")
 
 import attnmath  # noqa: E402
 from attnmath import (attention, chunked, core, counting, encoder, flash, induction, kv_cache,  # noqa: E402
-                      linear, long_context, masking, moe, multihead, nn, positional, scaling, serving,
-                      softmax, sparse, testing, theory)
+                      linear, long_context, masking, moe, multihead, nn, positional, programmable,
+                      scaling, serving, softmax, sparse, testing, theory)
 
 PACKAGE_DIR = pathlib.Path(attnmath.__file__).resolve().parent
 CHILD_PROCESS_MODULES = ("flash_triton",)  # probed in a child process, see the end of this file
@@ -120,6 +120,53 @@ CAUSAL_ARGS = {"causal": True, "causal_alignment": "top_left", "window": 2}
 T_X, T_KV = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
 T_MASK = torch.ones(2, 1, 3, 5, dtype=torch.bool)
 TOKENS = torch.tensor([[0, 1, 2, 3, 1], [0, 4, 5, 6, 4]])
+
+
+QS, KS, VS = testing.random_qkv(B=1, H=2, L=4, D=2, D_v=3, H_kv=1, seed=1)  # self-attention, L = S = 4
+QI, KI, WI = _a(1, 2, 4, 3), _a(1, 4, 3), np.abs(_a(1, 2, 4))
+SINK_TINY = dict(steps=1, batch=2, seeds=(0,), gates=("headwise",), V=5, L=4, C=4, H=2)
+PROGRAMMABLE = {
+    programmable.take: ((np.array([0.5, 0.25, 1.0]), np.array([0, 2])), {}),
+    programmable.flex_attention: (QKV, {"score_mod": lambda z, b, h, i, j: z - (i - j),
+                                        "mask_mod": lambda b, h, i, j: j <= i + 1, "scale": 0.5}),
+    programmable.create_mask: ((lambda b, h, i, j: j <= i, 1, 2, 3, 4), {}),
+    programmable.and_masks: ((lambda b, h, i, j: j <= i, lambda b, h, i, j: j >= 0), {}),
+    programmable.or_masks: ((lambda b, h, i, j: j <= i, lambda b, h, i, j: j >= 0), {}),
+    programmable.causal_mask_mod: ((1,), {}),
+    programmable.sliding_window_mask_mod: ((3, 1), {}),
+    programmable.sink_window_mask_mod: ((1, 3, 1), {}),
+    programmable.padding_mask_mod: ((np.array([2, 3]),), {}),
+    programmable.document_mask_mod: ((np.array([0, 0, 1, 1]),), {}),
+    programmable.prefix_lm_mask_mod: ((np.array([1, 2]),), {}),
+    programmable.alibi_score_mod: ((np.array([0.5, 0.25]), 1), {}),
+    programmable.softcap_score_mod: ((5.0,), {}),
+    programmable.create_block_mask: ((lambda b, h, i, j: j <= i, 1, 2, 3, 4), {"block_q": 2, "block_k": 2}),
+    programmable.block_sparse_attention: ((Q, K, V, programmable.create_block_mask(
+        programmable.causal_mask_mod(1), 1, 2, 3, 4, block_q=2, block_k=2)), {"score_mod": None, "scale": 0.5}),
+    programmable.nsa_compress: ((K, V), {"block": 2, "stride": 1}),
+    programmable.nsa_attention: ((QS, KS, VS, np.full((1, 2, 4, 3), 0.5)),
+                                 {"block": 2, "n_select": 3, "window": 2, "scale": 0.5}),
+    programmable.nsa_tokens_per_query: ((100,), {"block": 8, "stride": 4, "select_block": 8, "n_select": 2,
+                                                 "window": 16}),
+    programmable.moba_attention: ((QS, KS, VS), {"block": 2, "top_k": 2, "scale": 0.5}),
+    programmable.moba_keys_per_query: ((8,), {"block": 2, "top_k": 2}),
+    programmable.dsa_index_scores: ((QI, KI, WI), {}),
+    programmable.dsa_attention: ((QS, KS, VS, QI, KI, WI), {"top_k": 2, "scale": 0.5}),
+    programmable.dsa_cost: ((16,), {"top_k": 4, "H": 2, "D": 3, "D_v": 3, "H_index": 2, "D_index": 4}),
+    programmable.gated_attention: ((*QKV, _a(1, 2, 3, 1)), {"mask": MASK, "causal": False, "scale": 0.5}),
+    programmable.differential_lambda_init: ((3,), {}),
+    programmable.differential_attention: ((Q, Q, K, K, V, 0.5), {"causal": False, "scale": 0.5}),
+    programmable.fp8_round: ((X34, "e4m3"), {}),
+    programmable.fp8_quantize: ((X34, "e5m2"), {"block": 2}),
+    programmable.hadamard_rotation: ((4, 0), {}),
+    programmable.fp8_attention: (QKV, {"fmt": "e4m3", "block_q": 2, "block_k": 2, "rotation": np.eye(2)[::-1],
+                                       "quantize_probs": True, "scale": 0.5}),
+    programmable.fp8_attention_error_bound: (QKV, {"fmt": "e5m2", "block_q": 2, "block_k": 2,
+                                                   "rotation": np.eye(2)[::-1], "scale": 0.5}),
+    _method(programmable.GatedSinkConfig, "__init__"): ((), {**SINK_TINY, "p_trigger": 0.2, "lr": 1e-3}),
+    programmable.sink_batch: ((3, programmable.GatedSinkConfig(**SINK_TINY), 0), {}),
+    programmable.gated_sink_experiment: ((programmable.GatedSinkConfig(**SINK_TINY),), {}),
+}
 
 
 def _square(z):
@@ -377,6 +424,7 @@ VALID = {
     _method(long_context.ExtrapolationConfig, "__init__"):
         ((), {"positions": ("alibi",), "L_train": 4, "lengths": (6,), "seeds": (0,), "steps": 1, "batch": 2,
               "eval_batch": 2, "C": 8, "H": 2, "V": 4, "p_marker": 0.25, "lr": 3e-3, "rope_base": 100.0}),
+    **{fn: value for fn, value in PROGRAMMABLE.items()},
 }
 
 # Bad calls written by hand: (callable, args, kwargs, the argument the message must name).
@@ -624,6 +672,33 @@ EXTRA = [
 ]
 
 
+EXTRA_PROGRAMMABLE = [
+    (programmable.and_masks, (), {}, "and_masks"),
+    (programmable.and_masks, ("text",), {}, "and_masks"),
+    (programmable.or_masks, (programmable.causal_mask_mod(), 3), {}, "or_masks"),
+    (programmable.flex_attention, QKV, {"mask_mod": programmable.document_mask_mod(np.zeros(2, int))}, "mask_mod"),
+    (programmable.flex_attention, QKV, {"mask_mod": lambda b, h, i, j: i - j}, "mask_mod"),
+    (programmable.flex_attention, QKV, {"score_mod": lambda z, b, h, i, j: z * np.nan}, "score_mod"),
+    (programmable.flex_attention, (Q[0], K[0], V[0]), {}, "q"),  # no batch axis for b
+    (programmable.block_sparse_attention, (Q, K, V, programmable.create_block_mask(
+        programmable.causal_mask_mod(), 1, 2, 4, 4)), {}, "block_mask"),  # made for L = 4
+    _with(programmable.create_block_mask, "L", -1),
+    _with(programmable.nsa_attention, "gates", np.full((1, 2, 4, 3), 2.0)),
+    _with(programmable.nsa_attention, "k", _a(1, 1, 5, 2)),  # L != S
+    _with(programmable.nsa_compress, "v", _a(1, 1, 3, 2)),
+    _with(programmable.dsa_attention, "k_index", _a(1, 5, 3)),
+    _with(programmable.dsa_index_scores, "w_index", _a(1, 2, 5)),
+    _with(programmable.gated_attention, "gate_logits", _a(2, 3, 5)),
+    _with(programmable.differential_attention, "k2", _a(1, 1, 5, 2)),
+    _with(programmable.hadamard_rotation, "D", 6),
+    _with(programmable.fp8_attention, "rotation", 2 * np.eye(2)),
+    _with(programmable.fp8_quantize, "x", _a(4)),
+    _with(programmable.take, "index", np.array([0.5])),
+    _with(_valid("programmable.GatedSinkConfig.__init__"), "C", 15),
+    _with(_valid("programmable.GatedSinkConfig.__init__"), "gates", ("sigmoid",)),
+]
+
+
 _NAN = float("nan")
 
 
@@ -762,7 +837,7 @@ def _label(case):
     return f"{_name(fn)}[{name}]"
 
 
-CASES = list(_generic_cases()) + EXTRA
+CASES = list(_generic_cases()) + EXTRA + EXTRA_PROGRAMMABLE
 
 
 # ------------------------------------------------------------------------------------ the surface

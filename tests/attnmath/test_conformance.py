@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from attnmath import attention, chunked, core, flash, kv_cache, linear, sparse, testing
+from attnmath import attention, chunked, core, flash, kv_cache, linear, programmable, sparse, testing
 from attnmath.attention import attention_backward, scaled_dot_product_attention
 from attnmath.chunked import chunked_attention
 from attnmath.flash import flash_attention_backward, flash_attention_forward
@@ -137,6 +137,39 @@ def _multihead(p: Problem):
     return split_heads(out, H)  # (B, H, L, D)
 
 
+def _index_functions(p: Problem):
+    """The problem's mask, bias, causal mask and window as FlexAttention's score and mask functions."""
+    B, H, L, _ = p.q.shape
+    S = p.k.shape[2]
+    offset = S - L if p.alignment == "bottom_right" else 0
+    mods = []
+    if p.mask is not None:
+        mask = np.broadcast_to(p.mask, (B, H, L, S))
+        mods.append(lambda b, h, i, j: mask[b, h, i, j])
+    if p.causal:
+        mods.append(programmable.causal_mask_mod(offset))
+    if p.window is not None:
+        mods.append(lambda b, h, i, j: j > i + offset - p.window)
+    score_mod = None
+    if p.bias is not None:
+        bias = np.broadcast_to(p.bias, (B, H, L, S))
+        score_mod = lambda z, b, h, i, j: z + bias[b, h, i, j]  # noqa: E731
+    return score_mod, (programmable.and_masks(*mods) if mods else None)
+
+
+def _flex(p: Problem):
+    score_mod, mask_mod = _index_functions(p)
+    return programmable.flex_attention(p.q, p.k, p.v, score_mod=score_mod, mask_mod=mask_mod)[0]
+
+
+def _block_sparse(p: Problem):
+    score_mod, mask_mod = _index_functions(p)
+    B, H, L, _ = p.q.shape
+    block_mask = programmable.create_block_mask(mask_mod or (lambda b, h, i, j: j >= 0), B, H, L,
+                                                p.k.shape[2], block_q=2, block_k=3)
+    return programmable.block_sparse_attention(p.q, p.k, p.v, block_mask, score_mod=score_mod)[0]
+
+
 class Variant(NamedTuple):
     name: str
     forward: Callable[[Problem], np.ndarray]
@@ -162,6 +195,8 @@ VARIANTS = [
     Variant("kv_decode", _decode, masks=False, alignments=("bottom_right",), non_causal=False,
             past=True),
     Variant("multihead", _multihead, same_dv=True, exact_names=False),
+    Variant("flex", _flex, window="optional"),
+    Variant("block_sparse", _block_sparse, window="optional"),
 ]
 
 
