@@ -304,7 +304,9 @@ def plot_png(rows: list[KindStats], most: int = 12) -> bytes | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [f"P{r.part} {r.kind if r.kind != WHOLE_PART else 'no case reached'}" for r in failed][::-1]
+    # a kind is plain text: a "$" must not start matplotlib's mathtext
+    labels = [f"P{r.part} {r.kind if r.kind != WHOLE_PART else 'no case reached'}".replace("$", r"\$")
+              for r in failed][::-1]
     colours = [plt.get_cmap("tab10")((r.part - 1) % 10) for r in failed][::-1]
     fig, (lost, rate) = plt.subplots(1, 2, figsize=(10, 0.9 + 0.34 * len(failed)), dpi=100, sharey=True,
                                      gridspec_kw={"width_ratios": [3, 2]})

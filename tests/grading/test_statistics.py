@@ -233,3 +233,18 @@ def test_results_come_back_from_their_records():
     again = results_from(json.loads(json.dumps(records(results))))
     ordered = sorted(results, key=lambda r: r.student)
     assert [(r.student, r.status, r.parts) for r in again] == [(r.student, r.status, r.parts) for r in ordered]
+
+
+def test_the_section_says_when_nothing_was_missed_and_kinds_are_plain_text(tmp_path):
+    from attngrade.statistics import write_statistics
+
+    spec = _spec()
+    figures, section = write_statistics(tmp_path, spec, [_result("p1", None), _result("p2", None)])
+    assert figures["missed_most"] == [] and "passed every hidden case" in "".join(section)
+    assert not (tmp_path / "statistics.png").exists()
+    spec.parts[0].cases[2].kind = "costs $5, not $6 <b>"  # neither mathtext nor HTML
+    figures, section = write_statistics(tmp_path, spec, [_result("f1", "b1: raised KeyError")])
+    assert figures["missed_most"][0]["kind"] == "costs $5, not $6 <b>" and "&lt;b&gt;" in "".join(section)
+    assert (tmp_path / "statistics.png").stat().st_size > 1000
+    _, section = write_statistics(tmp_path, spec, [_result("m", "x", status="missing")])
+    assert "No graded submission" in "".join(section)
