@@ -19,16 +19,17 @@ The book's own statements about data are registered the same way, with the sourc
 ("sits between", "falls as ... grows", "an order of magnitude below") is checked by a test that
 reads the same data (the record under ``book/data``, or the library call the figure plots)::
 
-    @pytest.mark.claim("book: book/data/flash_gpu.json", "The Triton kernels run at 0.7 to 0.9 times
-                       FlashAttention-2's rate forward and backward at d = 128", "verified",
-                       domain="all 24 forward-and-backward configurations at d = 128",
-                       chapter="08_flash", quote="below FlashAttention-2's forward and backward")
+        @pytest.mark.claim("book: `book/data/flash_gpu.json`", "At $N \\ge 2048$ the Triton kernels ...
+                       are slower than FlashAttention-2 forward and backward at $d = 128$", "verified",
+                       chapter="08_flash", quote="compiled by Triton for this GPU, sit between the two at",
+                       domain="every configuration of the record with $N \\ge 2048$")
 
-``source`` is ``"book: "`` followed by the data the statement describes (a file, or a figure's
-label), ``quote`` a piece of the chapter's sentence as written (white space aside), which the
-chapter must contain (``tests/test_claims.py``) and which the appendix shows; the verdict is
-``verified`` or ``verified on``. The same quotation backs the sentence's absolute words
-(``book/_ext/attnmath_words.py``). The verdicts of the sources' claims are:
+``source`` is ``"book: "`` followed by the data the statement describes (a file, in backticks, or a
+figure's label), ``quote`` a piece of the chapter's sentence as written (white space aside), which
+the chapter must contain (``tests/test_claims.py``) and which the appendix shows; the verdict is
+``verified`` or ``verified on``. The same quotation backs the absolute words it contains
+(``book/_ext/attnmath_words.py``). The tests are in ``tests/book/test_data_statements.py``, or
+are tests of the library that also decide a claim of the sources. The verdicts of the sources' claims are:
 
 * ``verified``: true as stated, and the tests check it over the whole domain it states (every
   size, shape, seed or published configuration the claim speaks of, drawn by hypothesis where
