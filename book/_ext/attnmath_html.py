@@ -12,7 +12,16 @@ first, so that the downloaded notebook shows the same results as the page, and t
 Markdown for JupyterLab (``attnmath_notebook.py``), so that it runs and reads on its own.
 
 The repository URL (``repository: url:`` in ``_config.yml``) is the one setting for links to the
-repository: while it is empty, the repository, issues, edit and launch buttons are turned off.
+repository. With a URL, every page has the repository button, and every chapter launch buttons
+(:func:`launch_links`: Binder and JupyterHub open the chapter in the repository's environment,
+Colab its downloadable notebook where the built book is published), the downloaded notebooks
+install the library and fetch their data from the repository, and the landing page's pages show
+their ``{only} public_repository`` text. While it is empty, none of these is shown, so that no
+page links to nowhere, and the ``{only} not public_repository`` text says how to run locally.
+
+The download menu of a chapter offers the notebook (``.ipynb``), the notebook with the data files
+it reads (``.zip``, for the chapters that read some) and the same notebook as MyST Markdown
+(``.md``, which jupytext opens as a notebook); other pages offer no source download.
 
 Lighter, steadier pages: Font Awesome's 1.5 MB script is removed from every page
 (``_static/icons.css`` draws the theme's few icons), and so are the search index and tools except
@@ -26,9 +35,12 @@ font keep only what the pages use (``attnmath_weight.py``); and the download men
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shutil
 from pathlib import Path
+
+from docutils import nodes
 
 
 def _script_key(script):
@@ -92,7 +104,7 @@ def add_cached_outputs(app, pagename, templatename, context, doctree):
 
 def make_standalone(app, pagename, templatename, context, doctree):
     """Rewrite the chapter notebook offered for download as plain JupyterLab Markdown, its code
-    laid out as the page shows it."""
+    laid out as the page shows it; write it, its MyST form and its ``.zip`` to ``_sources``."""
     config = getattr(app.env, "mystnb_config", None)
     if config is None:
         return
@@ -101,22 +113,32 @@ def make_standalone(app, pagename, templatename, context, doctree):
     if not path.exists():
         return
     import nbformat
-    from attnmath_notebook import Resolver, standalone_notebook
-
-    nb = nbformat.read(path, as_version=4)
-    macros = ((app.config.mathjax3_config or {}).get("tex") or {}).get("macros") or {}
-    standalone_notebook(nb, source.parent, macros, Resolver(app.env))
     from attnmath_listing import cell_width, fit_code
+    from attnmath_notebook import MARK, Resolver, chapter_zip, myst_text, standalone_notebook
 
+    nb = nbformat.read(path, as_version=4)  # as myst-nb wrote it: left as it is for the next build
+    macros = ((app.config.mathjax3_config or {}).get("tex") or {}).get("macros") or {}
+    repository = (app.config.html_context or {}).get("attnmath_repository") or {}
+    name = Path(pagename).name
+    standalone_notebook(nb, source.parent, macros, Resolver(app.env, docname=pagename), repository, name)
     for cell in nb.cells:  # the code as the page shows it, in lines that fit the column
         if cell.cell_type == "code":
             cell.source = fit_code(cell.source, cell_width(cell.metadata.get("tags", [])))
-    nbformat.write(nb, path)
-    # Offer it in the download menu. sphinx-book-theme copies the notebook only when launch
-    # buttons are configured; without a repository there are none, so copy it here.
+    # Offer it in the download menu (sphinx-book-theme copies the notebook only for its own
+    # launch buttons, which this book does not use).
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(path, target)
+    nbformat.write(nb, target)
+    target.with_suffix(".md").write_text(myst_text(nb))
+    mark = nb.metadata.get(MARK)
+    zipped, data = target.with_suffix(".zip"), mark.get("data", []) if isinstance(mark, dict) else []
+    if data:
+        root = source.parent.parent
+        files = {f: (root / f).read_bytes() for f in data}
+        zipped.write_bytes(chapter_zip(target.read_text(), target.name, files, source.parent.name, name))
+        context["attnmath_zip"] = f"{pagename}.zip"
+    elif zipped.exists():
+        zipped.unlink()
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
@@ -184,25 +206,150 @@ def lighten_pages(app, exception):
     lighten_static(outdir)
 
 
-def drop_print_button(app, pagename, templatename, context, doctree):
-    """The download menu's ".pdf" entry printed one page with clipped code; the whole book is a
-    PDF of its own (``make pdf``)."""
-    for group in context.get("header_buttons") or []:
-        buttons = group.get("buttons") if isinstance(group, dict) else None
-        if buttons:
-            group["buttons"] = [b for b in buttons if "pdf" not in str(b.get("icon", ""))]
+def download_menu(app, pagename, templatename, context, doctree):
+    """The download menu: a chapter's notebook, its ``.zip`` (notebook and data) and its MyST
+    notebook; no ".pdf" entry (the browser's print of one page with clipped code; the whole book
+    is a PDF of its own, ``make pdf``) and no source of a page that is not a notebook. Sphinx
+    copies no page source over the MyST notebook written here (``sourcename`` emptied)."""
+    notebook = context.get("ipynb_source")
+    for group in list(context.get("header_buttons") or []):
+        if not isinstance(group, dict) or group.get("label") != "download-buttons":
+            continue
+        kept = []
+        for button in group.get("buttons") or []:
+            kind = button.get("label")
+            if kind == "download-source-button" and notebook:
+                kept.append({**button, "text": ".md", "tooltip": "Download as a MyST notebook (jupytext)"})
+            elif kind == "download-notebook-button":
+                kept.append({**button, "tooltip": "Download the notebook"})
+                if context.get("attnmath_zip"):
+                    kept.append({**button, "url": button["url"][:-len(".ipynb")] + ".zip", "text": ".zip",
+                                 "icon": "fas fa-file", "label": "download-zip-button",
+                                 "tooltip": "Download the notebook with the data it reads"})
+        group["buttons"] = kept
+        if not kept:
+            context["header_buttons"].remove(group)
+    context["sourcename"] = ""
+
+
+#: The logos sphinx-book-theme ships for its launch buttons (in its _static/images).
+_LOGOS = {"Binder": "logo_binder.svg", "JupyterHub": "logo_jupyterhub.svg", "Colab": "logo_colab.png"}
+
+
+def public_repository(url: str, branch: str = "main", path: str = "", launch: dict | None = None,
+                      pages_branch: str = "gh-pages") -> dict:
+    """What the book links to in its public repository ``url`` (``https://github.com/org/repo``):
+    the pip requirement that installs the library from it, the address of its raw files, and
+    the launch settings (``binderhub_url``, ``jupyterhub_url``, ``colab_url``); ``{}`` without a
+    URL. ``path``: the book's folder in the repository; ``pages_branch``: the branch the built
+    book is published to (``ghp-import -n -p -f _build/html``), where Colab finds the notebooks."""
+    url = (url or "").strip().rstrip("/").removesuffix(".git")
+    if not url:
+        return {}
+    if not re.match(r"^https?://[^/]+/", url):
+        raise ValueError(f"repository: url: {url!r} is not the http(s) address of a repository")
+    match = re.match(r"^https://(github\.com|gitlab\.com)/([^/]+)/([^/]+)$", url)
+    provider, org, repo = (match.group(1).split(".")[0], match.group(2), match.group(3)) if match else ("git", "", "")
+    path = path.strip("/") + "/" if path.strip("/") else ""
+    raw = {"github": f"https://raw.githubusercontent.com/{org}/{repo}/{branch}/{path}",
+           "gitlab": f"{url}/-/raw/{branch}/{path}"}.get(provider)
+    subdirectory = f"#subdirectory={path.rstrip('/')}" if path else ""
+    return {"url": url, "provider": provider, "org": org, "repo": repo, "branch": branch, "path": path,
+            "pages_branch": pages_branch, "raw": raw, "install": f"attnmath @ git+{url}@{branch}{subdirectory}",
+            "launch": {k: str(v).rstrip("/") for k, v in (launch or {}).items() if str(v or "").strip()}}
+
+
+def launch_links(repository: dict, docname: str) -> dict[str, str]:
+    """The launch URLs of the chapter ``docname`` (``book/01_softmax``), by service. Binder and
+    JupyterHub (nbgitpuller) open the chapter's MyST source as a notebook (Jupytext, in the
+    Notebook interface) in the repository's environment, where everything the book runs is;
+    Colab, which opens only ``.ipynb`` files from GitHub, opens the downloadable notebook on the
+    branch the built book is published to."""
+    from urllib.parse import quote, urlencode
+
+    launch, links = repository.get("launch") or {}, {}
+    opened = f"notebooks/{repository.get('path', '')}{docname}.md?factory=Jupytext%20Notebook"
+    if launch.get("binderhub_url") and repository["provider"] in ("github", "gitlab", "git"):
+        where = {"github": f"gh/{repository['org']}/{repository['repo']}",
+                 "gitlab": f"gl/{repository['org']}%2F{repository['repo']}"}.get(
+                     repository["provider"], f"git/{quote(repository['url'], safe='')}")
+        links["Binder"] = f"{launch['binderhub_url']}/v2/{where}/{repository['branch']}?urlpath={quote(opened, safe='')}"
+    if launch.get("jupyterhub_url"):
+        folder = repository["url"].rsplit("/", 1)[-1]
+        query = urlencode({"repo": repository["url"], "branch": repository["branch"],
+                           "urlpath": f"notebooks/{folder}/{repository.get('path', '')}{docname}.md"
+                                      "?factory=Jupytext Notebook"})
+        links["JupyterHub"] = f"{launch['jupyterhub_url']}/hub/user-redirect/git-pull?{query}"
+    if launch.get("colab_url") and repository["provider"] == "github":
+        links["Colab"] = (f"{launch['colab_url']}/github/{repository['org']}/{repository['repo']}/blob/"
+                          f"{repository['pages_branch']}/_sources/{docname}.ipynb")
+    return links
+
+
+def launch_buttons(app, pagename, templatename, context, doctree):
+    """A chapter's launch menu, when the book names a public repository."""
+    repository = (app.config.html_context or {}).get("attnmath_repository") or {}
+    if not repository or not context.get("ipynb_source"):
+        return
+    links = launch_links(repository, pagename)
+    if links:
+        context["header_buttons"].append({
+            "type": "group", "tooltip": "Run this chapter", "icon": "fas fa-rocket", "label": "launch-buttons",
+            "buttons": [{"type": "link", "text": service, "url": url, "tooltip": f"Run this chapter on {service}",
+                         "icon": f"_static/images/{_LOGOS[service]}"} for service, url in links.items()]})
+
+
+class launch_reference(nodes.Inline, nodes.TextElement):
+    """``{launch}`Binder <01_softmax>```: a link that runs a chapter, made when the page is
+    written (:func:`resolve_launch_references`), or its text alone without a public repository."""
+
+
+def launch_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    match = re.match(r"^(?P<service>.+?)\s*<(?P<target>[^<>]+)>$", text.strip())
+    if not match:
+        message = inliner.reporter.error(f"{{launch}}`{text}`: write it as `Binder <01_softmax>`", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, message)], [message]
+    docname = inliner.document.settings.env.docname
+    target = posixpath.normpath(posixpath.join(posixpath.dirname(docname), match["target"]))
+    node = launch_reference(rawtext, match["service"], service=match["service"], docname=target)
+    return [node], []
+
+
+def resolve_launch_references(app, doctree, fromdocname):
+    repository = (app.config.html_context or {}).get("attnmath_repository") or {}
+    for node in list(doctree.findall(launch_reference)):
+        url = launch_links(repository, node["docname"]).get(node["service"]) if repository else None
+        if url:
+            node.replace_self(nodes.reference(node.astext(), node.astext(), refuri=url))
+        else:
+            node.replace_self(nodes.Text(node.astext()))
+
+
+def _pages_branch(app) -> str:
+    """``repository: pages_branch:`` of ``_config.yml`` (Jupyter Book passes on only its own keys)."""
+    import yaml
+
+    path = Path(app.srcdir) / "_config.yml"
+    settings = yaml.safe_load(path.read_text()) if path.exists() else {}
+    return str(((settings or {}).get("repository") or {}).get("pages_branch") or "gh-pages")
 
 
 def repository_buttons(app, config):
-    """With a repository URL the repository button; without one, no button that needs it."""
+    """With a repository URL the repository button and this extension's launch buttons (never the
+    theme's, which open a MyST chapter in Colab); without one, no button that needs it."""
     options = config.html_theme_options
-    if options.get("repository_url"):
+    repository = public_repository(options.get("repository_url", ""), options.get("repository_branch") or "main",
+                                   options.get("path_to_docs", ""), options.get("launch_buttons"),
+                                   _pages_branch(app))
+    options["launch_buttons"] = {}
+    config.html_context = {**(config.html_context or {}), "attnmath_repository": repository}
+    if repository:
         options["use_repository_button"] = True
+        app.tags.add("public_repository")
         return
     for key in ("use_repository_button", "use_issues_button", "use_edit_page_button",
                 "use_source_button"):
         options[key] = False
-    options["launch_buttons"] = {}
 
 
 def setup(app):
@@ -212,10 +359,15 @@ def setup(app):
     app.connect("html-page-context", add_cached_outputs, priority=400)
     app.connect("html-page-context", make_standalone, priority=450)
     app.connect("html-page-context", image_sizes)
-    app.connect("html-page-context", drop_print_button, priority=600)
+    app.connect("html-page-context", download_menu, priority=600)
+    app.connect("html-page-context", launch_buttons, priority=600)
     # after pydata-sphinx-theme writes pygments.css (build-finished, priority 500)
     app.connect("build-finished", lighten_pages, priority=900)
     app.connect("config-inited", repository_buttons, priority=900)
+    app.add_node(launch_reference)
+    app.add_role("launch", launch_role)
+    app.connect("doctree-resolved", resolve_launch_references)
     # the formulas typeset at build time (Node.js and npm mathjax-full, when they are here)
     app.setup_extension("attnmath_mathjax")
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+    # env_version 2: the chapters' notebooks in jupyter_execute/ are no longer converted in place
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 2}

@@ -1,19 +1,35 @@
-"""The chapter notebook a reader downloads, made to run on its own in JupyterLab.
+"""The chapter notebook a reader downloads: the page as JupyterLab shows it, and code that runs on
+its own.
 
 A chapter's source is MyST Markdown: its Markdown cells hold Sphinx directives (``literalinclude``,
-``prf:theorem``, ``exercise``, admonitions), roles (``{cite:p}``, ``{eq}``, ``{ref}``) and the
+``prf:theorem``, ``exercise``, admonitions), roles (``{cite:p}``, ``{eq}``, ``{glue:text}``) and the
 book's TeX macros, none of which JupyterLab knows. :func:`standalone_notebook` rewrites those
-cells as plain Markdown: includes expanded into code blocks (laid out as on the page), theorem,
-exercise and admonition blocks as bold-titled paragraphs or quotes, roles as their text (equation
-references as the equation's number), and the macros defined in a first cell. Code cells keep
-their code; the book's figure style, imported from ``book/figstyle.py``, is copied into the cell
-that imports it, so the notebook needs no file beside it.
+cells as plain Markdown that reads as the page does:
+
+- the values the chapter's code glues into its text are written in, formatted as on the page
+  (read from the executed notebook's outputs);
+- theorems, exercises, figures and equations carry the numbers of the page ("Theorem 3.1",
+  "Exercise 1.1", "Fig. 3.2", "Eq. 3.4"), and references to them read the same; a figure's
+  caption follows its cell;
+- includes are expanded into code blocks (laid out as on the page), admonitions become quotes,
+  citations read "Vaswani et al. (2017)", and the macros are defined in a first cell.
+
+What the book's build gives its chapters travels in one folded cell: the figure style
+(``book/figstyle.py``) and a stand-in for myst-nb's ``glue``, so the notebook needs no file of the
+book. The data files a chapter reads (``book/data``, ``bench/results``) travel as files: the
+chapter's ``.zip`` download holds the notebook and its files laid out as the repository, and a
+short first code cell finds them there, fetches them from the public repository when the book
+names one, or says where to get them.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import posixpath
 import re
+import textwrap
+import zipfile
 from pathlib import Path
 
 from attnmath_listing import fit_code, strip_docstrings
@@ -29,14 +45,21 @@ _LABELLED = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$")
 _PROOF_KINDS = {"algorithm", "assumption", "axiom", "conjecture", "corollary", "criterion",
                 "definition", "example", "lemma", "observation", "property", "proposition",
                 "remark", "theorem"}
+#: Directives that only the page shows: the interactive figures (their static figure is in the
+#: notebook), lists the build fills in.
+_PAGE_ONLY = {"interactive", "bibliography", "nb-exec-table", "tableofcontents"}
 
 
 class Resolver:
-    """Numbers and titles of the book's labels, read from the Sphinx environment if given."""
+    """Numbers, titles and glued values of the book's labels, read from the Sphinx environment
+    ``env`` (of the page ``docname``) and the executed notebook's ``glue`` values if given."""
 
-    def __init__(self, env=None, bibliography: Path | None = None):
+    def __init__(self, env=None, bibliography: Path | None = None, glue: dict | None = None,
+                 docname: str | None = None):
         self.env = env
         self.bibliography = bibliography  # a BibTeX file: citations as "Bridle (1990)"
+        self.glue = dict(glue or {})  # glue key -> its text/plain output
+        self.docname = docname
         self._labels: dict[str, str] | None = None
 
     def citation(self, key: str) -> tuple[str, str]:
@@ -54,6 +77,7 @@ class Resolver:
         return (names, year) if names else (key, "")
 
     def equation(self, label: str) -> str:
+        """An equation's number, "3.4"; the label when it is not known."""
         env = self.env
         try:
             docname, _ = env.get_domain("math").equations[label]
@@ -62,12 +86,88 @@ class Resolver:
         except (AttributeError, KeyError, TypeError):
             return label
 
+    def equation_reference(self, label: str) -> str:
+        """A reference to an equation as the page writes it (``math_eqref_format``: "Eq. 3.4")."""
+        number = self.equation(label)
+        form = getattr(getattr(self.env, "config", None), "math_eqref_format", None) or "({number})"
+        return form.format(number=number)
+
+    def number(self, label: str) -> tuple[str, str] | None:
+        """``("Theorem %s", "3.1")`` for a theorem (any sphinx-proof kind), an exercise or a
+        figure of the book; None when the label is not one of them or has no number."""
+        env = self.env
+        if env is None or not label:
+            return None
+        proof = (getattr(env, "proof_list", None) or {}).get(label)
+        exercise = (getattr(env, "sphinx_exercise_registry", None) or {}).get(label)
+        if proof:
+            form, doc, counter = proof["realtype"].title() + " %s", proof["docname"], proof["countertype"]
+        elif exercise:
+            form, doc, counter = "Exercise %s", exercise["docname"], "exercise"
+        else:
+            try:
+                doc, label, _ = env.get_domain("std").labels[label]
+            except (AttributeError, KeyError):
+                return None
+            form, counter = (env.config.numfig_format or {}).get("figure", "Fig. %s"), "figure"
+        numbers = getattr(env, "toc_fignumbers", {}).get(doc, {}).get(counter, {}).get(label)
+        return (form, ".".join(map(str, numbers))) if numbers else None
+
+    def numbered(self, label: str) -> str | None:
+        """"Theorem 3.1", "Exercise 1.1", "Fig. 3.2"; None when the label has no number."""
+        found = self.number(label)
+        return found[0] % found[1] if found else None
+
     def title(self, label: str) -> str:
+        """A section's title (a figure's caption); else its number; else the label itself."""
         try:
-            labels = self.env.get_domain("std").labels
-            return labels[label][2] or label
+            return self.env.get_domain("std").labels[label][2] or label
         except (AttributeError, KeyError):
-            return label
+            return self.numbered(label) or label
+
+    def document_title(self, target: str) -> str:
+        """The title of the page ``target`` (a path relative to this page, as ``{doc}`` takes)."""
+        here = posixpath.dirname(self.docname or "")
+        docname = target.lstrip("/") if target.startswith("/") else posixpath.normpath(posixpath.join(here, target))
+        try:
+            return self.env.titles[docname].astext()
+        except (AttributeError, KeyError):
+            return target
+
+    def glued(self, body: str) -> str | None:
+        """A ``{glue:text}`key:format``` value as the page shows it; None when not glued."""
+        key, _, spec = body.partition(":")
+        if key not in self.glue:
+            return None
+        from myst_nb.core.variables import format_plain_text
+
+        return format_plain_text(self.glue[key], spec)
+
+
+def glue_values(nb) -> dict[str, str]:
+    """The ``text/plain`` of every value the executed notebook ``nb`` glued, by its key."""
+    values = {}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            record = (output.get("metadata") or {}).get("scrapbook")
+            text = (output.get("data") or {}).get(f"{(record or {}).get('mime_prefix', '')}text/plain")
+            if record and text is not None:
+                values[record["name"]] = text
+    return values
+
+
+def _reference(role: str, text: str | None, target: str, resolver: Resolver) -> str:
+    """A cross-reference as the page shows it: numbered blocks by their number."""
+    found = resolver.number(target) if role in ("numref", "prf:ref", "thm", "ref") else None
+    if role == "numref" and found and text:
+        return text.replace("%s", found[1]).replace("{number}", found[1])
+    if text:
+        return text
+    if role == "doc":
+        return resolver.document_title(target)
+    if found and role != "ref":
+        return found[0] % found[1]
+    return resolver.title(target)
 
 
 def _role(match, resolver: Resolver) -> str:
@@ -76,15 +176,20 @@ def _role(match, resolver: Resolver) -> str:
     text, target = (labelled.group("text"), labelled.group("target")) if labelled else (None, body)
     if role == "math":
         return f"${body}$"
+    if role in ("glue", "glue:", "glue:text"):
+        value = resolver.glued(body)
+        return body if value is None else value  # left as it was: the download test names it
     if role == "eq":
-        return f"({resolver.equation(target)})"
+        return resolver.equation_reference(target)
     if role.startswith("cite"):
         cited = [resolver.citation(k.strip()) for k in body.split(",") if k.strip()]
         if role == "cite:t":
             return "; ".join(f"{names} ({year})" if year else names for names, year in cited)
         return "(" + "; ".join(f"{names}, {year}" if year else names for names, year in cited) + ")"
-    if role in ("ref", "numref", "prf:ref", "doc"):
-        return text or resolver.title(target)
+    if role in ("ref", "numref", "prf:ref", "thm", "doc"):
+        return _reference(role, text, target, resolver)
+    if role == "download":
+        return text or posixpath.basename(target)
     if text is not None:
         return text
     return f"`{body}`" if role in ("py:obj", "py:func", "py:class", "mod") else body
@@ -116,8 +221,55 @@ def _listing(path: Path, options: dict) -> str:
         node = next(n for n in ast.iter_child_nodes(node) if getattr(n, "name", None) == part)
     first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
     code = "\n".join(source.splitlines()[first - 1:node.end_lineno]) + "\n"
-    import textwrap
     return fit_code(strip_docstrings(textwrap.dedent(code)))
+
+
+def _with_end_mark(lines: list[str]) -> list[str]:
+    """A proof's lines with the end-of-proof mark after its last sentence (on a line of its own
+    after a display, a list or a code block)."""
+    lines = list(lines)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    last = lines[-1].strip() if lines else ""
+    if last and not last.startswith(("$$", "```", ">", "|", "-", "*", "<")) and not last.endswith("$$"):
+        lines[-1] += r" $\square$"
+        return lines
+    return [*lines, "", r"$\square$"]
+
+
+def _theorem_status(options: dict) -> list[str]:
+    from attnmath_theorems import STATUS_PARTS
+
+    return [" ".join(f"*{STATUS_PARTS[part].capitalize()}:* {value.rstrip('.')}."
+                     for part, value in options.items() if part in STATUS_PARTS)]
+
+
+def _directive(name: str, arg: str, options: dict, body: list[str], folder: Path,
+               resolver: Resolver) -> list[str]:
+    """The Markdown lines of one directive (its body converted already, except code)."""
+    kind = name.split(":")[-1]
+    inner = _convert_lines(body, folder, resolver)
+    if name == "literalinclude":
+        return ["```python", *_listing((folder / arg).resolve(), options).rstrip("\n").split("\n"), "```"]
+    if name == "math":
+        label = options.get("label")
+        return ["$$", *body, *([rf"\tag{{{resolver.equation(label)}}}"] if label else []), "$$"]
+    if name in ("code-block", "code", "code-cell"):
+        return [f"```{arg or 'python'}", *body, "```"]
+    if name.startswith("prf:") and kind == "proof":
+        return ["*Proof.*", "", *_with_end_mark(inner)]
+    if name.startswith("prf:") and kind in _PROOF_KINDS or name == "exercise":
+        heading = resolver.numbered(options.get("label", "")) or kind.capitalize()
+        return [f"**{heading}{f' ({arg})' if arg else ''}.**", "", *inner]
+    if name == "solution":
+        of = resolver.numbered(arg)
+        return [f"<details><summary>Solution{f' to {of}' if of else ''}</summary>", "", *inner, "", "</details>"]
+    if name == "theorem-status":
+        return _theorem_status(options)
+    if name in _PAGE_ONLY:
+        return []
+    title = arg or kind.capitalize()  # admonition, note, tip, ...: a quotation, its title in bold
+    return [f"> **{title}**", ">", *[f"> {x}" if x else ">" for x in inner]]
 
 
 def _convert_lines(lines: list[str], folder: Path, resolver: Resolver) -> list[str]:
@@ -132,29 +284,9 @@ def _convert_lines(lines: list[str], folder: Path, resolver: Resolver) -> list[s
             i += 1
             continue
         name, arg, options, body, i = _parse_block(lines, i)
-        inner = _convert_lines(body, folder, resolver)
-        kind = name.split(":")[-1]
-        if name == "literalinclude":
-            out += ["```python", *_listing((folder / arg).resolve(), options).rstrip("\n").split("\n"), "```"]
-        elif name == "math":
-            label = options.get("label")
-            tag = [rf"\tag{{{resolver.equation(label)}}}"] if label else []
-            out += ["$$", *body, *tag, "$$"]
-        elif name in ("code-block", "code", "code-cell"):
-            out += [f"```{arg or 'python'}", *body, "```"]
-        elif name.startswith("prf:") and kind == "proof":
-            out += ["*Proof.*", "", *inner, "", "$\\square$"]
-        elif name.startswith("prf:") and kind in _PROOF_KINDS or name == "exercise":
-            title = f"**{kind.capitalize()}{f' ({arg})' if arg else ''}.**"
-            out += [title, "", *inner]
-        elif name == "solution":
-            out += ["<details><summary>Solution</summary>", "", *inner, "", "</details>"]
-        elif name in ("bibliography", "nb-exec-table", "tableofcontents"):
-            continue
-        else:  # admonition, note, tip, ...: a quotation with its title in bold
-            title = arg or kind.capitalize()
-            out += [f"> **{title}**", ">", *[f"> {x}" if x else ">" for x in inner]]
-        out.append("")
+        block = _directive(name, arg, options, body, folder, resolver)
+        if block:
+            out += [*block, ""]
     return [_ROLE.sub(lambda m: _role(m, resolver), line) for line in out]
 
 
@@ -164,6 +296,18 @@ def markdown_cell(source: str, folder: Path, resolver: Resolver | None = None) -
     text = "\n".join(lines)
     text = re.sub(r"^(\$\$)\s*\([\w:.-]+\)\s*$", r"\1", text, flags=re.M)  # $$ (label)
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+
+
+def figure_caption(cell, folder: Path, resolver: Resolver) -> str | None:
+    """The caption of a code cell's figure (myst-nb's ``figure`` metadata) as the page shows it
+    under the figure, "**Fig. 3.2.** ..."; None for a cell without one."""
+    figure = (cell.get("metadata", {}).get("mystnb") or {}).get("figure") or {}
+    caption = str(figure.get("caption") or "").strip()
+    if not caption:
+        return None
+    text = markdown_cell(caption, folder, resolver)
+    name = resolver.numbered(str(figure.get("name") or ""))
+    return f"**{name}.** {text}" if name else f"*{text}*"
 
 
 def macro_definitions(macros: dict) -> str:
@@ -178,7 +322,6 @@ def macro_definitions(macros: dict) -> str:
 
 
 DATA_FOLDERS = ("book/data", "bench/results")  # the repository's folders of files chapters read
-DATA_ROOT = "ATTNMATH_DATA_ROOT"  # where the data cell of a downloaded notebook writes them
 
 
 def data_files(code: str, root: Path) -> dict[str, bytes]:
@@ -192,72 +335,215 @@ def data_files(code: str, root: Path) -> dict[str, bytes]:
     return found
 
 
-def data_cell(files: dict[str, bytes], chapter_folder: str) -> str:
-    """Code that writes ``files`` into a folder beside the notebook, laid out as the repository,
-    and works from its ``chapter_folder`` (``book``), as the chapter does when the book is built.
-    Run twice, it writes to the same folder (kept in the kernel's environment)."""
-    import base64
-    import zlib
+_DATA_CELL = '''\
+# The data files this chapter reads, laid out as in the course's repository.
+# They come beside this notebook in the chapter's .zip download; where they
+# are not found, they are fetched from the repository when the book names one.
+# The chapter's code then runs from its folder, {chapter}/.
+import os
+import urllib.request
+from pathlib import Path
 
-    packed = "".join(f"    {name!r}: {base64.b64encode(zlib.compress(data, 9)).decode()!r},\n"
-                     for name, data in sorted(files.items()))
-    return ("# The data files this chapter reads, carried in the notebook so that it runs on its own:\n"
-            "# written into a folder beside it laid out as the book's repository, whose chapter folder\n"
-            "# becomes the working folder, as when the book is built.\n"
-            "import base64, os, zlib\nfrom pathlib import Path\n\n"
-            f"_files = {{\n{packed}}}\n"
-            f"_root = Path(os.environ.setdefault({DATA_ROOT!r}, str(Path.cwd() / 'attnmath-data')))\n"
-            "for _name, _data in _files.items():\n"
-            "    (_root / _name).parent.mkdir(parents=True, exist_ok=True)\n"
-            "    (_root / _name).write_bytes(zlib.decompress(base64.b64decode(_data)))\n"
-            f"for _folder in {sorted({chapter_folder, *(f.split('/')[0] for f in DATA_FOLDERS)})!r}:\n"
-            "    (_root / _folder).mkdir(parents=True, exist_ok=True)\n"
-            f"os.chdir(_root / {chapter_folder!r})")
+DATA_FILES = {files!r}
+DATA_SOURCE = {source!r}  # the repository's raw files
+_here = Path.cwd().resolve()
+_root = next((p for p in (_here, *_here.parents)
+              if all((p / f).is_file() for f in DATA_FILES)), None)
+if _root is None and DATA_SOURCE:
+    _root = _here / "attnmath-data"
+    for _name in DATA_FILES:
+        (_root / _name).parent.mkdir(parents=True, exist_ok=True)
+        urllib.request.urlretrieve(DATA_SOURCE + _name, _root / _name)
+if _root is None:
+    raise FileNotFoundError(
+        f"This chapter reads {{', '.join(DATA_FILES)}}, not found in {{_here}} "
+        "or above it. They come with the chapter's .zip download (the book's "
+        "download menu): unpack it and open {notebook} there.")
+for _folder in {folders!r}:
+    (_root / _folder).mkdir(parents=True, exist_ok=True)
+os.chdir(_root / {chapter!r})'''
 
 
-def inline_figstyle(source: str, style: str) -> str:
-    """``source`` with every import of the book's ``figstyle`` module (one line, or a parenthesised
-    import over several) replaced by the module's text ``style``, so a download needs no file of
-    the book."""
+def data_cell(files, chapter_folder: str, notebook: str, source: str | None = None) -> str:
+    """Code that finds the data ``files`` (paths in the repository) beside the notebook, laid out
+    as the repository, or fetches them from ``source`` (the repository's raw files, a URL ending
+    in ``/``), and works from the ``chapter_folder`` (``book``) as the chapter does when the book
+    is built; without either, it stops with what to download. Run twice, it finds them again."""
+    folders = sorted({chapter_folder, *(f.split("/")[0] for f in DATA_FOLDERS)})
+    return _DATA_CELL.format(files=sorted(files), source=source, folders=folders,
+                             chapter=chapter_folder, notebook=f"{chapter_folder}/{notebook}")
+
+
+def chapter_zip(notebook_json: str, notebook: str, files: dict[str, bytes], chapter_folder: str,
+                top: str) -> bytes:
+    """The chapter's ``.zip`` download: in one folder ``top``, the notebook in its chapter folder
+    and the data files at their paths in the repository, so that it runs where it is unpacked."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(f"{top}/{chapter_folder}/{notebook}", notebook_json)
+        for name, data in sorted(files.items()):
+            archive.writestr(f"{top}/{name}", data)
+    return buffer.getvalue()
+
+
+#: myst-nb's ``glue`` as a downloaded notebook needs it: the values are in its text already.
+GLUE_STAND_IN = '''\
+def glue(name, value, display=True):
+    """myst-nb's glue: the book pastes the value into its text (this notebook's text holds it
+    written in). Here it only shows the value, when asked to."""
+    if display:
+        from IPython.display import display as show
+        show(value)'''
+
+#: What the book's build gives a chapter's code, by module: the names a stand-in provides (None:
+#: the whole module, the file ``book/<module>.py``).
+BOOK_MODULES = {"figstyle": None, "myst_nb": {"glue"}}
+
+
+def _imported(node, modules: dict) -> str | None:
+    """The module of ``modules`` that the import statement ``node`` takes its names from."""
+    if isinstance(node, ast.ImportFrom) and node.module in modules:
+        provided = modules[node.module]
+        if provided is None or {alias.name for alias in node.names} <= provided:
+            return node.module
+    if isinstance(node, ast.Import):
+        return next((a.name for a in node.names if a.name in modules and modules[a.name] is None), None)
+    return None
+
+
+def _dropped(module: str) -> str:
+    return f"# {module}: in the folded cell at the top"
+
+
+def drop_imports(source: str, modules: dict = BOOK_MODULES) -> tuple[str, set[str]]:
+    """``source`` without its imports of the book's ``modules`` (one line, or a parenthesised
+    import over several), each replaced by a comment; the modules it imported."""
+    found = set()
     try:
         tree = ast.parse(source)
     except SyntaxError:  # a cell with IPython syntax: one-line imports only
-        return re.sub(r"^from figstyle import [^(\n]*$|^import figstyle$", lambda m: style, source, flags=re.M)
+        def drop(match):
+            module = _imported(ast.parse(match.group(0)).body[0], modules)
+            found.add(module or "")
+            return _dropped(module) if module else match.group(0)
+
+        names = "|".join(map(re.escape, modules))
+        kept = re.sub(rf"^(?:from (?:{names}) import [^(\n]*|import (?:{names}))$", drop, source, flags=re.M)
+        return kept, found - {""}
     lines = source.splitlines(keepends=True)
     for node in reversed(tree.body):
-        imported = (isinstance(node, ast.ImportFrom) and node.module == "figstyle") or (
-            isinstance(node, ast.Import) and any(alias.name == "figstyle" for alias in node.names))
-        if imported:
-            lines[node.lineno - 1:node.end_lineno] = [style + "\n"]
-    return "".join(lines)
+        module = _imported(node, modules)
+        if module:
+            found.add(module)
+            lines[node.lineno - 1:node.end_lineno] = [_dropped(module) + "\n"]
+    return "".join(lines), found
 
 
-def standalone_notebook(nb, folder: Path, macros: dict, resolver: Resolver | None = None):
-    """Convert ``nb`` (a chapter read from MyST, ``folder``: its source folder) in place."""
+def helpers_cell(modules: set[str], folder: Path) -> str:
+    """The code of the folded cell that stands in for the book's ``modules``."""
+    parts = ["# What the book's build gives its chapters, so that this notebook needs no\n"
+             "# file of the book: its figure style (book/figstyle.py) and myst-nb's glue."]
+    if "figstyle" in modules:
+        parts.append((folder / "figstyle.py").read_text().rstrip())
+    if "myst_nb" in modules:
+        parts.append(GLUE_STAND_IN)
+    return "\n\n\n".join(parts)
+
+
+def inline_book_modules(nb, folder: Path) -> None:
+    """Replace the imports of the book's modules by one folded cell before the first cell that
+    imports them."""
+    import nbformat
+
+    modules = {k: v for k, v in BOOK_MODULES.items() if v is not None or (folder / f"{k}.py").exists()}
+    first, needed = None, set()
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        cell.source, found = drop_imports(cell.source, modules)
+        if found and first is None:
+            first = index
+        needed |= found
+    if first is None:
+        return
+    helpers = nbformat.v4.new_code_cell(helpers_cell(needed, folder))
+    helpers.metadata["jupyter"] = {"source_hidden": True}  # folded in JupyterLab
+    nb.cells.insert(first, helpers)
+
+
+def install_cell(install: str) -> str:
+    """The first code cell when the library can be installed from a public repository (Colab
+    and other fresh environments); it installs nothing where ``attnmath`` is installed."""
+    return ("# The course's library, attnmath: installed from the course's repository\n"
+            "# where it is missing (Colab, a fresh environment).\n"
+            "import importlib.util\n\n"
+            "if importlib.util.find_spec(\"attnmath\") is None:\n"
+            f"    %pip install --quiet \"{install}\"")
+
+
+def _introduction(macros: dict, install: str | None):
+    import nbformat
+
+    how = (f"`pip install \"{install}\"`, which the first code cell does where it is missing" if install
+           else "`pip install -r requirements.txt` in the course's repository, or `make lab`")
+    note = ("*This notebook is a chapter of the book* The Mathematics of Attention*, with the numbers "
+            "its code computes written into its text as the book shows them. It runs with the "
+            f"course's library `attnmath` installed ({how}).*")
+    if macros:
+        note += " $" + macro_definitions(macros) + "$"
+    return nbformat.v4.new_markdown_cell(note)
+
+
+def standalone_notebook(nb, folder: Path, macros: dict, resolver: Resolver | None = None,
+                        repository: dict | None = None, name: str = "chapter"):
+    """Convert ``nb`` (the chapter ``name`` read from MyST and executed, ``folder``: its source
+    folder) in place. ``repository``: ``{"install": pip requirement, "raw": URL of its raw files}`` of the
+    public repository, if the book names one. The paths of the data files it reads are kept in
+    its metadata (``nb.metadata[MARK]["data"]``)."""
     import nbformat
 
     if nb.metadata.get(MARK):
         return nb
+    repository = repository or {}
     resolver = resolver or Resolver()
     if resolver.bibliography is None:
         resolver.bibliography = folder / "references.bib"
-    style = folder / "figstyle.py"
+    resolver.glue = {**glue_values(nb), **resolver.glue}
+    cells = []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = markdown_cell(cell.source, folder, resolver)
-        elif cell.cell_type == "code" and style.exists():
-            cell.source = inline_figstyle(cell.source, style.read_text().rstrip())
-    if macros:
-        note = ("*This notebook is a chapter of the book* The Mathematics of Attention. *It needs "
-                "the `attnmath` library installed.* $" + macro_definitions(macros) + "$")
-        nb.cells.insert(0, nbformat.v4.new_markdown_cell(note))
-    root = folder.parent
+            if not cell.source.strip():  # only what the page alone shows (an interactive figure)
+                continue
+        cells.append(cell)
+        caption = figure_caption(cell, folder, resolver) if cell.cell_type == "code" else None
+        if caption:
+            cells.append(nbformat.v4.new_markdown_cell(caption))
+    nb.cells = cells
+    inline_book_modules(nb, folder)
+    root, chapter = folder.parent, folder.name
     files = data_files("\n".join(c.source for c in nb.cells if c.cell_type == "code"), root)
+    top = [_introduction(macros, repository.get("install"))] if macros else []
+    if repository.get("install"):
+        top.append(nbformat.v4.new_code_cell(install_cell(repository["install"])))
     if files:
-        cell = nbformat.v4.new_code_cell(data_cell(files, folder.relative_to(root).as_posix()))
-        # not on the chapter's page (remove-cell); folded in JupyterLab (source_hidden)
-        cell.metadata["tags"] = ["remove-cell"]
-        cell.metadata["jupyter"] = {"source_hidden": True}
-        nb.cells.insert(1 if macros else 0, cell)
-    nb.metadata[MARK] = True
+        top.append(nbformat.v4.new_code_cell(data_cell(files, chapter, f"{name}.ipynb", repository.get("raw"))))
+    nb.cells[:0] = top
+    nb.metadata[MARK] = {"data": sorted(files)}
     return nb
+
+
+def myst_text(nb) -> str:
+    """The standalone notebook ``nb`` as a MyST Markdown notebook (jupytext), without outputs:
+    the ``.md`` download, which jupytext opens as a notebook."""
+    import copy
+
+    import jupytext
+
+    plain = copy.deepcopy(nb)
+    for cell in plain.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    plain.metadata.pop("source_map", None)
+    plain.metadata.pop(MARK, None)
+    return jupytext.writes(plain, fmt="md:myst")

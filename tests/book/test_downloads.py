@@ -1,5 +1,7 @@
-"""What a reader takes away from the built book: a chapter notebook that runs on its own in
-JupyterLab, and the exercise notebooks (the whole book as a PDF: tests/book/test_pdf.py)."""
+"""What a reader takes away from the built book: a chapter notebook that reads as its page and runs
+on its own in JupyterLab (with its data files in a .zip), its MyST twin, and the exercise notebooks
+(the whole book as a PDF: tests/book/test_pdf.py; the conversion without a build:
+tests/book/test_notebook_data.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -17,8 +20,11 @@ from build import ROOT, book_html, is_notebook, toc_files  # tests/book/build.py
 pytestmark = pytest.mark.slow
 
 CHAPTERS = [d for d in toc_files() if re.match(r"book/\d\d_", d) and is_notebook(d)]
-MYST = re.compile(r"^(`{3,}|:{3,})\{[\w:-]+\}|\{(cite|ref|eq|numref|doc|prf:ref|download|math)"
-                  r"(:\w+)?\}`|^\([\w:.-]+\)=\s*$", re.M)
+MYST = re.compile(r"^(`{3,}|:{3,})\{[\w:-]+\}|\{[\w:-]+\}`[^`]*`|^\([\w:.-]+\)=\s*$", re.M)
+#: What a placeholder left by the build looks like: "??" of an unresolved reference, a MyST
+#: substitution, a long base64 run (data carried in a cell instead of as a file).
+PLACEHOLDER = re.compile(r"\?\?|\{\{[^}]*\}\}|[A-Za-z0-9+/]{200,}")
+NUMBERED = re.compile(r"^(?:`{3,}|:{3,})\{(prf:(?!proof)\w+|exercise)\}[^\n]*\n:label:\s*(\S+)", re.M)
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +32,9 @@ def built(tmp_path_factory):
     return book_html(tmp_path_factory)
 
 
-def _downloaded(built: Path, doc: str) -> Path:
-    path = built / "_sources" / f"{doc}.ipynb"
-    assert path.exists(), f"the download menu's notebook {path.relative_to(built)} is missing"
+def _downloaded(built: Path, doc: str, suffix: str = ".ipynb") -> Path:
+    path = built / "_sources" / f"{doc}{suffix}"
+    assert path.exists(), f"the download menu's {suffix} {path.relative_to(built)} is missing"
     return path
 
 
@@ -39,21 +45,65 @@ def _macros() -> set[str]:
     return set(config["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"])
 
 
+def leftovers(text: str, source: str) -> list[str]:
+    """What of the chapter's MyST ``source`` is left unrendered in a download's ``text``: glue
+    names, roles, directives, targets, labels, placeholders, BibTeX keys."""
+    glued = set(re.findall(r"\{glue(?::\w*)?\}`(\w+)", source)) | set(re.findall(r"\bglue\(\s*f?[\"'](\w+)", source))
+    labels = set(re.findall(r"^\(([\w:.-]+)\)=", source, re.M)) | set(re.findall(r"^:label:\s*(\S+)", source, re.M))
+    keys = set(re.findall(r"^@\w+\{([^,\s]+),", (ROOT / "book" / "references.bib").read_text(), re.M))
+    words = sorted(w for w in glued | labels | keys if re.search(rf"(?<![\w/.-]){re.escape(w)}(?![\w/.-])", text))
+    return words + sorted({m.group(0).strip()[:60] for m in MYST.finditer(text)}) + \
+        sorted({m.group(0)[:60] for m in PLACEHOLDER.finditer(text)})
+
+
+def _markdown(nb) -> str:
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
 @pytest.mark.parametrize("doc", CHAPTERS)
-def test_downloaded_chapter_is_plain_jupyter_markdown(built, doc):
+def test_a_downloaded_chapter_reads_as_its_page(built, doc):
+    """The prose of the downloaded notebook, and of its MyST twin, holds every glued value as its
+    number, every theorem and exercise with its number, no MyST left for JupyterLab to show raw,
+    no placeholder; its data travel as files (the .zip), not in a cell."""
+    import jupytext
+
+    source = (ROOT / f"{doc}.md").read_text()
     nb = nbformat.read(_downloaded(built, doc), as_version=4)
-    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    left = sorted({m.group(0).strip() for m in MYST.finditer(markdown)})
-    assert not left, f"{doc}: MyST syntax JupyterLab does not render: {left[:8]}"
+    markdown = _markdown(nb)
+    left = leftovers(markdown, source)
+    assert not left, f"{doc}: left in the downloaded notebook's text: {left[:10]}"
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert not re.search(r"[A-Za-z0-9+/]{200,}", code), f"{doc}: a code cell carries data as text"
+    numbered = NUMBERED.findall(source)
+    headings = re.findall(r"^\*\*(?:[A-Z][a-z]+) \d+\.\d+[ .]", markdown, re.M)
+    assert len(headings) == len(numbered), f"{doc}: {len(numbered)} numbered blocks, {len(headings)} with a number"
     defined = set(re.findall(r"\\newcommand\{\\(\w+)\}", markdown))
     used = {m for m in _macros() if re.search(rf"\\{m}(?![A-Za-z])", markdown)}
     assert used <= defined, f"{doc}: macros used but not defined in the notebook: {used - defined}"
-    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    assert not re.search(r"^\s*(from figstyle import|import figstyle)", code, re.M), \
-        f"{doc}: the notebook imports a file of the book (book/figstyle.py)"
-    keys = set(re.findall(r"^@\w+\{([^,\s]+),", (ROOT / "book" / "references.bib").read_text(), re.M))
-    shown = sorted(k for k in keys if re.search(rf"(?<![\w/.-]){re.escape(k)}(?![\w/.-])", markdown))
-    assert not shown, f"{doc}: citations left as BibTeX keys: {shown}"
+    assert not re.search(r"^\s*(from (figstyle|myst_nb) import|import figstyle)", code, re.M), \
+        f"{doc}: the notebook imports a module of the book's build"
+    twin = jupytext.reads(_downloaded(built, doc, ".md").read_text(), fmt="md:myst")
+    assert [(c.cell_type, c.source) for c in twin.cells] == [(c.cell_type, c.source) for c in nb.cells], \
+        f"{doc}: the .md download is not the same notebook as the .ipynb"
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_the_download_menu_offers_what_is_written(built, doc):
+    """A chapter's menu links its .ipynb, its MyST .md and, if its code reads data files, its
+    .zip; the links lead to the files."""
+    html = (built / f"{doc}.html").read_text()
+    menu = re.search(r'<div class="dropdown dropdown-download-buttons">(.*?)</ul>', html, re.S).group(1)
+    links = re.findall(r'href="([^"]+)"', menu)
+    suffixes = sorted(Path(link).suffix for link in links)
+    data = json.loads(_downloaded(built, doc).read_text())["metadata"]["attnmath_standalone"]["data"]
+    assert suffixes == sorted([".ipynb", ".md"] + ([".zip"] if data else [])), f"{doc}: {links}"
+    for link in links:
+        assert (built / Path(doc).parent / link).resolve().is_file(), f"{doc}: {link} is not in the built book"
+
+
+def test_a_page_that_is_not_a_notebook_offers_no_source_download(built):
+    html = (built / "book" / "glossary.html").read_text()
+    assert "download-source-button" not in html and not (built / "_sources" / "book" / "glossary.md").exists()
 
 
 @pytest.fixture(scope="session")
@@ -108,14 +158,25 @@ def _run_alone(nb: nbformat.NotebookNode, folder: Path, server: str) -> list:
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
 
 
+def _unpacked(built: Path, doc: str, folder: Path) -> Path:
+    """The chapter's notebook where a reader puts it: its .zip unpacked in ``folder`` (for a
+    chapter that reads data files), else the .ipynb alone in ``folder``."""
+    zipped = built / "_sources" / f"{doc}.zip"
+    if not zipped.exists():
+        return Path(shutil.copy(_downloaded(built, doc), folder / f"{Path(doc).name}.ipynb"))
+    with zipfile.ZipFile(zipped) as archive:
+        archive.extractall(folder)
+    return folder / Path(doc).name / Path(doc).parent / f"{Path(doc).name}.ipynb"
+
+
 @pytest.mark.parametrize("doc", CHAPTERS)
 def test_a_downloaded_chapter_runs_on_its_own(built, kernels, tmp_path, doc):
-    """Each chapter's notebook, alone in an empty folder outside the repository, runs from top to
-    bottom (the data it reads travels in it); the first draws its figures in the book's style."""
-    target = tmp_path / f"{Path(doc).name}.ipynb"
-    shutil.copy(_downloaded(built, doc), target)
+    """Each chapter's notebook, alone in an empty folder outside the repository (with the data
+    files of its .zip beside it), runs from top to bottom; the first draws its figures in the
+    book's style."""
+    target = _unpacked(built, doc, tmp_path)
     assert str(ROOT) not in target.read_text(), f"{doc}: the notebook names a path in the repository"
-    outputs = _run_alone(nbformat.read(target, as_version=4), tmp_path, kernels)
+    outputs = _run_alone(nbformat.read(target, as_version=4), target.parent, kernels)
     errors = [o for o in outputs if o.output_type == "error"]
     assert not errors, f"{doc}: {errors[0].ename}: {errors[0].evalue}"
     if doc != CHAPTERS[0]:
