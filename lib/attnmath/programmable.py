@@ -110,21 +110,21 @@ def take(table: np.ndarray, index: Any) -> Any:
 
     The one table lookup a score or mask function needs: with a NumPy ``index`` it is plain
     indexing; with a torch tensor the table is first made a tensor on the index's device, so
-    that the same function runs inside ``torch.nn.attention.flex_attention``. ``table`` is a
-    finite integer or floating NumPy array; ``index`` an integer array, integer or tensor.
+    that the same function runs inside ``torch.nn.attention.flex_attention`` (whose tracing
+    cannot read NumPy attributes: the torch path touches the table only through
+    ``torch.as_tensor``). ``table`` is a finite integer or floating NumPy array; ``index`` an
+    integer array, an integer, or a torch integer tensor.
     """
-    if not isinstance(table, np.ndarray) or table.dtype.kind not in "iuf":
-        raise TypeError(f"table must be an integer or floating NumPy array, got "
-                        f"{type(table).__name__} {getattr(table, 'dtype', '')}".rstrip())
-    if table.dtype.kind == "f" and not np.isfinite(table).all():
-        raise ValueError("table must be finite (NaN or inf found)")
-    if isinstance(index, numbers.Integral) and not isinstance(index, (bool, np.bool_)):
+    if isinstance(index, np.ndarray) or isinstance(index, numbers.Integral):
+        if not isinstance(table, np.ndarray) or table.dtype.kind not in "iuf":
+            raise TypeError(f"table must be an integer or floating NumPy array, got "
+                            f"{type(table).__name__} {getattr(table, 'dtype', '')}".rstrip())
+        if table.dtype.kind == "f" and not np.isfinite(table).all():
+            raise ValueError("table must be finite (NaN or inf found)")
+        if isinstance(index, (bool, np.bool_)) or (isinstance(index, np.ndarray) and index.dtype.kind not in "iu"):
+            raise TypeError(f"index must be an integer array, got {getattr(index, 'dtype', type(index).__name__)}")
         return table[index]
-    if isinstance(index, np.ndarray):
-        if index.dtype.kind not in "iu":
-            raise TypeError(f"index must be an integer array, got dtype {index.dtype}")
-        return table[index]
-    if hasattr(index, "device") and hasattr(index, "dtype") and not index.dtype.is_floating_point:
+    if type(index).__module__.partition(".")[0] == "torch":
         import torch  # a torch index tensor: FlexAttention calls the function under vmap
 
         return torch.as_tensor(table, device=index.device)[index]
@@ -1119,9 +1119,9 @@ def fp8_round(x: ArrayLike, fmt: str = "e4m3") -> FloatArray:
     -----
     Below ``min_normal`` the spacing is constant (subnormals), and values under half the
     smallest subnormal become zero. Saturation replaces overflow, as FP8 kernels convert with
-    ``satfinite``; torch's ``.to(torch.float8_e4m3fn)`` gives NaN there and
-    ``float8_e5m2`` infinity, the divergence the peer tests document. Oracle: torch's FP8
-    dtypes on the range where they agree.
+    ``satfinite``; torch's ``.to(torch.float8_e4m3fn)`` saturates too, but its
+    ``.to(torch.float8_e5m2)`` overflows to infinity, the divergence the peer tests document.
+    Oracle: torch's FP8 dtypes.
     """
     fmt = _check_format(fmt)
     x = as_array(x, "x", allow_int=True, finite=True).astype(np.float64)

@@ -475,7 +475,7 @@ def test_the_hadamard_rotation_is_orthogonal_and_keeps_the_scores():
 
 
 def test_the_sink_experiment_is_deterministic_and_its_task_needs_the_first_token():
-    cfg = P.GatedSinkConfig(steps=3, batch=4, seeds=(0,), gates=("none", "headwise"))
+    cfg = P.GatedSinkConfig(steps=2, batch=4, seeds=(0,), gates=("headwise",))
     assert P.gated_sink_experiment(cfg) == P.gated_sink_experiment(cfg)
     tokens, targets = P.sink_batch(50, cfg, 0)
     assert (tokens[:, 0] == 0).all() and (targets[tokens == 1] == np.broadcast_to(tokens[:, 1:2], tokens.shape)[tokens == 1]).all()
@@ -494,3 +494,129 @@ def test_the_recorded_sink_runs_show_less_sink_with_a_gate():
         assert all(runs[(g, seed)]["accuracy"] > 0.99 for g in data["config"]["gates"])
         for gate in ("elementwise", "headwise"):
             assert runs[(gate, seed)]["bos_weight_idle"] < runs[("none", seed)]["bos_weight_idle"]
+
+
+# --------------------------------------------------------------------------- peers
+#
+# torch's flex_attention runs on the CPU in eager mode (torch.compile's fused CPU kernel is not
+# used: it needs a C++ toolchain at test time and does not take float64). It calls the score and
+# mask functions under vmap with 0-d index tensors, so the library's functions run there as they
+# are, table lookups (attnmath.programmable.take) included.
+
+MODS = {
+    "causal": (None, lambda P_, L, S: P_.causal_mask_mod(S - L)),
+    "sliding window": (None, lambda P_, L, S: P_.sliding_window_mask_mod(3, S - L)),
+    "sinks": (None, lambda P_, L, S: P_.sink_window_mask_mod(2, 3, S - L)),
+    "padding": (None, lambda P_, L, S: P_.padding_mask_mod(np.array([S, S - 3]))),
+    "documents": (None, lambda P_, L, S: P_.and_masks(P_.document_mask_mod(np.arange(16) // 5),
+                                                      P_.causal_mask_mod())),
+    "prefix-LM": (None, lambda P_, L, S: P_.prefix_lm_mask_mod(np.array([5, 0]))),
+    "ALiBi": (lambda P_, L, S: P_.alibi_score_mod(alibi_slopes(4), S - L), lambda P_, L, S: P_.causal_mask_mod(S - L)),
+    "soft-capping": (lambda P_, L, S: P_.softcap_score_mod(2.0), None),
+}
+
+
+@pytest.fixture(scope="module")
+def flex():
+    torch = pytest.importorskip("torch")
+    fa = pytest.importorskip("torch.nn.attention.flex_attention", reason="torch without flex_attention")
+    return torch, fa
+
+
+def _torch_flex(torch, fa, q, k, v, score_mod, mask_mod, block):
+    B, H, L, _ = q.shape
+    S = k.shape[2]
+    block_mask = None
+    if mask_mod is not None:
+        block_mask = fa.create_block_mask(mask_mod, B, H, L, S, device="cpu", BLOCK_SIZE=block)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "flex_attention called without torch.compile()"
+        out = fa.flex_attention(*(torch.from_numpy(x) for x in (q, k, v)), score_mod=score_mod,
+                                block_mask=block_mask, enable_gqa=k.shape[1] != H)
+    return out.numpy(), block_mask
+
+
+def test_every_score_and_mask_function_runs_in_torchs_flex_attention_with_the_same_result(flex):
+    torch, fa = flex
+    L = S = 16
+    q, k, v = random_qkv(B=2, H=4, L=L, S=S, D=8, H_kv=2, seed=7)
+    for name, (make_score, make_mask) in MODS.items():
+        score_mod = make_score(P, L, S) if make_score else None
+        mask_mod = make_mask(P, L, S) if make_mask else None
+        expected, _ = P.flex_attention(q, k, v, score_mod=score_mod, mask_mod=mask_mod)
+        actual, block_mask = _torch_flex(torch, fa, q, k, v, score_mod, mask_mod, block=4)
+        assert_close(actual, expected, rtol=1e-10, atol=1e-12, name=f"torch flex_attention, {name}")
+        if mask_mod is not None:
+            ours = P.create_block_mask(mask_mod, 2, 4, L, S, block_q=4, block_k=4).kinds
+            assert (block_mask.kv_num_blocks.numpy() == (ours == P.PARTIAL).sum(-1)).all(), name
+            assert (block_mask.full_kv_num_blocks.numpy() == (ours == P.FULL).sum(-1)).all(), name
+
+
+def _fla(x):
+    """(B, H, L, D) NumPy -> fla's (B, L, H, D) torch layout."""
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(np.swapaxes(x, 1, 2)))
+
+
+def test_nsa_branches_and_selection_match_fla_cores_naive_reference():
+    pytest.importorskip("einops")
+    naive = pytest.importorskip("fla.ops.nsa.naive", reason="fla-core (pip install fla-core==0.6.0 einops)")
+    L, block, n_select = 32, 4, 4
+    q, k, v = random_qkv(B=2, H=4, L=L, D=8, H_kv=2, seed=11)
+    res = P.nsa_attention(q, k, v, np.ones((2, 4, L, 3)), block=block, n_select=n_select, window=L)
+    k_cmp, v_cmp = P.nsa_compress(k, v, block=block)  # fla's mean_pooling is a Triton kernel: not on the CPU
+    scale = 1 / math.sqrt(8)
+    o_cmp, _ = naive.naive_nsa_compression(_fla(q), _fla(k_cmp), _fla(v_cmp), block, scale)
+    assert_close(np.swapaxes(o_cmp.numpy(), 1, 2), res.compressed, rtol=1e-5, atol=1e-6, name="compressed")
+    indices = naive.naive_nsa_topk(_fla(q), _fla(k_cmp), n_select, block, scale).numpy()  # (B, L, H_kv, n)
+    blocks = np.zeros_like(res.blocks)
+    for b, t, h, s in zip(*np.nonzero(indices >= 0)):
+        blocks[b, h, t, indices[b, t, h, s]] = True
+    assert (blocks == res.blocks).all(), "selected blocks"
+    o_slc = naive.naive_nsa_selection(_fla(q), _fla(k), _fla(v), naive.torch.from_numpy(indices), block, scale)
+    assert_close(np.swapaxes(o_slc.numpy(), 1, 2), res.selected, rtol=1e-5, atol=1e-6, name="selected")
+
+
+def test_dsa_matches_fla_cores_naive_reference_and_zero_ties_are_broken_differently():
+    pytest.importorskip("einops")
+    naive = pytest.importorskip("fla.ops.dsa.naive", reason="fla-core (pip install fla-core==0.6.0 einops)")
+    import torch
+
+    L, top_k = 24, 6
+    q, k, v = random_qkv(B=2, H=4, L=L, D=8, H_kv=1, seed=5)
+    rng = np.random.default_rng(6)
+    qi, ki, wi = rng.uniform(0, 1, (2, 3, L, 4)), rng.uniform(0, 1, (2, L, 4)), rng.uniform(0, 1, (2, 3, L))
+    res = P.dsa_attention(q, k, v, qi, ki, wi, top_k=top_k)
+    out, idx = naive.naive_dsa(_fla(q), _fla(k), _fla(v), _fla(qi), torch.from_numpy(ki),
+                               torch.from_numpy(np.swapaxes(wi, 1, 2).copy()), topk=top_k, return_indices=True)
+    assert_close(np.swapaxes(out.numpy(), 1, 2), res.out, rtol=1e-5, atol=1e-6, name="DSA against fla")
+    for b, t in np.ndindex(2, L):
+        assert set(idx[b, t][idx[b, t] >= 0].tolist()) == set(np.flatnonzero(res.keys[b, 0, t]))
+    # With signed inputs ReLU makes many index scores exactly 0: ties, which torch.topk breaks its
+    # own way and this library towards the earlier token. Both are valid top-k sets.
+    qi = rng.standard_normal((2, 3, L, 4))
+    scores = P.dsa_index_scores(qi, ki - 0.5, wi)
+    sel = naive.naive_dsa_indexer(_fla(qi), torch.from_numpy(ki - 0.5), torch.from_numpy(np.swapaxes(wi, 1, 2).copy()),
+                                  topk=top_k, activation="relu").numpy()
+    ours = P.dsa_attention(q, k, v, qi, ki - 0.5, wi, top_k=top_k).keys[:, 0]
+    for b, t in np.ndindex(2, L):
+        theirs = sel[b, t][sel[b, t] >= 0]
+        assert sorted(scores[b, t, theirs]) == pytest.approx(sorted(scores[b, t][ours[b, t]]), rel=1e-6, abs=1e-9)
+
+
+def test_fp8_rounding_matches_torchs_fp8_casts_and_saturates_where_torchs_e5m2_overflows():
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("this torch has no FP8 dtypes")
+    rng = np.random.default_rng(0)
+    for name, dtype in (("e4m3", torch.float8_e4m3fn), ("e5m2", torch.float8_e5m2)):
+        top = P.FP8_FORMATS[name].max
+        x = np.concatenate([rng.uniform(-top, top, 4000), rng.standard_normal(4000) * 1e-3,
+                            rng.standard_normal(2000) * 2.0 ** -12, [0.0, -0.0, top, -top]])
+        assert (P.fp8_round(x, name) == torch.from_numpy(x).to(dtype).double().numpy()).all(), name
+    beyond = torch.tensor([1000.0, 1e6], dtype=torch.float64)
+    assert beyond.to(torch.float8_e4m3fn).double().tolist() == [448.0, 448.0]  # torch saturates E4M3
+    assert P.fp8_round([1000.0, 1e6], "e4m3").tolist() == [448.0, 448.0]
+    assert torch.isinf(torch.tensor([1e5, 1e6]).to(torch.float8_e5m2).double()).all()  # torch: E5M2 overflows
+    assert P.fp8_round([1e5, 1e6], "e5m2").tolist() == [57344.0, 57344.0]  # here: saturated
