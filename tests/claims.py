@@ -107,6 +107,7 @@ MODULE_CHAPTER = {
     "test_induction": "12_induction",
     "test_serving": "13_serving",
     "test_long_context": "14_long_context",
+    "test_recurrence": "15_recurrence",
     "test_programmable": "16_programmable",
 }
 
@@ -126,6 +127,7 @@ CHAPTERS = {
     "12_induction": "What trained heads learn",
     "13_serving": "Serving attention",
     "14_long_context": "Long context",
+    "15_recurrence": "Attention as a recurrence",
     "16_programmable": "Programmable and learned-sparse attention",
 }
 

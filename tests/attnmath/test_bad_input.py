@@ -42,6 +42,7 @@ torch = pytest.importorskip("torch")
 import attnmath  # noqa: E402
 from attnmath import (attention, chunked, core, counting, encoder, flash, induction, kv_cache,  # noqa: E402
                       linear, long_context, masking, moe, multihead, nn, positional, programmable,
+                      recurrence,
                       scaling, serving, softmax, sparse, testing, theory)
 
 PACKAGE_DIR = pathlib.Path(attnmath.__file__).resolve().parent
@@ -125,6 +126,32 @@ TOKENS = torch.tensor([[0, 1, 2, 3, 1], [0, 4, 5, 6, 4]])
 QS, KS, VS = testing.random_qkv(B=1, H=2, L=4, D=2, D_v=3, H_kv=1, seed=1)  # self-attention, L = S = 4
 QI, KI, WI = _a(1, 2, 4, 3), _a(1, 4, 3), np.abs(_a(1, 2, 4))
 SINK_TINY = dict(steps=1, batch=2, seeds=(0,), gates=("headwise",), V=5, L=4, C=4, H=2)
+# attnmath.recurrence: q (1, 2, 5, 3), k and v (1, 1, 5, ...): grouped heads, one length
+RQ, RK, RV = testing.random_qkv(B=1, H=2, L=5, D=3, D_v=2, H_kv=1, seed=1)
+R_GATE, R_BETA, R_STATE = -np.full((1, 2, 5), 0.5), np.full((1, 2, 5), 0.5), _a(1, 2, 3, 2)
+R_ARGS = {"scale": 0.5, "initial_state": R_STATE}
+RECURRENCE = {
+    recurrence.segment_sum: ((R_GATE,), {}),
+    recurrence.semiseparable_mask: ((R_GATE,), {}),
+    recurrence.ssd_quadratic: ((RQ, RK, RV, R_GATE), R_ARGS),
+    recurrence.ssd_recurrent: ((RQ, RK, RV, R_GATE), R_ARGS),
+    recurrence.ssd_chunked: ((RQ, RK, RV, R_GATE), {"chunk_size": 2, **R_ARGS}),
+    recurrence.gla_quadratic: ((RQ, RK, RV, -np.full((1, 2, 5, 3), 0.5)), R_ARGS),
+    recurrence.gla_recurrent: ((RQ, RK, RV, -np.full((1, 2, 5, 3), 0.5)), R_ARGS),
+    recurrence.gla_chunked: ((RQ, RK, RV, -np.full((1, 2, 5, 3), 0.5)), {"chunk_size": 2, **R_ARGS}),
+    recurrence.retention_decay: ((3,), {}),
+    recurrence.ssd_quadratic_cost: ((5, 3, 2), {}),
+    recurrence.ssd_recurrent_cost: ((5, 3, 2), {}),
+    recurrence.ssd_chunked_cost: ((5, 3, 2, 2), {}),
+    recurrence.delta_rule_step: ((R_STATE, _a(1, 2, 3), _a(1, 2, 2), np.full((1, 2), 0.5)),
+                                 {"log_alpha": -np.full((1, 2), 0.5)}),
+    recurrence.delta_rule_recurrent: ((RQ, RK, RV, R_BETA), {"log_alpha": R_GATE, **R_ARGS}),
+    recurrence.delta_rule_chunked: ((RQ, RK, RV, R_BETA), {"chunk_size": 2, "log_alpha": R_GATE, **R_ARGS}),
+    recurrence.wy_representation: ((_a(4, 3), _a(4, 2), np.full(4, 0.5)), {"log_alpha": -np.full(4, 0.5)}),
+    recurrence.recall_pairs: ((2, 3, 4), {"D_v": 2, "seed": 0}),
+    recurrence.recall_experiment: (((2,), 2), {"seeds": (0,), "trials": 1, "betas": (1.0,),
+                                              "softmax_scale": 8.0}),
+}
 PROGRAMMABLE = {
     programmable.take: ((np.array([0.5, 0.25, 1.0]), np.array([0, 2])), {}),
     programmable.flex_attention: (QKV, {"score_mod": lambda z, b, h, i, j: z - (i - j),
@@ -425,6 +452,7 @@ VALID = {
         ((), {"positions": ("alibi",), "L_train": 4, "lengths": (6,), "seeds": (0,), "steps": 1, "batch": 2,
               "eval_batch": 2, "C": 8, "H": 2, "V": 4, "p_marker": 0.25, "lr": 3e-3, "rope_base": 100.0}),
     **{fn: value for fn, value in PROGRAMMABLE.items()},
+    **RECURRENCE,
 }
 
 # Bad calls written by hand: (callable, args, kwargs, the argument the message must name).
@@ -672,6 +700,24 @@ EXTRA = [
 ]
 
 
+EXTRA_RECURRENCE = [
+    _with(recurrence.ssd_quadratic, "k", RK[:, :, :4]),  # another length: not causal self-attention
+    _with(recurrence.ssd_chunked, "log_alpha", R_GATE + 1.0),  # a growth, not a decay
+    _with(recurrence.ssd_recurrent, "log_alpha", R_GATE[..., :3]),
+    _with(recurrence.gla_recurrent, "log_alpha", -np.ones((1, 2, 5, 2))),
+    _with(recurrence.ssd_recurrent, "initial_state", _a(1, 2, 2, 3)),  # (D_v, D): Mamba's layout
+    _with(recurrence.delta_rule_recurrent, "beta", np.ones((1, 2, 4))),
+    _with(recurrence.delta_rule_step, "k", _a(1, 2, 2)),
+    _with(recurrence.delta_rule_step, "beta", np.ones(3)),
+    _with(recurrence.delta_rule_step, "log_alpha", np.full((1, 2), 0.5)),
+    _with(recurrence.wy_representation, "beta", np.ones(3)),
+    _with(recurrence.wy_representation, "log_alpha", np.full(4, 0.5)),
+    _with(recurrence.segment_sum, "log_alpha", np.array(0.5)),
+    _with(recurrence.recall_experiment, "D", 3),
+    _with(recurrence.recall_experiment, "betas", (2.5,)),
+    _with(recurrence.recall_experiment, "n_pairs", ()),
+]
+
 EXTRA_PROGRAMMABLE = [
     (programmable.and_masks, (), {}, "and_masks"),
     (programmable.and_masks, ("text",), {}, "and_masks"),
@@ -837,7 +883,7 @@ def _label(case):
     return f"{_name(fn)}[{name}]"
 
 
-CASES = list(_generic_cases()) + EXTRA + EXTRA_PROGRAMMABLE
+CASES = list(_generic_cases()) + EXTRA + EXTRA_PROGRAMMABLE + EXTRA_RECURRENCE
 
 
 # ------------------------------------------------------------------------------------ the surface

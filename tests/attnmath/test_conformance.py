@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from attnmath import attention, chunked, core, flash, kv_cache, linear, programmable, sparse, testing
+from attnmath import attention, chunked, core, flash, kv_cache, linear, programmable, recurrence, sparse, \
+    testing
 from attnmath.attention import attention_backward, scaled_dot_product_attention
 from attnmath.chunked import chunked_attention
 from attnmath.flash import flash_attention_backward, flash_attention_forward
@@ -559,8 +560,37 @@ def _probes():
          {"rtol": [-1.0, "x", _NAN], "atol": [-1.0, "x"], "name": [3]}),
         (testing.numerical_gradient, dict(f=lambda z: float(np.sum(z)), x=x),
          {"f": [3, None], "x": ["text", np.ones(3, dtype=bool)], "eps": [0.0, -1e-6, "x", _NAN]}),
+        *_recurrence_probes(q, k, v),
     ]
     return P
+
+
+def _recurrence_probes(q, k, v):
+    """attnmath.recurrence: causal self-attention (one length), gates in log space (<= 0)."""
+    k, v = k[..., :3, :], v[..., :3, :]  # (1, 1, 3, 2), (1, 1, 3, 3): the length of q
+    gate, beta = -np.ones((1, 2, 3)), np.ones((1, 2, 3))
+    def wrong(x):  # None, integers and scalars are valid here (no state; a gate for every step)
+        return ["text", np.ones(x.shape, dtype=bool), _nonfinite(x), np.full(x.shape, np.inf)]
+
+    state = np.zeros((1, 2, 2, 3))
+    layer = {"q": _arrays(q) + [q[..., :1]], "k": _arrays(k) + [k[..., :2, :]], "v": _arrays(v) + [v[..., :2, :]],
+             "scale": _REAL, "initial_state": wrong(state) + [np.zeros((1, 2, 3, 2))]}
+    gates = {"log_alpha": wrong(gate) + [gate[..., :2], -gate]}
+    return [
+        (recurrence.ssd_quadratic, dict(q=q, k=k, v=v, log_alpha=gate), {**layer, **gates}),
+        (recurrence.ssd_recurrent, dict(q=q, k=k, v=v, log_alpha=gate), {**layer, **gates}),
+        (recurrence.ssd_chunked, dict(q=q, k=k, v=v, log_alpha=gate, chunk_size=2),
+         {**layer, **gates, "chunk_size": _INT1}),
+        (recurrence.gla_chunked, dict(q=q, k=k, v=v, log_alpha=gate[..., None], chunk_size=2),
+         {**layer, "log_alpha": [np.ones((1, 2, 3, 1)), -np.ones((1, 2, 3, 5))], "chunk_size": _INT1}),
+        (recurrence.delta_rule_chunked, dict(q=q, k=k, v=v, beta=beta, chunk_size=2),
+         {**layer, **gates, "beta": wrong(beta) + [beta[..., :2]], "chunk_size": _INT1}),
+        (recurrence.semiseparable_mask, dict(log_alpha=gate), {"log_alpha": wrong(gate) + [np.zeros(())]}),
+        (recurrence.ssd_chunked_cost, dict(L=4, D=2, D_v=3, chunk_size=2),
+         {"L": [-1, 1.5, True], "D": _INT1, "D_v": _INT1, "chunk_size": _INT1}),
+        (recurrence.recall_pairs, dict(trials=1, n_pairs=2, D=2),
+         {"trials": _INT1, "n_pairs": _INT1, "D": _INT1, "D_v": [0, 1.5], "seed": _SEED}),
+    ]
 
 
 def _names_argument(message: str, name: str) -> bool:

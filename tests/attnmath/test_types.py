@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Modules whose public functions must be fully annotated with numpy.typing types.
 TYPED_MODULES = (
     "softmax", "masking", "multihead", "counting", "encoder", "positional", "moe", "theory", "scaling",
-    "serving", "long_context", "induction",
+    "serving", "long_context", "induction", "recurrence",
 )
 
 
