@@ -49,20 +49,29 @@ _LOADED: dict = {}  # cases.py path -> (its modification time, the module)
 
 
 def find_part(function: str, folder: str | Path | None = None) -> Part:
-    """The part of ``folder``'s ``cases.py`` (default: the working folder, which Jupyter and
-    nbgrader set to the notebook's) that grades ``function`` (a function name or a grade id)."""
-    path = Path(folder if folder is not None else Path.cwd()) / CASES_FILE
-    if not path.is_file():
+    """The part that grades ``function`` (a function name or a grade id) in the ``cases.py`` of
+    ``folder`` (default: the working folder, which Jupyter and nbgrader set to the notebook's).
+    Where that folder has none (a notebook downloaded on its own), the course's released
+    ``exercises/*/cases.py`` next to this library are searched: one of them must have the part."""
+    here = Path(folder if folder is not None else Path.cwd()) / CASES_FILE
+    course = Path(__file__).resolve().parents[2] / "exercises"
+    paths = [here] if here.is_file() else sorted(course.glob(f"*/{CASES_FILE}")) if course.is_dir() else []
+    if not paths:
         raise AssertionError(f"the visible checks need {CASES_FILE}, which comes with this notebook: "
-                             f"put it back next to the notebook ({path.parent})")
+                             f"put it back next to the notebook ({here.parent})")
+    found = [p for path in paths for p in _parts_of(path) if function in (p.function, p.grade_id)]
+    if len(found) != 1:
+        where = here if here.is_file() else f"{course}/*/{CASES_FILE}"
+        raise AssertionError(f"{where} has {'no' if not found else 'more than one'} part for {function!r}: "
+                             f"put this notebook's {CASES_FILE} next to it")
+    return found[0]
+
+
+def _parts_of(path: Path) -> list[Part]:
     stamp = path.stat().st_mtime_ns
     if _LOADED.get(path, (None,))[0] != stamp:
         _LOADED[path] = (stamp, load_cases(path))
-    parts = [p for p in _LOADED[path][1].PARTS if function in (p.function, p.grade_id)]
-    if len(parts) != 1:
-        raise AssertionError(f"{path} has no part for {function!r}: "
-                             f"is this notebook's {CASES_FILE} the right one?")
-    return parts[0]
+    return list(_LOADED[path][1].PARTS)
 
 
 def run_visible(part: Part, answer, cases: list[Case] | None = None, on_case=None):

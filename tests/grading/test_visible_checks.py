@@ -639,3 +639,17 @@ def test_a_message_tells_rounding_from_a_wrong_formula_and_shows_no_values():
         assert words in message, (name, message)
         shown = set(re.findall(r"-?\d+\.\d+", message))
         assert not shown & {f"{v:.{n}f}" for v in x.ravel() for n in (1, 2, 3, 4)}, (name, message)
+
+
+def test_a_notebook_downloaded_alone_finds_its_part_in_the_course(tmp_path, monkeypatch):
+    """Without ``cases.py`` next to the notebook (a notebook downloaded from the book on its own),
+    the runner takes the part from the course's released ``exercises/*/cases.py``."""
+    from attngrade.visible import find_part
+
+    monkeypatch.chdir(tmp_path)
+    assert find_part("stable_softmax").grade_id == "test_stable_softmax"
+    with pytest.raises(AssertionError, match="no part for 'no_such_function'"):
+        find_part("no_such_function")
+    (tmp_path / "cases.py").write_text("PARTS = []\n")  # a cases.py of its own is the only one read
+    with pytest.raises(AssertionError, match="no part for 'stable_softmax'"):
+        find_part("stable_softmax")
