@@ -20,5 +20,7 @@ c.CourseDirectory.db_url = os.environ.get(
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 120
-# hidden_tests.py holds an assignment's hidden tests (attngrade.spec); it is never released.
+# hidden_tests.py names an assignment's graded parts (attngrade.spec); it is never released. Its
+# cases.py (each part's case generator, drawn by the visible checks with a public seed and by the
+# hidden tests with the course's) is released next to the notebook, and autograde copies it back.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "hidden_tests.py"]
