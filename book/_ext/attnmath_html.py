@@ -219,13 +219,15 @@ def download_menu(app, pagename, templatename, context, doctree):
         for button in group.get("buttons") or []:
             kind = button.get("label")
             if kind == "download-source-button" and notebook:
-                kept.append({**button, "text": ".md", "tooltip": "Download as a MyST notebook (jupytext)"})
+                kept.append({**button, "text": "MyST notebook (.md)",
+                             "tooltip": "The same notebook as MyST Markdown, which jupytext opens"})
             elif kind == "download-notebook-button":
-                kept.append({**button, "tooltip": "Download the notebook"})
+                kept.append({**button, "text": "Notebook (.ipynb)", "tooltip": "The chapter as a notebook"})
                 if context.get("attnmath_zip"):
-                    kept.append({**button, "url": button["url"][:-len(".ipynb")] + ".zip", "text": ".zip",
-                                 "icon": "fas fa-file", "label": "download-zip-button",
-                                 "tooltip": "Download the notebook with the data it reads"})
+                    kept.append({**button, "url": button["url"][:-len(".ipynb")] + ".zip",
+                                 "text": "Notebook and its data (.zip)", "icon": "fas fa-file",
+                                 "label": "download-zip-button",
+                                 "tooltip": "The notebook with the data files it reads, ready to unpack"})
         group["buttons"] = kept
         if not kept:
             context["header_buttons"].remove(group)

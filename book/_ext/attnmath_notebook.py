@@ -481,17 +481,18 @@ def install_cell(install: str) -> str:
             f"    %pip install --quiet \"{install}\"")
 
 
-def _introduction(macros: dict, install: str | None):
-    import nbformat
-
+def _introduction(macros: dict, install: str | None, files) -> str:
+    """The first cell's text: what the notebook is, what it needs, and the book's macros."""
     how = (f"`pip install \"{install}\"`, which the first code cell does where it is missing" if install
            else "`pip install -r requirements.txt` in the course's repository, or `make lab`")
-    note = ("*This notebook is a chapter of the book* The Mathematics of Attention*, with the numbers "
+    note = ("This notebook is a chapter of the book *The Mathematics of Attention*, with the numbers "
             "its code computes written into its text as the book shows them. It runs with the "
-            f"course's library `attnmath` installed ({how}).*")
-    if macros:
-        note += " $" + macro_definitions(macros) + "$"
-    return nbformat.v4.new_markdown_cell(note)
+            f"course's library `attnmath` installed ({how}).")
+    if files:
+        note += (" It reads recorded data, " + ", ".join(f"`{f}`" for f in sorted(files)) + ": the folded "
+                 "code cell under the title finds them beside the notebook, where the chapter's `.zip` "
+                 "download puts them" + (", or fetches them from the repository." if install else "."))
+    return note + (" $" + macro_definitions(macros) + "$" if macros else "")
 
 
 def standalone_notebook(nb, folder: Path, macros: dict, resolver: Resolver | None = None,
@@ -523,12 +524,16 @@ def standalone_notebook(nb, folder: Path, macros: dict, resolver: Resolver | Non
     inline_book_modules(nb, folder)
     root, chapter = folder.parent, folder.name
     files = data_files("\n".join(c.source for c in nb.cells if c.cell_type == "code"), root)
-    top = [_introduction(macros, repository.get("install"))] if macros else []
+    setup = []  # under the chapter's title: what must run before its code
     if repository.get("install"):
-        top.append(nbformat.v4.new_code_cell(install_cell(repository["install"])))
+        setup.append(nbformat.v4.new_code_cell(install_cell(repository["install"])))
     if files:
-        top.append(nbformat.v4.new_code_cell(data_cell(files, chapter, f"{name}.ipynb", repository.get("raw"))))
-    nb.cells[:0] = top
+        setup.append(nbformat.v4.new_code_cell(data_cell(files, chapter, f"{name}.ipynb", repository.get("raw"))))
+        setup[-1].metadata["jupyter"] = {"source_hidden": True}  # folded in JupyterLab
+    title = 1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0
+    nb.cells[title:title] = setup
+    if macros or setup:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(_introduction(macros, repository.get("install"), files)))
     nb.metadata[MARK] = {"data": sorted(files)}
     return nb
 

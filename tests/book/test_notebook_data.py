@@ -156,10 +156,11 @@ def test_standalone_notebook_reads_as_the_page_and_carries_the_books_helpers(tmp
     standalone_notebook(nb, root / "book", {"R": r"\mathbb{R}"}, Resolver(_env(), docname="book/03_x"),
                         name="03_x")
     kinds = [(c.cell_type, c.source.split("\n")[0]) for c in nb.cells]
-    assert [k for k, _ in kinds] == ["markdown", "code", "markdown", "code", "code", "markdown"], kinds
-    assert r"\newcommand{\R}{\mathbb{R}}" in nb.cells[0].source
-    assert nb.cells[1].source.startswith("# The data files this chapter reads")
-    assert nb.cells[2].source == "# T\n\nAt 1.75."
+    assert [k for k, _ in kinds] == ["markdown", "markdown", "code", "code", "code", "markdown"], kinds
+    assert r"\newcommand{\R}{\mathbb{R}}" in nb.cells[0].source and "`book/data/curve.npz`" in nb.cells[0].source
+    assert nb.cells[1].source == "# T\n\nAt 1.75."  # the title, then the data cell, folded
+    assert nb.cells[2].source.startswith("# The data files this chapter reads")
+    assert nb.cells[2].metadata["jupyter"] == {"source_hidden": True}
     helpers, chapter = nb.cells[3], nb.cells[4]
     assert helpers.metadata["jupyter"] == {"source_hidden": True}
     assert "def use_book_style" in helpers.source and "def glue(" in helpers.source
