@@ -5,21 +5,28 @@ data moves to a free place in its axes, or else beside or under them, never taki
 quarter of the plot's width (:func:`place_legends`).
 Besides the style, every figure a chapter shows carries a report of how it reads
 (:func:`figure_report`, in the metadata of the figure's SVG output when the book is
-built): whether each legend covers data or takes the plot's width, the smallest type at the size the page
-shows the figure, and whether tick labels run into each other. ``tests/book/test_figures.py``
-reads those reports from the executed chapters.
+built): whether each legend covers data or takes the plot's width, the smallest type at the
+size the page shows the figure, and whether tick labels run into each other.
+``tests/book/test_figures.py`` reads those reports from the executed chapters.
+
+A figure is read on a phone too, in a column of 327 px where an 8-inch figure's type would
+shrink to 6 px. Every figure a chapter shows is therefore drawn a second time for that column
+(:func:`narrow_variant`): its panels one under another, no type under the phone's caption size.
+That drawing travels in the same output's metadata, and the page shows it at a phone's width
+(``book/_ext/attnmath_phone.py``).
 
 Diagrams that show what the library does are drawn from a run of it: the tile schedule of
 flash attention's forward pass (:func:`flash_tile_schedule`,
 :func:`draw_tile_schedule`) is recorded from ``attnmath.flash.flash_attention_forward``
 itself.
 """
+import re
 from typing import NamedTuple
 
 import matplotlib as mpl
 import numpy as np
 from cycler import cycler
-from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine
 from matplotlib.patches import Rectangle
 from matplotlib.transforms import Bbox, ScaledTranslation
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
@@ -35,6 +42,15 @@ LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)), (0, (1
 COLUMN_INCHES = 7.0
 #: The smallest type, in points at the size the page shows the figure.
 MIN_TYPE_PT = 10.0
+#: The width of the text column on a phone 375 px wide (327 px, measured in Chromium), in
+#: inches at 96 px per inch: a figure's narrow variant is drawn for it.
+PHONE_COLUMN_INCHES = 327 / 96
+#: The smallest type of a narrow variant, in points as shown: 16 px, the size of the captions
+#: on a phone.
+PHONE_TYPE_PT = 12.0
+#: The least height of a panel of a narrow variant, in inches (a panel that is lower in the
+#: wide figure keeps its height there).
+PHONE_PANEL_INCHES = 2.4
 
 
 def use_book_style():
@@ -79,12 +95,21 @@ def _report_every_figure():
     draw_svg = svg.lookup_by_type(Figure)
 
     def svg_with_report(fig):
+        narrow, metadata = None, {}
+        try:  # from the figure as the chapter drew it, before its legends are placed
+            narrow = narrow_variant(fig)
+        except Exception as error:  # noqa: BLE001  the wide figure is still shown
+            metadata["attnmath_narrow_error"] = f"{type(error).__name__}: {error}"
         try:
             place_legends(fig)
-            report = {"attnmath_figure": figure_report(fig)}
-        except Exception:  # noqa: BLE001  the figure is still shown;
-            report = {}    # tests/book/test_figures.py reports it without its report
-        return draw_svg(fig), report
+            metadata["attnmath_figure"] = figure_report(fig)
+            if narrow is not None:
+                metadata["attnmath_figure"]["phone"] = figure_report(
+                    narrow, PHONE_COLUMN_INCHES)
+                metadata["attnmath_narrow"] = draw_svg(narrow)
+        except Exception:  # noqa: BLE001  the figure is still shown; without its
+            pass           # report, tests/book/test_figures.py names it
+        return draw_svg(fig), metadata
 
     svg.for_type(Figure, svg_with_report)
 
@@ -121,7 +146,7 @@ def _place_legends_once(fig) -> bool:
     moved_out, under = False, [0.0]
     for ax in fig.axes:
         legend = ax.get_legend()
-        if legend is None or not _data_inside(ax, legend.get_window_extent(renderer)):
+        if legend is None or not _misplaced(ax, legend, renderer):
             continue
         legend.set_bbox_to_anchor(None)
         for place in LEGEND_PLACES:
@@ -129,10 +154,10 @@ def _place_legends_once(fig) -> bool:
             # where the legend lands follows from its place and the axes, without
             # drawing: only a place that looks free is drawn to confirm it (the layout
             # may shift it a little)
-            if _data_inside(ax, legend.get_window_extent(renderer)):
+            if _misplaced(ax, legend, renderer):
                 continue
             fig.canvas.draw()
-            if not _data_inside(ax, legend.get_window_extent(renderer)):
+            if not _misplaced(ax, legend, renderer):
                 break
         else:
             under.append(_place_outside(ax, legend, renderer))
@@ -146,6 +171,15 @@ def _place_legends_once(fig) -> bool:
     return moved_out
 
 
+def _misplaced(ax, legend, renderer) -> bool:
+    """Whether ``legend`` covers data of ``ax``, or, placed in the axes, is taller or wider than
+    they are."""
+    box = legend.get_window_extent(renderer)
+    inside = ax.bbox.padded(1.0)
+    return bool(_data_inside(ax, box)) or (legend._bbox_to_anchor is None and not (  # noqa: SLF001
+        inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1)))
+
+
 def _place_outside(ax, legend, renderer) -> float:
     """Put ``legend`` beside ``ax`` if it takes at most :data:`MAX_BESIDE_SHARE` of the width
     left to the axes, else under the axes' tick labels and label, in the most columns (up to one
@@ -156,14 +190,8 @@ def _place_outside(ax, legend, renderer) -> float:
         legend.set_loc("upper left")
         legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
         return 0.0
-    labels, title = [text.get_text() for text in legend.texts], legend.get_title()
-    title, title_font = title.get_text(), title.get_fontproperties()
-    # the legend's entries laid out again in ncols columns
-    for ncols in range(len(labels), 0, -1):
-        legend.set_ncols(ncols)
-        legend._init_legend_box(legend.legend_handles, labels)
-        # the new layout has an empty title box
-        legend.set_title(title, prop=title_font)
+    for ncols in range(len(legend.texts), 0, -1):
+        _set_columns(legend, ncols)
         if ncols == 1 or legend.get_window_extent(renderer).width <= ax.bbox.width:
             break
     # under the x axis's tick labels and label, whatever size the layout gives the axes
@@ -176,14 +204,225 @@ def _place_outside(ax, legend, renderer) -> float:
     return legend.get_window_extent(renderer).height / ax.figure.dpi + pad
 
 
+def _set_columns(legend, ncols: int):
+    """Lay the entries of ``legend`` out again in ``ncols`` columns."""
+    labels, title = [text.get_text() for text in legend.texts], legend.get_title()
+    title, title_font = title.get_text(), title.get_fontproperties()
+    legend.set_ncols(ncols)
+    legend._init_legend_box(legend.legend_handles, labels)  # noqa: SLF001
+    legend.set_title(title, prop=title_font)  # the new layout has an empty title box
+
+
 def power_of_two_axis(ax, which="x"):
     """A logarithmic axis in base 2 whose ticks read as the numbers they are (64, 128, ...)."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log", base=2)
     axis.set_major_locator(LogLocator(base=2))
     axis.set_minor_locator(NullLocator())
-    axis.set_major_formatter(FuncFormatter(
-        lambda v, _: f"{v:g}" if v < 1e6 else f"$2^{{{np.log2(v):.0f}}}$"))
+    axis.set_major_formatter(FuncFormatter(_power_of_two_label))
+
+
+def _power_of_two_label(value, _position) -> str:
+    # a function of the module, not a lambda: a figure with it can be copied (pickled)
+    return f"{value:g}" if value < 1e6 else f"$2^{{{np.log2(value):.0f}}}$"
+
+
+def narrow_variant(fig):
+    """A copy of ``fig`` drawn for a phone's text column (:data:`PHONE_COLUMN_INCHES`), or
+    ``None`` when ``fig`` is no wider than that column. The copy's panels (the cells of its
+    ``plt.subplots`` grid) stand one under another, or two side by side where the wide figure
+    has four or more in a row; each keeps its height, or takes :data:`PHONE_PANEL_INCHES`;
+    tick labels that a shared axis hid show again beside every panel; no type is smaller than
+    :data:`PHONE_TYPE_PT`; the legends are placed again (:func:`place_legends`). ``fig`` is
+    not changed. Raises ValueError for axes placed by hand, which this cannot lay out again."""
+    if fig.get_figwidth() <= PHONE_COLUMN_INCHES:
+        return None
+    copy = _copy(fig)
+    panels, (nrows, ncols) = _panels(copy)
+    cols = 2 if ncols * PHONE_COLUMN_INCHES / fig.get_figwidth() >= 1.5 else 1
+    rows = -(-len(panels) // cols)
+    old_w, old_h = fig.get_figwidth() / ncols, fig.get_figheight() / nrows
+    height = min(old_h, max(PHONE_PANEL_INCHES, old_h * PHONE_COLUMN_INCHES / cols / old_w))
+    title = copy._suptitle  # noqa: SLF001  (matplotlib keeps it there, and nowhere public)
+    extra = 0.0 if title is None else (title.get_text().count("\n") + 1) * 0.3
+    copy.set_size_inches(PHONE_COLUMN_INCHES, rows * height + extra)
+    _reflow(copy, panels, cols)
+    # constrained layout gives each row of panels the room its own labels and legend take; a
+    # colour bar that tight layout placed (in a grid of its own) stays with tight layout
+    if not any(hasattr(ax, "_colorbar") and ax.get_subplotspec() for ax in copy.axes):
+        copy.set_layout_engine("constrained")
+    for text in copy.findobj(mpl.text.Text):
+        text.set_fontsize(max(text.get_fontsize(), PHONE_TYPE_PT))
+    for ax in copy.axes:
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            size = axis._get_tick_label_size(which)  # noqa: SLF001  (new ticks take it)
+            ax.tick_params(axis=which, labelsize=max(size, PHONE_TYPE_PT))
+    # a legend laid out for the wide figure is placed again, once the panels are laid out
+    legends = [ax.get_legend() for ax in copy.axes if ax.get_legend() is not None]
+    for legend in legends:
+        legend.set_in_layout(False)
+        if legend._ncols > 1:  # noqa: SLF001
+            _set_columns(legend, 1)
+        if legend._bbox_to_anchor is not None:  # noqa: SLF001
+            legend.set_bbox_to_anchor(None)
+            legend.set_loc("best")
+    _layout(copy)
+    _wrap_long_text(copy)
+    _layout(copy)
+    _fit_height(copy)
+    for ax in copy.axes:
+        _thin_ticks(ax)
+    for legend in legends:
+        legend.set_in_layout(True)
+    place_legends(copy)
+    for _ in range(3):  # a legend beside the plot may widen what is drawn past the column
+        shown = copy.get_tightbbox().width + 2 * mpl.rcParams["savefig.pad_inches"]
+        width = copy.get_figwidth() - (shown - PHONE_COLUMN_INCHES)
+        if shown <= PHONE_COLUMN_INCHES + 0.01 or width < 0.6 * PHONE_COLUMN_INCHES:
+            break
+        copy.set_figwidth(width)
+        _layout(copy)
+    place_legends(copy)  # the plots may have moved under a legend
+    return copy
+
+
+def _copy(fig):
+    """A copy of ``fig`` that pyplot does not show, on a canvas of its own."""
+    import pickle
+
+    from matplotlib import pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    copy = pickle.loads(pickle.dumps(fig))
+    plt.close(copy)  # unpickled, a figure of pyplot's joins pyplot's figures again
+    FigureCanvasAgg(copy)
+    return copy
+
+
+def _layout(fig):
+    """Lay ``fig`` out again: by its layout engine if it has one that lays out (constrained or
+    tight), else by tight_layout."""
+    if not isinstance(fig.get_layout_engine(), (ConstrainedLayoutEngine, TightLayoutEngine)):
+        fig.tight_layout()
+    fig.canvas.draw()
+
+
+def _wrap_long_text(fig):
+    """Break over lines the texts of ``fig`` that are longer than the room a phone's column
+    leaves them: an axis's label longer than its side of the axes, a title wider than its
+    axes, a legend wider than its axes (its entries broken to fit them)."""
+    renderer = fig.canvas.get_renderer()
+    if fig._suptitle is not None:  # noqa: SLF001
+        _wrap(fig._suptitle, 0.95 * fig.bbox.width, renderer)  # noqa: SLF001
+    for ax in fig.axes:
+        _wrap(ax.xaxis.label, ax.bbox.width, renderer)
+        _wrap(ax.yaxis.label, ax.bbox.height, renderer)
+        _wrap(ax.title, ax.bbox.width, renderer)
+        legend = ax.get_legend()
+        if legend is None or not legend.texts:
+            continue
+        frame = legend.get_window_extent(renderer).width - max(
+            text.get_window_extent(renderer).width for text in legend.texts)
+        for text in legend.texts:
+            _wrap(text, 0.95 * ax.bbox.width - frame, renderer)
+
+
+def _wrap(text, room: float, renderer):
+    """Set ``text`` in as few lines as keep each within ``room`` pixels, broken at spaces
+    outside its formulas (``$...$``); a text of one line only."""
+    words = re.findall(r"(?:\$[^$]*\$|[^\s$])+", text.get_text())
+    if not text.get_visible() or "\n" in text.get_text() or len(words) < 2:
+        return
+    box = text.get_window_extent(renderer)
+    length = box.height if abs(text.get_rotation() % 180 - 90) < 1 else box.width
+    lines = min(len(words), int(np.ceil(length / room)))
+    if lines < 2:
+        return
+    target, broken, line = sum(map(len, words)) / lines, [], []
+    for word in words:
+        if line and sum(map(len, line)) + len(word) / 2 > target and len(broken) < lines - 1:
+            broken.append(" ".join(line))
+            line = []
+        line.append(word)
+    text.set_text("\n".join([*broken, " ".join(line)]))
+
+
+def _fit_height(fig):
+    """Take from ``fig``'s height what plots of a fixed aspect (a heat map) leave empty in
+    every row of panels, and lay it out again."""
+    rows = {}
+    for ax in fig.axes:
+        if ax.get_subplotspec() is None or hasattr(ax, "_colorbar"):
+            continue
+        row = ax.get_subplotspec().get_topmost_subplotspec().rowspan.start
+        given, drawn = ax.get_position(original=True), ax.get_position(original=False)
+        rows[row] = min(rows.get(row, 1.0), given.height - drawn.height)
+    spare = sum(rows.values()) * fig.get_figheight()
+    if spare > 0.05:
+        fig.set_figheight(fig.get_figheight() - spare)
+        _layout(fig)
+
+
+def _thin_ticks(ax):
+    """Label every second (third, ...) fixed tick of an axis of ``ax`` whose labels run into
+    each other, the fewest left out that keep them apart."""
+    from matplotlib.ticker import FixedLocator
+
+    renderer = ax.figure.canvas.get_renderer()
+    for axis, lo, hi in ((ax.xaxis, "x0", "x1"), (ax.yaxis, "y0", "y1")):
+        ticks = list(axis.get_major_locator().locs) if isinstance(
+            axis.get_major_locator(), FixedLocator) else []
+        labels = [label.get_text() for label in axis.get_ticklabels()]
+        for step in range(2, len(ticks)):
+            if not _axis_ticks_overlap(axis, lo, hi, renderer):
+                break
+            axis.set_ticks(ticks[::step], labels[::step])
+
+
+def _panels(fig):
+    """The axes of ``fig`` by the cell of its grid that they take (a colour bar that the
+    layout made beside its axes goes with them), in reading order, and the grid's shape."""
+    cells, grid = {}, None
+    for ax in fig.axes:
+        spec = ax.get_subplotspec()
+        if spec is None:
+            if hasattr(ax, "_colorbar"):
+                continue  # constrained layout places it beside its axes
+            raise ValueError(f"axes {_name(ax)!r} are placed by hand, not on a grid")
+        top = spec.get_topmost_subplotspec()
+        if grid not in (None, top.get_gridspec()):
+            raise ValueError("the figure's axes are on more than one grid")
+        grid = top.get_gridspec()
+        cells.setdefault((top.rowspan.start, top.colspan.start), (top, []))[1].append(ax)
+    if grid is None:
+        raise ValueError("the figure has no axes on a grid")
+    return [cells[key] for key in sorted(cells)], grid.get_geometry()
+
+
+def _reflow(fig, panels, cols):
+    """Put each panel of ``panels`` (:func:`_panels`) in the next cell of a grid of ``cols``
+    columns; a panel that a colour bar shares with it moves as one (its nested grid is
+    re-anchored)."""
+    from matplotlib.gridspec import GridSpecFromSubplotSpec
+
+    grid = fig.add_gridspec(-(-len(panels) // cols), cols)
+    for n, (top, axes) in enumerate(panels):
+        cell = grid[n // cols, n % cols]
+        for ax in axes:
+            spec = ax.get_subplotspec()
+            if spec.get_gridspec() is top.get_gridspec():
+                ax.set_subplotspec(cell)
+                continue
+            nested = spec.get_gridspec()
+            while nested.get_topmost_subplotspec() != nested._subplot_spec:  # noqa: SLF001
+                nested = nested._subplot_spec.get_gridspec()  # noqa: SLF001
+            if isinstance(nested, GridSpecFromSubplotSpec):
+                nested._subplot_spec = cell  # noqa: SLF001  (no public setter)
+            ax._set_position(spec.get_position(fig))  # noqa: SLF001
+        if n % cols == 0:  # the first of its row: the labels of a shared y axis show
+            for ax in axes:
+                if len(ax.get_shared_y_axes().get_siblings(ax)) > 1:
+                    ax.yaxis.set_tick_params(which="both", labelleft=True)
 
 
 def _densified(points: np.ndarray, step: float = 2.0) -> np.ndarray:
@@ -227,10 +466,11 @@ def _data_inside(ax, box) -> list:
     return covered
 
 
-def figure_report(fig) -> dict:
+def figure_report(fig, column_inches: float = COLUMN_INCHES) -> dict:
     """How a figure reads: for each legend, whether it lies inside its axes, which data it covers
     and, for one beside its axes, the share of their width it takes; the smallest type, in points
-    at the size the page shows the figure; the axes whose tick labels run into each other."""
+    as a column ``column_inches`` wide shows the figure; the axes whose tick labels run into
+    each other."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     legends = []
@@ -251,7 +491,7 @@ def figure_report(fig) -> dict:
     # shown as the notebook saves it: cropped to what is drawn (bbox_inches="tight",
     # with its pad)
     shown_inches = fig.get_tightbbox(renderer).width + 2 * mpl.rcParams["savefig.pad_inches"]
-    scale = min(1.0, COLUMN_INCHES / shown_inches)
+    scale = min(1.0, column_inches / shown_inches)
     return {"legends": legends,
             "smallest_type_pt": round(float(min(sizes) * scale), 2) if sizes else None,
             "overlapping_ticks": [_name(ax) for ax in fig.axes
@@ -264,17 +504,19 @@ def _name(ax) -> str:
 
 def _ticks_overlap(ax, renderer) -> bool:
     """Whether two tick labels of an axis of ``ax`` that the axes show run into each other."""
-    for axis, lo, hi in ((ax.xaxis, "x0", "x1"), (ax.yaxis, "y0", "y1")):
-        low, high = sorted(axis.get_view_interval())
-        slack = 1e-9 * (high - low)
-        boxes = sorted((label.get_window_extent(renderer) for tick in axis.get_major_ticks()
-                        if low - slack <= tick.get_loc() <= high + slack
-                        for label in (tick.label1, tick.label2)
-                        if label.get_visible() and label.get_text().strip()),
-                       key=lambda box: getattr(box, lo))
-        if any(getattr(b, lo) < getattr(a, hi) - 0.5 for a, b in zip(boxes, boxes[1:])):
-            return True
-    return False
+    return (_axis_ticks_overlap(ax.xaxis, "x0", "x1", renderer)
+            or _axis_ticks_overlap(ax.yaxis, "y0", "y1", renderer))
+
+
+def _axis_ticks_overlap(axis, lo, hi, renderer) -> bool:
+    low, high = sorted(axis.get_view_interval())
+    slack = 1e-9 * (high - low)
+    boxes = sorted((label.get_window_extent(renderer) for tick in axis.get_major_ticks()
+                    if low - slack <= tick.get_loc() <= high + slack
+                    for label in (tick.label1, tick.label2)
+                    if label.get_visible() and label.get_text().strip()),
+                   key=lambda box: getattr(box, lo))
+    return any(getattr(b, lo) < getattr(a, hi) - 0.5 for a, b in zip(boxes, boxes[1:]))
 
 
 #: The kinds of (query tile, key tile) in flash attention's forward pass, and how the

@@ -46,11 +46,12 @@ FONT_FACES = ("400.css", "400-italic.css", "600.css", "600-italic.css", "700.css
 OMITTED_UNDER = "book/api/"
 #: What a reader of paper cannot use, left out of the printed pages (print_book.js removes it,
 #: and the tests know the printed text by it): permalink signs, copy buttons, the links from
-#: listings to the online API pages, code cells the HTML folds away (imports and set-up), and
-#: what a closed dropdown holds (the claim tests' code; its summary is printed).
+#: listings to the online API pages, code cells the HTML folds away (imports and set-up),
+#: what a closed dropdown holds (the claim tests' code; its summary is printed), and the
+#: figures' drawings for a phone's screen (book/_ext/attnmath_phone.py).
 UNPRINTED = ("a.headerlink", "button", ".copybtn", ".listing-api", ".toggle-details__summary",
              "details.hide", ".cell.tag_hide-input > .cell_input", ".cell.tag_hide-cell",
-             "details:not([open]) > :not(summary)")
+             "details:not([open]) > :not(summary)", "picture > source")
 #: What the print server serves under /_print/ besides the HTML build.
 PRINT_FILES = {"paged.js": PAGED_JS, "print_book.js": HERE / "print_book.js",
                "print_book.css": HERE / "print_book.css"}
@@ -112,10 +113,12 @@ def chromium() -> str:
     return path
 
 
-def _blank_page() -> bytes:
-    """The page the book is laid out in: the book face, paged.js and the layout script."""
+def _blank_page(title: str) -> bytes:
+    """The page the book is laid out in: the book face, paged.js and the layout script; its
+    ``title`` is the PDF's title."""
     faces = "".join(f'<link rel="stylesheet" href="/_print/font/{face}">' for face in FONT_FACES)
-    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>book</title>'
+    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<title>{html_text.escape(title)}</title>'
             f'<link rel="icon" href="data:,">{faces}<script src="/_print/paged.js"></script>'
             '<script src="/_print/print_book.js"></script></head><body></body></html>').encode()
 
@@ -139,7 +142,7 @@ class _PrintHandler(http.server.SimpleHTTPRequestHandler):
     def do_GET(self):
         if urlsplit(self.path).path != "/_print/book.html":
             return super().do_GET()
-        body = _blank_page()
+        body = _blank_page(book_facts()["title"])
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))

@@ -1,5 +1,7 @@
 """Figures that read: legends off the data and off the plot's width, type of at least 10 pt at
-the size the page shows, tick labels apart.
+the size the page shows, tick labels apart; and a phone's drawing of each (``narrow_variant``)
+that reads in a phone's column: panels one under another, type of at least 12 pt (the phone's
+16 px captions), legends off the data, tick labels apart.
 
 When the book is built, book/figstyle.py attaches to every figure a chapter shows a report of
 how it reads (``figure_report``, in the metadata of its SVG output, which the pages do not show).
@@ -153,6 +155,52 @@ def test_type_is_measured_at_the_size_the_column_shows(width, shrinks):
         assert smallest == 9
 
 
+def test_the_phone_drawing_stacks_the_panels_in_the_phone_column():
+    figstyle.use_book_style()
+    fig, axes = plt.subplots(1, 3, figsize=(8, 3), sharey=True)
+    x = np.linspace(0, 1, 50)
+    for n, ax in enumerate(axes):
+        ax.plot(x, x ** (n + 1), label=f"power {n + 1} of a longer label")
+        ax.set(title=f"panel {n}", xlabel="the input x on the unit interval")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside: no room on a phone
+    axes[0].set_ylabel("output")
+    ax.tick_params(labelsize=8)
+    fig.colorbar(axes[0].imshow(np.eye(3), extent=(0, 1, 0, 1), aspect="auto"), ax=axes[0])
+    narrow = figstyle.narrow_variant(fig)
+    narrow.canvas.draw()
+    panels = [a for a in narrow.axes if not hasattr(a, "_colorbar")]
+    boxes = [a.get_position() for a in panels]
+    assert [a.get_title() for a in panels] == ["panel 0", "panel 1", "panel 2"]
+    assert all(b.y0 > c.y1 for b, c in zip(boxes, boxes[1:])), "the panels are not one under another"
+    assert all(a.yaxis.get_tick_params()["labelleft"] for a in panels), "a shared axis hides its labels"
+    report = figstyle.figure_report(narrow, figstyle.PHONE_COLUMN_INCHES)
+    assert report["smallest_type_pt"] >= figstyle.PHONE_TYPE_PT
+    assert not report["overlapping_ticks"]
+    assert all(not legend["covers"] and legend["beside_share"] <= figstyle.MAX_BESIDE_SHARE
+               for legend in report["legends"])
+    shown = narrow.get_tightbbox().width + 2 * plt.rcParams["savefig.pad_inches"]
+    assert shown <= figstyle.PHONE_COLUMN_INCHES + 0.01
+    # the figure the chapter drew is as it was
+    assert fig.get_figwidth() == 8 and [a.get_title() for a in fig.axes[:3]] == ["panel 0", "panel 1", "panel 2"]
+    assert all(a.get_legend()._bbox_to_anchor is not None for a in axes)
+    assert not axes[1].yaxis.get_tick_params()["labelleft"]
+
+
+def test_a_figure_as_narrow_as_a_phone_has_no_phone_drawing():
+    fig, ax = plt.subplots(figsize=(3, 2))
+    assert figstyle.narrow_variant(fig) is None
+
+
+def test_long_labels_are_broken_outside_their_formulas():
+    fig, ax = plt.subplots(figsize=(2, 2), dpi=96)
+    ax.set_xlabel("a label far longer than the axes with $x + y$ in it and more words")
+    fig.canvas.draw()
+    figstyle._wrap(ax.xaxis.label, ax.bbox.width, fig.canvas.get_renderer())
+    lines = ax.xaxis.label.get_text().split("\n")
+    assert len(lines) >= 2 and all("$x + y$" in line or "$" not in line for line in lines)
+    assert " ".join(lines) == "a label far longer than the axes with $x + y$ in it and more words"
+
+
 def test_power_of_two_axis_reads_as_the_numbers():
     fig, ax = plt.subplots()
     ax.plot([64, 128, 256, 512, 1024], [1, 2, 3, 4, 5])
@@ -197,6 +245,20 @@ def test_every_figure_leaves_its_plots_their_width_and_ticks_apart(reports, doc)
     assert not wide, f"{doc}: legends beside the plot taking its width (figure, axes, share): {wide}"
     crowded = [(n, r["overlapping_ticks"]) for n, r in shown if r.get("overlapping_ticks")]
     assert not crowded, f"{doc}: tick labels running into each other (figure, axes): {crowded}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_every_figure_has_a_phone_drawing_that_reads(reports, doc):
+    shown = [(n + 1, r.get("phone")) for n, r in enumerate(reports[doc]) if r is not None]
+    missing = [n for n, phone in shown if phone is None]
+    assert not missing, f"{doc}: figures without a phone drawing: {missing}"
+    small = [(n, p["smallest_type_pt"]) for n, p in shown if p["smallest_type_pt"] < figstyle.PHONE_TYPE_PT - 0.05]
+    assert not small, f"{doc}: phone drawings with type under {figstyle.PHONE_TYPE_PT} pt: {small}"
+    crowded = [(n, p["overlapping_ticks"]) for n, p in shown if p["overlapping_ticks"]]
+    assert not crowded, f"{doc}: phone drawings with tick labels running together: {crowded}"
+    covering = [(n, legend["axes"]) for n, p in shown for legend in p["legends"] if legend["covers"]]
+    assert not covering, f"{doc}: phone drawings with legends on the data: {covering}"
 
 
 @pytest.mark.slow
