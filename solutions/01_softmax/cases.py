@@ -81,7 +81,8 @@ def jacobian_cases(rng):
     z[2] -= rng.uniform(0.2, 2.0)
     zs.append(z)
     kinds = ["a vector of length 1"] + ["another length"] * 4 + ["logits of ±800"]
-    return [Case((z,), {}, f"n={z.size}", ref.softmax_jacobian(z), kind=kind) for z, kind in zip(zs, kinds)]
+    labels = [f"n={z.size}" for z in zs[:-1]] + ["n=3, logits of ±800"]  # one label, one case
+    return [Case((z,), {}, label, ref.softmax_jacobian(z), kind=kind) for z, label, kind in zip(zs, labels, kinds)]
 
 
 def diagnose_jacobian(case, out):

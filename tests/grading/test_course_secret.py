@@ -59,3 +59,11 @@ def test_the_secret_comes_from_the_environment_or_the_course_root(tmp_path, monk
     monkeypatch.setenv("ATTNGRADE_COURSE_SECRET", "from the environment")
     assert course_secret(tmp_path) == "from the environment"
     assert ".attngrade-secret" in (gk.ROOT / ".gitignore").read_text().split()
+
+
+@pytest.mark.parametrize("assignment", gk.ASSIGNMENTS)
+def test_each_case_of_a_part_has_a_label_of_its_own(assignment):
+    """The grader names a failed case by its label: feedback and statistics find its kind by it."""
+    for gid, part in load_parts(gk.SOLUTIONS / assignment / "hidden_tests.py").items():
+        labels = [c.label for c in make_cases(part)]
+        assert len(labels) == len(set(labels)), (gid, sorted({x for x in labels if labels.count(x) > 1}))
