@@ -450,11 +450,21 @@ def helpers_cell(modules: set[str], folder: Path) -> str:
     return "\n\n\n".join(parts)
 
 
+def _not_on_the_page(source: str, folded: bool = False):
+    """A code cell that only the download has (tagged as the book tags a cell it does not show;
+    ``folded``: its code hidden in JupyterLab until the reader opens it)."""
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["tags"] = ["remove-cell"]
+    if folded:
+        cell.metadata["jupyter"] = {"source_hidden": True}
+    return cell
+
+
 def inline_book_modules(nb, folder: Path) -> None:
     """Replace the imports of the book's modules by one folded cell before the first cell that
     imports them."""
-    import nbformat
-
     modules = {k: v for k, v in BOOK_MODULES.items() if v is not None or (folder / f"{k}.py").exists()}
     first, needed = None, set()
     for index, cell in enumerate(nb.cells):
@@ -466,9 +476,7 @@ def inline_book_modules(nb, folder: Path) -> None:
         needed |= found
     if first is None:
         return
-    helpers = nbformat.v4.new_code_cell(helpers_cell(needed, folder))
-    helpers.metadata["jupyter"] = {"source_hidden": True}  # folded in JupyterLab
-    nb.cells.insert(first, helpers)
+    nb.cells.insert(first, _not_on_the_page(helpers_cell(needed, folder), folded=True))
 
 
 def install_cell(install: str) -> str:
@@ -526,10 +534,9 @@ def standalone_notebook(nb, folder: Path, macros: dict, resolver: Resolver | Non
     files = data_files("\n".join(c.source for c in nb.cells if c.cell_type == "code"), root)
     setup = []  # under the chapter's title: what must run before its code
     if repository.get("install"):
-        setup.append(nbformat.v4.new_code_cell(install_cell(repository["install"])))
+        setup.append(_not_on_the_page(install_cell(repository["install"])))
     if files:
-        setup.append(nbformat.v4.new_code_cell(data_cell(files, chapter, f"{name}.ipynb", repository.get("raw"))))
-        setup[-1].metadata["jupyter"] = {"source_hidden": True}  # folded in JupyterLab
+        setup.append(_not_on_the_page(data_cell(files, chapter, f"{name}.ipynb", repository.get("raw")), folded=True))
     title = 1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0
     nb.cells[title:title] = setup
     if macros or setup:
