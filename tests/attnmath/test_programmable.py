@@ -422,23 +422,29 @@ def test_fp8_rounding_is_to_nearest_with_ties_to_even_and_saturates():
                    "Block quantization and incoherent processing make FP8 attention more accurate than "
                    "FP8 attention with one scale per tensor (2.6 times lower error in the paper)",
                    "clarified",
-                   correction="The direction holds on inputs with outliers, but the factor depends on the "
-                              "inputs: on standard normal inputs with 0.1 % of entries scaled by 10 "
-                              "the emulation here measures a factor between 1 and 10, and without "
-                              "outliers the per-tensor scale already loses little",
+                   correction="The gain depends on the inputs. In the emulation here, on standard normal "
+                              "inputs with one entry in a thousand scaled up, the three methods agree without "
+                              "outliers, tiles with the rotation lower the error by about 1.2 at outliers of "
+                              "10, and at outliers of 100 tiles alone lower it by about 2 while the rotation "
+                              "gives part of that back",
                    box="corr-fp8-factor",
-                   domain="B = 1, H = 2, L = S = 256, D = 64, E4M3, three seeds, tiles of 64, with and "
-                          "without outliers")
-def test_block_scaling_and_rotation_lower_the_fp8_error_on_inputs_with_outliers():
-    ratios = []
-    for seed in range(3):
-        q, k, v = _outlier_qkv(seed)
-        ref = sdpa_oracle(q, k, v)
-        rmse = lambda r: float(np.sqrt(np.mean((r.out - ref) ** 2)))  # noqa: E731
-        tensor = rmse(P.fp8_attention(q, k, v))
-        fa3 = rmse(P.fp8_attention(q, k, v, block_q=64, block_k=64, rotation=P.hadamard_rotation(64, seed)))
-        ratios.append(tensor / fa3)
-    assert all(1.0 < r < 10.0 for r in ratios), ratios
+                   domain="B = 1, H = 2, L = S = 256, D = 64, E4M3, three seeds, tiles of 64, outlier sizes "
+                          "1, 10 and 100 (the chapter's figure)")
+def test_block_scaling_and_rotation_lower_the_fp8_error_by_an_input_dependent_factor():
+    def errors(size):
+        e = []
+        for seed in range(3):
+            q, k, v = _outlier_qkv(seed, size=size)
+            ref = sdpa_oracle(q, k, v)
+            rmse = lambda **kw: float(np.sqrt(np.mean((P.fp8_attention(q, k, v, **kw).out - ref) ** 2)))  # noqa: E731
+            e.append([rmse(), rmse(block_q=64, block_k=64),
+                      rmse(block_q=64, block_k=64, rotation=P.hadamard_rotation(64, seed))])
+        return np.mean(e, axis=0)  # per tensor, per tile, tile + rotation
+
+    plain, ten, hundred = errors(1.0), errors(10.0), errors(100.0)
+    assert abs(plain[0] / plain[2] - 1) < 0.05
+    assert 1.05 < ten[0] / ten[2] < 1.5
+    assert hundred[0] / hundred[1] > 1.5 and hundred[1] < hundred[2] < hundred[0]
 
 
 def _outlier_qkv(seed, share=1e-3, size=10.0):
