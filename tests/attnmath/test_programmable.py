@@ -150,8 +150,8 @@ def test_a_mask_function_that_indexes_past_its_table_is_refused_naming_mask_mod(
                    "A block mask lets the kernel skip every tile the mask hides entirely and evaluate "
                    "the mask function only on the partly masked tiles, with the result of the dense "
                    "masked attention", "verified",
-                   domain="causal, sliding-window, document and prefix masks; L, S in 1..12, tiles of "
-                          "1..5, grouped heads, with and without a score function; hypothesis")
+                   domain="causal, sliding-window, document and prefix masks; $L, S$ from 1 to 12, tiles of "
+                          "1 to 5, grouped heads, with and without a score function; hypothesis")
 @SETTINGS
 @given(data=st.data())
 def test_block_sparse_attention_skips_empty_tiles_and_equals_dense_attention(data):
@@ -178,7 +178,7 @@ def test_block_sparse_attention_skips_empty_tiles_and_equals_dense_attention(dat
 @pytest.mark.claim("paper: dong2024flex on block masks",
                    "For a causal mask with square tiles a block mask computes $n(n+1)/2$ of the "
                    "$n^2$ tiles, only the $n$ diagonal ones masked, so the saving tends to one half",
-                   "verified", domain="L = S = n b for n in 1..40 tiles of b in {1, 4, 128}")
+                   "verified", domain="$L = S = nb$ for $n$ in {1, 2, 3, 7, 40} tiles of $b$ in {1, 4} and $n$ up to 3 for $b = 128$")
 def test_a_causal_block_mask_computes_half_the_tiles_and_masks_only_the_diagonal():
     for b in (1, 4, 128):
         for n in (1, 2, 3, 7, 40) if b < 128 else (1, 2, 3):
@@ -232,7 +232,7 @@ def test_nsa_compression_with_overlapping_windows_is_the_mean_of_each_window():
                    "reads about 11.6 times fewer key-value tokens than full attention (4, 6.4 and 9.1 "
                    "times at 8k, 16k and 32k)", "verified",
                    domain="the paper's four context lengths, counted branch by branch as the paper counts "
-                          "them; and the counts of nsa_attention's own masks at t up to 64 with small blocks")
+                          "them; and the counts of `nsa_attention`'s own masks at $t$ up to 64 with small blocks")
 def test_nsa_reads_about_eleven_times_fewer_tokens_at_64k():
     for s, factor in ((8192, 4.0), (16384, 6.4), (32768, 9.1), (65536, 11.6)):
         tokens = P.nsa_tokens_per_query(s)
@@ -284,7 +284,7 @@ def test_moba_equals_its_rule_written_out_query_by_query(L, block, top_k):
                               "and 7.7 % at 32K (92.3 %, not 95.31 %)",
                    box="corr-moba-sparsity",
                    domain="the paper's two settings counted exactly for every query; the count checked "
-                          "against moba_attention's selected keys at L up to 14, blocks 1..4, top-k 1..4")
+                          "against `moba_attention`'s selected keys at $L$ up to 14, blocks and top-k from 1 to 4")
 def test_moba_sparsity_is_the_last_querys_and_the_whole_prefill_saves_less():
     for N, expected, share in ((8192, 0.8125, 0.289), (32768, 0.9531, 0.077)):
         n = P.moba_keys_per_query(N, block=512, top_k=3)
@@ -328,8 +328,8 @@ def test_dsa_attends_exactly_the_top_k_earlier_tokens_of_the_indexer(L, top_k):
 @pytest.mark.claim("paper: deepseek2025v32 on the architecture",
                    "DSA reduces the core attention of the main model from $O(L^2)$ to $O(Lk)$, while "
                    "the lightning indexer stays $O(L^2)$", "verified",
-                   domain="pairs counted from dsa_attention's own selection at L up to 40 and k up to 8, and "
-                          "the counting formula at L from 2^14 to 2^19 with k = 2048")
+                   domain="pairs counted from `dsa_attention`'s own selection at $L$ up to 40 and $k$ up to 9, and "
+                          "the counting formula at $L$ from $2^{14}$ to $2^{19}$ with $k = 2048$")
 def test_dsa_main_attention_grows_as_l_times_k_and_the_indexer_as_l_squared():
     for L, top_k in ((40, 8), (17, 5), (6, 9)):
         q, k, v = random_qkv(B=1, H=2, L=L, D=3, seed=L)
@@ -487,7 +487,7 @@ def test_the_sink_experiment_is_deterministic_and_its_task_needs_the_first_token
     assert (tokens[:, 0] == 0).all() and (targets[tokens == 1] == np.broadcast_to(tokens[:, 1:2], tokens.shape)[tokens == 1]).all()
 
 
-@pytest.mark.claim("book: book/data/gated_sinks.json",
+@pytest.mark.claim("book: `book/data/gated_sinks.json`",
                    "Every model solves the task, and for every seed both gated models put less of "
                    "their idle attention on the BOS token than the ungated model", "verified",
                    domain="the recorded runs: three seeds, no gate, elementwise and headwise gates",
