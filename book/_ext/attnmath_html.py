@@ -13,8 +13,8 @@ Markdown for JupyterLab (``attnmath_notebook.py``), so that it runs and reads on
 
 The repository URL (``repository: url:`` in ``_config.yml``) is the one setting for links to the
 repository. With a URL, every page has the repository button, and every chapter launch buttons
-(:func:`launch_links`: Binder and JupyterHub open the chapter in the repository's environment,
-Colab its downloadable notebook where the built book is published), the downloaded notebooks
+(:func:`launch_links`: Binder, JupyterHub and Colab open the chapter's downloadable notebook
+where the built book is published), the downloaded notebooks
 install the library and fetch their data from the repository, and the landing page's pages show
 their ``{only} public_repository`` text. While it is empty, none of these is shown, so that no
 page links to nowhere, and the ``{only} not public_repository`` text says how to run locally.
@@ -262,30 +262,48 @@ def public_repository(url: str, branch: str = "main", path: str = "", launch: di
 
 
 def launch_links(repository: dict, docname: str) -> dict[str, str]:
-    """The launch URLs of the chapter ``docname`` (``book/01_softmax``), by service. Binder and
-    JupyterHub (nbgitpuller) open the chapter's MyST source as a notebook (Jupytext, in the
-    Notebook interface) in the repository's environment, where everything the book runs is;
-    Colab, which opens only ``.ipynb`` files from GitHub, opens the downloadable notebook on the
-    branch the built book is published to."""
+    """The launch URLs of the chapter ``docname`` (``book/01_softmax``), by service. Each opens
+    the chapter's downloadable notebook (the page, with its numbers written in) where the built
+    book is published, the repository's ``pages_branch`` (``_sources/<docname>.ipynb``): Binder
+    builds its environment from the ``requirements.txt`` published beside it
+    (:func:`binder_requirements`), a JupyterHub pulls the branch with nbgitpuller, and Colab
+    opens the notebook from GitHub. The notebook installs ``attnmath`` where it is missing and
+    fetches its data files from the repository."""
     from urllib.parse import quote, urlencode
 
     launch, links = repository.get("launch") or {}, {}
-    opened = f"notebooks/{repository.get('path', '')}{docname}.md?factory=Jupytext%20Notebook"
-    if launch.get("binderhub_url") and repository["provider"] in ("github", "gitlab", "git"):
+    notebook, branch = f"_sources/{docname}.ipynb", repository.get("pages_branch") or "gh-pages"
+    if launch.get("binderhub_url"):
         where = {"github": f"gh/{repository['org']}/{repository['repo']}",
                  "gitlab": f"gl/{repository['org']}%2F{repository['repo']}"}.get(
                      repository["provider"], f"git/{quote(repository['url'], safe='')}")
-        links["Binder"] = f"{launch['binderhub_url']}/v2/{where}/{repository['branch']}?urlpath={quote(opened, safe='')}"
+        links["Binder"] = f"{launch['binderhub_url']}/v2/{where}/{branch}?urlpath={quote('lab/tree/' + notebook, safe='')}"
     if launch.get("jupyterhub_url"):
         folder = repository["url"].rsplit("/", 1)[-1]
-        query = urlencode({"repo": repository["url"], "branch": repository["branch"],
-                           "urlpath": f"notebooks/{folder}/{repository.get('path', '')}{docname}.md"
-                                      "?factory=Jupytext Notebook"})
+        query = urlencode({"repo": repository["url"], "branch": branch, "urlpath": f"lab/tree/{folder}/{notebook}"})
         links["JupyterHub"] = f"{launch['jupyterhub_url']}/hub/user-redirect/git-pull?{query}"
     if launch.get("colab_url") and repository["provider"] == "github":
-        links["Colab"] = (f"{launch['colab_url']}/github/{repository['org']}/{repository['repo']}/blob/"
-                          f"{repository['pages_branch']}/_sources/{docname}.ipynb")
+        links["Colab"] = f"{launch['colab_url']}/github/{repository['org']}/{repository['repo']}/blob/{branch}/{notebook}"
     return links
+
+
+def binder_requirements(repository: dict) -> str:
+    """The ``requirements.txt`` published at the root of the built book, from which Binder builds
+    the environment of its notebooks: the library from the repository, with PyTorch (its CPU
+    build) and matplotlib, which the chapters use."""
+    return ("# The environment in which Binder runs this book's chapter notebooks (published with the\n"
+            "# built book; written by book/_ext/attnmath_html.py).\n"
+            "--extra-index-url https://download.pytorch.org/whl/cpu\n"
+            f"attnmath[torch] @ git+{repository['url']}@{repository['branch']}"
+            f"{'#subdirectory=' + repository['path'].rstrip('/') if repository.get('path') else ''}\n"
+            "matplotlib\n")
+
+
+def write_binder_requirements(app, exception):
+    repository = (app.config.html_context or {}).get("attnmath_repository") or {}
+    target = Path(app.outdir) / "requirements.txt"
+    if exception is None and app.builder.format == "html" and repository:
+        target.write_text(binder_requirements(repository))
 
 
 def launch_buttons(app, pagename, templatename, context, doctree):
@@ -365,6 +383,7 @@ def setup(app):
     app.connect("html-page-context", launch_buttons, priority=600)
     # after pydata-sphinx-theme writes pygments.css (build-finished, priority 500)
     app.connect("build-finished", lighten_pages, priority=900)
+    app.connect("build-finished", write_binder_requirements)
     app.connect("config-inited", repository_buttons, priority=900)
     app.add_node(launch_reference)
     app.add_role("launch", launch_role)

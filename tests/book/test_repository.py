@@ -1,7 +1,9 @@
 """One setting, `repository: url:` in _config.yml, decides every link to the public repository
 (book/_ext/attnmath_html.py). With a URL, every page links the repository, every chapter has
-launch buttons (Binder, JupyterHub, Colab) and the landing page's "Run" points at them; without
-one, nothing links to nowhere and the landing page says how to run locally. Both states are
+launch buttons (Binder, JupyterHub, Colab) that open its downloadable notebook where the built
+book is published, the built book carries the requirements Binder builds from, and the landing
+page's "Run" points at the buttons; without one, nothing links to nowhere and the landing page
+says how to run locally. Both states are
 built here as a book of two pages (a landing page and one notebook chapter), not the whole book."""
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-from attnmath_html import launch_links, public_repository  # noqa: E402
+from attnmath_html import binder_requirements, launch_links, public_repository  # noqa: E402
 
 URL = "https://github.com/attn-course/attention-math"
 LAUNCH = {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com",
@@ -102,10 +104,11 @@ def test_the_pages_link_the_repository_only_when_it_is_set(book):
             assert f'href="{link}"' in chapter, f"no {service} button on the chapter"
         assert f'href="{links["Binder"]}"' in index and f'href="{links["Colab"]}"' in index
         assert "Run online" in index and "Run locally" not in index
+        assert (out / "requirements.txt").read_text() == binder_requirements(public_repository(URL, launch=LAUNCH))
     else:
         assert "github.com" not in index + chapter and "launch-buttons" not in chapter
         assert "source-repository-button" not in index + chapter
-        assert "Run locally" in index and "Run online" not in index
+        assert "Run locally" in index and "Run online" not in index and not (out / "requirements.txt").exists()
         for page in (out / "index.html", out / "book" / "01_x.html"):
             for href in _hrefs(page):
                 if "://" not in href and not href.startswith("mailto:"):
@@ -117,15 +120,16 @@ def test_the_launch_links_open_the_chapter():
     assert repository["install"] == f"attnmath @ git+{URL}@main"
     assert repository["raw"] == "https://raw.githubusercontent.com/attn-course/attention-math/main/"
     links = launch_links(repository, "book/08_flash")
+    # Each opens the downloaded notebook where the built book is published (ghp-import's branch).
     binder = urlparse(links["Binder"])
-    assert binder.path == "/v2/gh/attn-course/attention-math/main"
-    # Binder passes urlpath on to the server once decoded: the Notebook interface opens the MyST
-    # chapter with Jupytext's notebook view.
-    assert unquote(parse_qs(binder.query)["urlpath"][0]) == "notebooks/book/08_flash.md?factory=Jupytext Notebook"
+    assert binder.path == "/v2/gh/attn-course/attention-math/gh-pages"
+    assert unquote(parse_qs(binder.query)["urlpath"][0]) == "lab/tree/_sources/book/08_flash.ipynb"
     hub = parse_qs(urlparse(links["JupyterHub"]).query)
-    assert hub["repo"] == [URL] and hub["urlpath"] == ["notebooks/attention-math/book/08_flash.md?factory=Jupytext Notebook"]
+    assert hub == {"repo": [URL], "branch": ["gh-pages"], "urlpath": ["lab/tree/attention-math/_sources/book/08_flash.ipynb"]}
     assert links["Colab"] == ("https://colab.research.google.com/github/attn-course/attention-math/blob/"
                               "gh-pages/_sources/book/08_flash.ipynb")
+    assert binder_requirements(repository).splitlines()[2:] == [
+        "--extra-index-url https://download.pytorch.org/whl/cpu", f"attnmath[torch] @ git+{URL}@main", "matplotlib"]
     nested = public_repository(URL, "dev", "course/", LAUNCH)
     assert nested["install"].endswith("@dev#subdirectory=course") and nested["raw"].endswith("/dev/course/")
     other = launch_links(public_repository("https://git.example.org/a/b", launch=LAUNCH), "book/01_x")
