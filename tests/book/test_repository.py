@@ -9,6 +9,7 @@ built here as a book of two pages (a landing page and one notebook chapter), not
 from __future__ import annotations
 
 import html
+import json
 import re
 import sys
 from pathlib import Path
@@ -105,6 +106,9 @@ def test_the_pages_link_the_repository_only_when_it_is_set(book):
         assert f'href="{links["Binder"]}"' in index and f'href="{links["Colab"]}"' in index
         assert "Run online" in index and "Run locally" not in index
         assert (out / "requirements.txt").read_text() == binder_requirements(public_repository(URL, launch=LAUNCH))
+        downloaded = json.loads((out / "_sources" / "book" / "01_x.ipynb").read_text())
+        code = ["".join(c["source"]) for c in downloaded["cells"] if c["cell_type"] == "code"]
+        assert f"git+{URL}@main" in code[0] and code[-1] == "x = 1", "the notebook does not install the library first"
     else:
         assert "github.com" not in index + chapter and "launch-buttons" not in chapter
         assert "source-repository-button" not in index + chapter
