@@ -2,12 +2,14 @@
 
 :func:`check` turns a :class:`~attngrade.running.Plan` and its
 :class:`~attngrade.running.Computed` into a :class:`~attngrade.grader.Result`: per part the
-points and a message the student may read (never inputs, expected values or tracebacks), and
-one status with every condition that led to it in the reason.
+points and a message the student may read (never inputs, expected values or tracebacks; for a
+failed hidden case, the visible checks' own words on it: :func:`attngrade.feedback.hidden_message`),
+and one status with every condition that led to it in the reason.
 """
 
 from __future__ import annotations
 
+from .feedback import hidden_message
 from .grader import _PRECEDENCE, PartResult, Result
 from .running import Computed, Plan
 from .sandbox import Isolation, Limits, case_memory
@@ -78,6 +80,15 @@ def _check_message(reason: str) -> str:
     return "failed (wrong result on a hidden test case)"
 
 
+def _failed_message(ps, outs: list, reason: str, stopped: set) -> str:
+    """What the student reads of a failed part: the visible checks' words on the hidden case that
+    failed (:func:`attngrade.feedback.hidden_message`); the short summary where no case is named
+    or the words cannot be made (the verdict is decided already: a message never changes it)."""
+    try:
+        return hidden_message(ps.part, ps.cases, outs, reason, stopped) or _check_message(reason)
+    except Exception:  # noqa: BLE001
+        return _check_message(reason)
+
 
 def check(spec, plan: Plan, computed: Computed, isolation: Isolation, limits: Limits) -> Result:
     """The result of one submission from what ran (module docstring)."""
@@ -137,5 +148,6 @@ def _part(spec, ps, plan: Plan, computed: Computed, isolation, limits, condition
     errors = {r["error"] for r in data.records if r["error"]} & _RESOURCE_ERRORS
     if errors:
         conditions.append(("resource_limit", f"{gid}: raised {', '.join(sorted(errors))}"))
-    message = "passed" if passed else _check_message(reason)
+    stopped = {i for i in range(len(outs)) if (computed.memory.get((gid, i)) or {}).get("stopped")}
+    message = "passed" if passed else _failed_message(ps, outs, reason, stopped)
     return PartResult(ps.points if passed else 0.0, ps.points, passed, message, reason)

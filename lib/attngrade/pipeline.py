@@ -33,6 +33,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 from . import export, returning, sandbox, similarity  # noqa: E402 - after the line above
 from .grader import ConfigError, grade_submission, grader_failure, load_assignment, load_course
 from .late import assign_deadlines, course_zone, load_policy
+from .reveal import reveal_policy
 from .lms import read_times
 from .names import shown
 from .reading import SubmissionError, read_notebook
@@ -172,6 +173,7 @@ def _course(opts: Options):
     try:
         zone = course_zone(course.config, opts.timezone)
         policy, deadlines = load_policy(course.config, opts.assignment, deadlines=opts.deadlines, zone=zone)
+        reveal_policy(course.config, opts.assignment)  # a setting that cannot be read stops here, not per page
         return course, _shard(opts.shard), policy, (zone, deadlines)
     except ValueError as exc:
         raise InstructorError(str(exc)) from exc

@@ -1,10 +1,13 @@
 """What the instructor and the students read: grades CSV, feedback pages, summary report.
 
 Student feedback shows the task text of the released notebook (its maths rendered by a local
-copy of the book's MathJax), the file graded and the files ignored, and per part pass/fail, the
-points, a short message (``failed (raised ValueError)``), the *kind* of hidden case that failed
-(``Case.kind``: "float16 input") and the student's own code. It never shows hidden tests, their
-inputs, expected values, case labels or tracebacks: those stay in the instructor's log.
+copy of the book's MathJax), the file graded and the files ignored, and per part pass/fail and
+the points; for a failed part, the hidden case that failed (its number and *kind*, ``Case.kind``:
+"float16 input"), what failed and the hint, in the visible checks' own words, the visible check
+to run, how the part's points are given (all or nothing) and the student's own code
+(:mod:`attngrade.feedback`). It never shows hidden tests, their inputs, expected values, case
+labels or tracebacks (those stay in the instructor's log), unless the assignment reveals the
+failing inputs after a time that has passed when the page is written (:mod:`attngrade.reveal`).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ import re
 import shutil
 import time
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 
+from . import feedback
 from .grader import STATUSES, AssignmentSpec, Result
 from .names import csv_cell, shown
 from .notebooks import cell_grade_id
@@ -37,7 +42,6 @@ __all__ = [
     "STATUS_TEXT",
     "copy_mathjax",
     "code_html",
-    "failed_kind",
     "answered_written",
 ]
 
@@ -62,7 +66,9 @@ th{background:#f3f3f3}.pass{color:#176b2c;font-weight:600}.fail{color:#a0181c;fo
 .status-graded{color:#176b2c}.status-other{color:#a0181c}code{background:#f3f3f3;padding:0 .2rem}
 pre.code{background:#f6f8fa;border:1px solid #ddd;border-radius:4px;padding:.5rem;overflow-x:auto;
 font-size:.85rem;white-space:pre;tab-size:4}.note{background:#fff8e1;border-left:4px solid #e0b000;
-padding:.3rem .8rem}pre.written{white-space:pre-wrap;background:#fbfbf8;border:1px solid #ddd;padding:.5rem;
+padding:.3rem .8rem}.case{border-left:4px solid #a0181c;padding:.1rem .8rem;margin:.4rem 0 .8rem}
+.case p{margin:.35rem 0}
+pre.written{white-space:pre-wrap;background:#fbfbf8;border:1px solid #ddd;padding:.5rem;
 font-family:inherit}img.attachment{max-width:100%;border:1px solid #ddd;margin:.3rem 0}
 """
 
@@ -115,15 +121,6 @@ def answered_written(spec: AssignmentSpec, result: Result) -> dict[str, bool]:
     release = {cell_grade_id(c): c.source for c in spec.release.cells}
     written = result.written or {}
     return {gid: gid in written and _norm(written[gid]) != _norm(release.get(gid)) for gid in spec.manual}
-
-
-def failed_kind(spec: AssignmentSpec, gid: str, detail: str) -> str | None:
-    """The ``kind`` of the hidden case that a part's failure ``detail`` names, if it has one."""
-    from .statistics import failed_case
-
-    cases = spec.part(gid).cases
-    index = failed_case(cases, detail)
-    return None if index is None else (cases[index].kind or None)
 
 
 def _answer_cell_of(spec: AssignmentSpec, gid: str) -> str | None:
@@ -233,23 +230,26 @@ def _task_sections(spec: AssignmentSpec) -> list[tuple[str, list[str]]]:
 
 
 def _part_message(spec: AssignmentSpec, gid: str, pr) -> str:
-    """The part's result for the student, with the kind of hidden case that failed when known."""
+    """The part's result in a line: "passed", or the hidden case that failed and its kind
+    (:func:`attngrade.feedback.short_text`), or why no case was checked."""
     if pr is None:
         return "not graded"
     if pr.passed:
         return pr.message
-    kind = failed_kind(spec, gid, pr.detail)
-    return f"{pr.message}; the kind of case that failed: {kind}" if kind else pr.message
+    return feedback.short_text(feedback.case_feedback(spec.part(gid), pr), pr.message)
 
 
 #: The most of a student's code a feedback page shows per part.
 MAX_CODE_CHARS = 20000
 
 
-def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
+def write_feedback(folder: Path, spec: AssignmentSpec, result: Result, now: datetime | None = None) -> Path:
     """``folder/<student>.html``: the file graded, the files ignored, lateness, and per part the
-    result, the kind of hidden case that failed and the student's own code, beside the task text."""
+    result, the failed hidden case (:func:`attngrade.feedback.part_html`) and the student's own
+    code, beside the task text; ``now`` (default: the time of writing) decides whether the
+    assignment's reveal setting shows the failing inputs (:mod:`attngrade.reveal`)."""
     folder.mkdir(parents=True, exist_ok=True)
+    now = now or datetime.now(timezone.utc)
     sections = _task_sections(spec)
     maths = typeset(formulas_in(t for _, texts in sections for t in texts))
     out = _feedback_head(folder, spec, result, maths, sections)
@@ -267,7 +267,7 @@ def write_feedback(folder: Path, spec: AssignmentSpec, result: Result) -> Path:
         what = "graded by your instructor" if answered[gid] else "not answered: 0 points"
         out.append(f"<tr><td>written</td><td>{_e(gid)}</td><td>— / {pts:g}</td><td>{what}</td></tr>")
     out.append("</table><h2>The tasks</h2>")
-    out.extend(_feedback_tasks(spec, result, answered, maths, sections))
+    out.extend(_feedback_tasks(spec, result, answered, maths, sections, now))
     out.append(f"<p><small>Generated {_e(time.strftime('%Y-%m-%d %H:%M'))}.</small></p></body></html>")
     path = folder / f"{result.student}.html"
     path.write_text("\n".join(out), encoding="utf-8", errors="backslashreplace")
@@ -351,8 +351,10 @@ def code_html(source: str) -> str:
     return f"<pre class='code'>{body}</pre>{tail}"
 
 
-def _feedback_tasks(spec: AssignmentSpec, result: Result, answered: dict, maths: Maths, sections) -> list[str]:
-    """The release's task text with each part's result and, where it failed, the student's code."""
+def _feedback_tasks(spec: AssignmentSpec, result: Result, answered: dict, maths: Maths, sections,
+                    now: datetime) -> list[str]:
+    """The release's task text with each part's result and, where it failed, what failed
+    (:func:`attngrade.feedback.part_html`) and the student's code."""
     out = []
     index = {p.grade_id: i for i, p in enumerate(spec.parts, 1)}
     cells = result.notebook.cells if result.notebook is not None else []
@@ -367,6 +369,9 @@ def _feedback_tasks(spec: AssignmentSpec, result: Result, answered: dict, maths:
                 f"<span class='{cls}'>{_e(_part_message(spec, gid, pr))}</span>, "
                 f"{pr.score if pr else 0:g} / {spec.part(gid).points:g} points</div>"
             )
+            if pr is not None and not pr.passed:
+                shown_inputs = _revealed(spec, gid, pr, index[gid], now)
+                out.extend(feedback.part_html(spec, spec.part(gid), pr, shown_inputs))
             cell = _answer_cell_of(spec, gid)
             if pr is not None and not pr.passed and cell in sources:
                 out.append(
@@ -383,6 +388,22 @@ def _feedback_tasks(spec: AssignmentSpec, result: Result, answered: dict, maths:
             if answered[gid]:
                 out.extend(_written_html(next((c for c in cells if cell_grade_id(c) == gid), None)))
     return out
+
+
+def _revealed(spec: AssignmentSpec, gid: str, pr, number: int, now: datetime) -> str:
+    """The failing hidden case's inputs where the assignment reveals them at ``now``, else ""."""
+    from .reveal import inputs_html, reveal_policy
+    from .statistics import failed_case
+
+    course = getattr(spec, "course", None)
+    setting = reveal_policy(getattr(course, "config", None), spec.name)
+    if not setting.shown(now):
+        return ""
+    ps = spec.part(gid)
+    index = failed_case(ps.cases, pr.detail)
+    if index is None:
+        return ""
+    return inputs_html(ps.cases[index], ps.function, f"part{number}_case{index + 1}.npz", setting)
 
 
 _IMAGES = ("image/png", "image/jpeg", "image/gif")

@@ -42,8 +42,8 @@ from .spec import (
     visible_cases,
 )
 
-__all__ = ["HELPER_CELL", "check_part", "explain", "factor_hint", "find_part", "like", "run_visible",
-           "visible_source"]
+__all__ = ["HELPER_CELL", "HINT_MARK", "check_part", "explain", "failure_text", "hint_text", "factor_hint",
+           "find_part", "like", "run_visible", "visible_source"]
 
 _LOADED: dict = {}  # cases.py path -> (its modification time, the module)
 
@@ -124,49 +124,76 @@ def check_part(check, function: str, answer, folder: str | Path | None = None) -
 # ----------------------------------------------------------------------------- the message
 
 
-def explain(part: Part, case: Case, outcome: Outcome, reason: str, args=(), kwargs=None, answer=None) -> str:
+#: What separates a message's verdict from its hint (the feedback page shows them apart).
+HINT_MARK = " Hint: "
+
+
+def explain(part: Part, case: Case, outcome: Outcome, reason: str, args=(), kwargs=None, answer=None, *,
+            coarse: bool = False, keep=None) -> str:
     """What failed on ``case``, in a sentence or two and without the inputs' values, with the
-    kind's hint and the part's diagnosis where there is one."""
+    kind's hint and the part's diagnosis where there is one. For a hidden case
+    (:mod:`attngrade.feedback`): ``coarse`` gives the error's size as a power of ten of the
+    tolerance, and ``keep(sentence)`` says whether a sentence the assignment wrote (a
+    diagnosis, a check's own message) may be shown."""
+    what = failure_text(part, case, outcome, reason, args, kwargs, answer, coarse=coarse, keep=keep)
+    hint = hint_text(part, case, outcome, keep)
+    return what + (f"{HINT_MARK}{hint}" if hint else "")
+
+
+def failure_text(part: Part, case: Case, outcome: Outcome, reason: str, args=(), kwargs=None, answer=None, *,
+                 coarse: bool = False, keep=None) -> str:
+    """The verdict of :func:`explain`: what failed, one sentence ending with a full stop."""
     notes = call_notes(outcome.error)
     budget = case.max_peak_bytes
     if notes is None:
         what = f"raised {outcome.error}" + (f": {outcome.detail}" if outcome.detail else "")
     elif part.keeps_inputs and "inputs" in notes:
-        what = (f"changed its input {_changed(case, args, kwargs or {}, answer)} in place: the task says the "
+        what = (f"changed {_changed(case, args, kwargs or {}, answer)} in place: the task says the "
                 "inputs must not be modified (work on a copy)")
     elif part.no_warnings and "warnings" in notes:
-        what = f"raised a warning ({outcome.detail}): the task says it must not"
+        said = f" ({outcome.detail})" if outcome.detail else ""
+        what = f"raised a warning{said}: the task says it must not"
     elif budget is not None and (outcome.peak_bytes is None or outcome.peak_bytes > budget):
         what = (f"allocated {_mib(outcome.peak_bytes)} at once where this case allows {_mib(budget)}: "
                 "avoid the large intermediate arrays")
     else:
-        what = describe_output(part, case, outcome.output, reason)
+        what = describe_output(part, case, outcome.output, reason, coarse=coarse, keep=keep)
+    return what.strip().rstrip(".") + "."
+
+
+def hint_text(part: Part, case: Case, outcome: Outcome, keep=None) -> str:
+    """The hint of :func:`explain`: the part's diagnosis of this output (where ``keep`` accepts
+    it), else the hint for the case's kind; "" where there is none."""
     hint = None
-    if part.diagnose is not None and notes is not None:
+    if part.diagnose is not None and call_notes(outcome.error) is not None:
         try:
             hint = part.diagnose(case, outcome.output)
         except Exception:  # noqa: BLE001 - a diagnosis is a hint, never a verdict
             hint = None
+        if not isinstance(hint, str) or (keep is not None and not keep(hint)):
+            hint = None
     hint = hint or part.hints.get(case.kind)
     hint = hint.strip().rstrip(".") if hint else ""
-    if hint:
-        hint = f" Hint: {hint}{'' if hint.endswith('?') else '.'}"
-    return what.strip().rstrip(".") + "." + hint
+    return f"{hint}{'' if hint.endswith('?') else '.'}" if hint else ""
 
 
-def describe_output(part: Part, case: Case, out, reason: str) -> str:
+def describe_output(part: Part, case: Case, out, reason: str, *, coarse: bool = False, keep=None) -> str:
     """The first difference between ``out`` and the case's expected value, or the check's own
-    message where the values agree (a type the check insists on)."""
-    found = _compare(out, case.expected, case.tol, "the output", part.outputs, _input_dtype(case))
+    message where the values agree (a type the check insists on; where ``keep`` refuses that
+    message, only that the part's check refused the output)."""
+    found = _compare(out, case.expected, case.tol, "the output", part.outputs, _input_dtype(case), coarse)
     if found:
         return found
     message = reason.split(": ", 1)[1] if ": " in reason else reason
     if "entries differ" in message or "NaN mismatch" in message:  # values: say no more than that
         return "wrong values"
+    if keep is not None and not keep(message):
+        return "the output is not what this part's check accepts"
     return message
 
 
-def _compare(out, expected, tol: float, name: str, names: tuple, in_dtype) -> str | None:
+def _compare(out, expected, tol: float, name: str, names: tuple, in_dtype,
+             coarse: bool = False) -> str | None:
     if isinstance(expected, (tuple, list)):
         if not isinstance(out, (tuple, list)):
             return f"{name} is {_what(out)} where a tuple of {len(expected)} is expected"
@@ -174,7 +201,7 @@ def _compare(out, expected, tol: float, name: str, names: tuple, in_dtype) -> st
             return f"{name} has {len(out)} items where {len(expected)} are expected"
         for i, (o, e) in enumerate(zip(out, expected)):
             item = names[i] if i < len(names) else f"item {i} of {name}"
-            found = _compare(o, e, tol, item, (), in_dtype)
+            found = _compare(o, e, tol, item, (), in_dtype, coarse)
             if found:
                 return found
         return None
@@ -187,10 +214,11 @@ def _compare(out, expected, tol: float, name: str, names: tuple, in_dtype) -> st
         return f"{name} has dtype {o.dtype}, not numbers"
     if o.shape != e.shape:
         return f"{name} has shape {o.shape} where {e.shape} is expected{_shape_hint(o.shape, e.shape)}"
-    return _values(o, e, tol, name, in_dtype)
+    return _values(o, e, tol, name, in_dtype, coarse)
 
 
-def _values(o: np.ndarray, e: np.ndarray, tol: float, name: str, in_dtype) -> str | None:
+def _values(o: np.ndarray, e: np.ndarray, tol: float, name: str, in_dtype,
+            coarse: bool = False) -> str | None:
     a = o.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         for test, word in ((np.isnan, "NaN"), (np.isinf, "inf")):
@@ -203,9 +231,22 @@ def _values(o: np.ndarray, e: np.ndarray, tol: float, name: str, in_dtype) -> st
     if not err.size or not (err > tol).any():
         return None
     worst, wrong = float(err.max()), int((err > tol).sum())
-    return (f"{name} is off by up to {worst:.1e} in {wrong} of {a.size} entries where the tolerance is "
+    size = f"by {_times(worst / tol)} the tolerance" if coarse else f"by up to {worst:.1e}"
+    return (f"{name} is off {size} in {wrong} of {a.size} entries where the tolerance is "
             f"{tol:g} "
             f"(|out - ref| <= tol * (1 + |ref|)): {_size_of(worst, o.dtype, in_dtype)}")
+
+
+def _times(ratio: float) -> str:
+    """An error's size against the tolerance, to a power of ten (a hidden case's value stays
+    unknown): "up to 10 times", "100 to 1000 times", "1e+04 to 1e+05 times"."""
+    if not np.isfinite(ratio):
+        return "infinitely more than"
+    if ratio <= 10:
+        return "up to 10 times"
+    k = int(np.floor(np.log10(ratio)))
+    lo, hi = (f"{10**k}", f"{10**(k + 1)}") if k < 3 else (f"{10.0**k:.0e}", f"{10.0**(k + 1):.0e}")
+    return f"{lo} to {hi} times"
 
 
 def _size_of(worst: float, out_dtype, in_dtype) -> str:
@@ -279,7 +320,9 @@ def _changed(case: Case, args: tuple, kwargs: dict, answer) -> str:
     changed = [f"`{names[i]}`" if i < len(names) else f"argument {i + 1}"
                for i, (a, b) in enumerate(zip(args, case.args)) if differ(a, b)]
     changed += [f"`{k}`" for k in kwargs if differ(kwargs[k], case.kwargs.get(k))]
-    return ", ".join(changed) or "(one of them)"
+    if not changed:
+        return "one of its inputs"
+    return f"its input{'s' if len(changed) > 1 else ''} " + ", ".join(changed)
 
 
 # ----------------------------------------------------------------------------- the notebook's side
