@@ -390,5 +390,6 @@ def setup(app):
     app.connect("doctree-resolved", resolve_launch_references)
     # the formulas typeset at build time (Node.js and npm mathjax-full, when they are here)
     app.setup_extension("attnmath_mathjax")
-    # env_version 2: the chapters' notebooks in jupyter_execute/ are no longer converted in place
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 2}
+    # env_version: raised when the downloads or the buttons change, so that a build rewrites every
+    # page and its download (3: downloads as the page, the menu's names, launch buttons)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 3}
