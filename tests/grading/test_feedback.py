@@ -511,3 +511,18 @@ def test_no_named_mistake_reads_a_hidden_value_and_its_diagnosis_shows():
                                                               _input_decimals([case])), (name, message)
             diagnosed += part.diagnose is not None and part.hints.get(case.kind, "") not in message
     assert diagnosed >= 5
+
+
+def test_a_reveal_setting_that_cannot_be_read_stops_the_run_before_any_grading(tmp_path):
+    from attngrade import pipeline
+
+    (tmp_path / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(tmp_path)!r}\n"
+        f"c.CourseDirectory.source_directory = {str(gk.SOLUTIONS)!r}\n"
+        f"c.CourseDirectory.release_directory = {str(gk.EXERCISES)!r}\n"
+        "c.AttnGrade.reveal = {'01_softmax': {'after': '2026-12-20 23:59', 'what': 'all of it'}}\n")
+    opts = pipeline.Options("01_softmax", str(tmp_path), tmp_path / "out", course=str(tmp_path))
+    with pytest.raises(pipeline.InstructorError, match=re.escape("c.AttnGrade.reveal['01_softmax']['what']")):
+        pipeline._course(opts)
+    assert not (tmp_path / "out").exists()
