@@ -9,17 +9,17 @@ Causal linear attention without a softmax keeps a matrix state
 
 with a decay :math:`\alpha_t \in (0, 1]` per head and step (:math:`\alpha_t = 1`: linear
 attention; a constant :math:`\gamma`: RetNet's retention; a data-dependent scalar: Mamba-2's
-SSD). Unrolled, :math:`o_i = \sum_{j \le i} M_{ij}\, (s\, q_i^\top k_j)\, v_j` with
-:math:`M_{ij} = \alpha_{j+1} \cdots \alpha_i`, a *1-semiseparable* matrix
+SSD). Unrolled, :math:`o_i = \sum_{j \le i} G_{ij}\, (s\, q_i^\top k_j)\, v_j` with
+:math:`G_{ij} = \alpha_{j+1} \cdots \alpha_i`, a *1-semiseparable* matrix
 (:func:`semiseparable_mask`). The same layer is therefore computed three ways
 (Dao & Gu, 2024, "state-space duality"):
 
-* :func:`ssd_quadratic`, masked attention :math:`O = (M \circ s\,QK^\top)\,V`, cost
+* :func:`ssd_quadratic`, masked attention :math:`O = (G \circ s\,QK^\top)\,V`, cost
   :math:`O(L^2)`, one parallel step;
 * :func:`ssd_recurrent`, the recurrence above, cost :math:`O(L D D_v)`, :math:`L` steps;
-* :func:`ssd_chunked`, the quadratic form inside chunks of :math:`C` tokens and the
+* :func:`ssd_chunked`, the quadratic form inside chunks of :math:`c` tokens and the
   recurrence across them (the tiling of flash attention applied to a recurrence), cost
-  :math:`O(L C (D + D_v) + L D D_v)`, :math:`\lceil L/C \rceil` steps.
+  :math:`O(L c (D + D_v) + L D D_v)`, :math:`\lceil L/c \rceil` steps.
 
 Their costs are counted by :func:`ssd_quadratic_cost`, :func:`ssd_recurrent_cost` and
 :func:`ssd_chunked_cost`. Gated linear attention (Yang et al., 2024) gives every key dimension
@@ -46,7 +46,7 @@ float32 and returned in the input's dtype, grouped key/value heads are shared by
 heads); the recurrent forms are causal self-attention, so ``k`` and ``q`` have one length.
 
 Shape legend: ``B`` batch, ``H`` query heads, ``H_kv`` key/value heads, ``L`` length (queries
-and keys), ``D`` head dim, ``D_v`` value dim, ``C`` chunk length.
+and keys), ``D`` head dim, ``D_v`` value dim, ``c`` chunk length.
 """
 
 from __future__ import annotations
@@ -97,9 +97,9 @@ class Recurrence(NamedTuple):
 class WY(NamedTuple):
     r"""The WY representation of one chunk of the delta rule (:func:`wy_representation`)."""
 
-    #: ``(..., C, D)``: :math:`W`, with :math:`\prod_t (I - \beta_t k_t k_t^\top) = I - K^\top W`.
+    #: ``(..., c, D)``: :math:`W`, with :math:`\prod_t (I - \beta_t k_t k_t^\top) = I - K^\top W`.
     w: FloatArray
-    #: ``(..., C, D_v)``: :math:`U`, with the chunk's state from zero equal to :math:`K^\top U`.
+    #: ``(..., c, D_v)``: :math:`U`, with the chunk's state from zero equal to :math:`K^\top U`.
     u: FloatArray
 
 
@@ -202,7 +202,7 @@ def segment_sum(log_alpha: ArrayLike) -> FloatArray:
     Notes
     -----
     Each entry is a sum of its own terms (a cumulative sum down every column), not a
-    difference :math:`c_i - c_j` of running sums, which would cancel in long sequences: this
+    difference :math:`b_i - b_j` of running sums, which would cancel in long sequences: this
     is the "stable segsum" of Mamba-2's minimal code. Oracle: the sums written out in the tests.
     """
     la = as_array(log_alpha, "log_alpha", allow_int=True, finite=True)
@@ -216,13 +216,13 @@ def segment_sum(log_alpha: ArrayLike) -> FloatArray:
 
 
 def semiseparable_mask(log_alpha: ArrayLike) -> FloatArray:
-    r"""The mask :math:`M` of SSD: :math:`M_{ij} = \alpha_{j+1} \cdots \alpha_i` below the
+    r"""The mask :math:`G` of SSD: :math:`G_{ij} = \alpha_{j+1} \cdots \alpha_i` below the
     diagonal, 1 on it, 0 above.
 
-    .. math:: M = \exp(\Sigma), \qquad M_{ij} = \frac{c_i}{c_j}\ (j \le i),\quad
-              c_i = \alpha_1 \cdots \alpha_i ,
+    .. math:: G = \exp(\Sigma), \qquad G_{ij} = \frac{b_i}{b_j}\ (j \le i),\quad
+              b_i = \alpha_1 \cdots \alpha_i ,
 
-    so every block of :math:`M` on or below the diagonal has rank one: :math:`M` is
+    so every block of :math:`G` on or below the diagonal has rank one: :math:`G` is
     1-semiseparable. With every :math:`\alpha_t = 1` it is the causal mask.
 
     Parameters
@@ -235,7 +235,7 @@ def semiseparable_mask(log_alpha: ArrayLike) -> FloatArray:
 
     Notes
     -----
-    Computed as the exponential of :func:`segment_sum`, never as the ratio :math:`c_i/c_j`,
+    Computed as the exponential of :func:`segment_sum`, never as the ratio :math:`b_i/b_j`,
     which underflows and divides by zero for long sequences.
     """
     return np.exp(segment_sum(log_alpha))  # (..., L, L)
@@ -257,15 +257,15 @@ def _quadratic(layer: _Layer, la: FloatArray) -> tuple[FloatArray, FloatArray]:
 
 def ssd_quadratic(q: ArrayLike, k: ArrayLike, v: ArrayLike, log_alpha: ArrayLike, *,
                   scale: float | None = None, initial_state: ArrayLike | None = None) -> Recurrence:
-    r"""SSD as masked attention: :math:`O = (M \circ s\,Q K^\top)\, V`.
+    r"""SSD as masked attention: :math:`O = (G \circ s\,Q K^\top)\, V`.
 
     .. math::
 
-        o_i = \sum_{j \le i} M_{ij}\, (s\, q_i^\top k_j)\, v_j + c_i\, S_0^\top (s\, q_i),
-        \qquad S_L = c_L S_0 + \sum_j M_{Lj}\, k_j v_j^\top ,
+        o_i = \sum_{j \le i} G_{ij}\, (s\, q_i^\top k_j)\, v_j + b_i\, S_0^\top (s\, q_i),
+        \qquad S_L = b_L S_0 + \sum_j G_{Lj}\, k_j v_j^\top ,
 
-    with :math:`M` the 1-semiseparable mask (:func:`semiseparable_mask`) and
-    :math:`c_i = \alpha_1 \cdots \alpha_i`.
+    with :math:`G` the 1-semiseparable mask (:func:`semiseparable_mask`) and
+    :math:`b_i = \alpha_1 \cdots \alpha_i`.
 
     Parameters
     ----------
@@ -352,9 +352,9 @@ def ssd_chunked(q: ArrayLike, k: ArrayLike, v: ArrayLike, log_alpha: ArrayLike, 
 
     .. math::
 
-        o_i = \sum_{a < j \le i} M_{ij}\,(s\, q_i^\top k_j)\, v_j
-              + M_{ia}\, S_a^\top (s\, q_i), \qquad
-        S_b = M_{ba}\, S_a + \sum_{a < j \le b} M_{bj}\, k_j v_j^\top ,
+        o_i = \sum_{a < j \le i} G_{ij}\,(s\, q_i^\top k_j)\, v_j
+              + G_{ia}\, S_a^\top (s\, q_i), \qquad
+        S_b = G_{ba}\, S_a + \sum_{a < j \le b} G_{bj}\, k_j v_j^\top ,
 
     which is :func:`ssd_quadratic` on the chunk with initial state :math:`S_a`.
 
@@ -363,7 +363,7 @@ def ssd_chunked(q: ArrayLike, k: ArrayLike, v: ArrayLike, log_alpha: ArrayLike, 
     q, k, v, log_alpha, scale, initial_state
         As in :func:`ssd_quadratic`.
     chunk_size : int
-        :math:`C \ge 1`; the last chunk is shorter when :math:`C` does not divide :math:`L`.
+        :math:`c \ge 1`; the last chunk is shorter when :math:`c` does not divide :math:`L`.
 
     Returns
     -------
@@ -372,7 +372,7 @@ def ssd_chunked(q: ArrayLike, k: ArrayLike, v: ArrayLike, log_alpha: ArrayLike, 
     Notes
     -----
     ``chunk_size=1`` is the recurrence, ``chunk_size >= L`` the quadratic form. Only
-    :math:`C \times C` scores and one state are held at a time. Mamba-2's minimal code and
+    :math:`c \times c` scores and one state are held at a time. Mamba-2's minimal code and
     flash-linear-attention's kernels compute the chunks' states first and pass them on in a
     second loop; the arithmetic is the same. Cost :func:`ssd_chunked_cost`.
     """
@@ -391,7 +391,7 @@ def retention_decay(H: int) -> FloatArray:
     r"""RetNet's decay per head, :math:`\gamma_h = 1 - 2^{-5-h}`, :math:`h = 0, \dots, H-1`.
 
     Retention is :func:`ssd_quadratic` (or any form) with
-    :math:`\log \alpha_t = \log \gamma_h` at every step: :math:`M_{ij} = \gamma_h^{\,i-j}`.
+    :math:`\log \alpha_t = \log \gamma_h` at every step: :math:`G_{ij} = \gamma_h^{\,i-j}`.
 
     Parameters
     ----------
@@ -414,15 +414,15 @@ def retention_decay(H: int) -> FloatArray:
 
 
 def _gla_chunk(layer: _Layer, la: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Output and state of one chunk of gated linear attention, ``la (..., H, C, D)``."""
+    """Output and state of one chunk of gated linear attention, ``la (..., H, c, D)``."""
     C = la.shape[-2]
     if C == 0:
         return np.zeros(layer.v.shape, layer.prob.dtype), layer.state
-    seg = segment_sum(np.swapaxes(la, -1, -2))  # (..., H, D, C, C): per key dimension
-    scores = np.einsum("...id,...jd,...dij->...ij", layer.q, layer.k, np.exp(seg))  # (..., H, C, C)
-    decay_in = np.exp(np.cumsum(la, axis=-2))  # (..., H, C, D): alpha_1 ... alpha_i, per dim
-    out = scores @ layer.v + (layer.q * decay_in) @ layer.state  # (..., H, C, D_v)
-    to_end = np.exp(np.swapaxes(seg[..., -1, :], -1, -2))  # (..., H, C, D)
+    seg = segment_sum(np.swapaxes(la, -1, -2))  # (..., H, D, c, c): per key dimension
+    scores = np.einsum("...id,...jd,...dij->...ij", layer.q, layer.k, np.exp(seg))  # (..., H, c, c)
+    decay_in = np.exp(np.cumsum(la, axis=-2))  # (..., H, c, D): alpha_1 ... alpha_i, per dim
+    out = scores @ layer.v + (layer.q * decay_in) @ layer.state  # (..., H, c, D_v)
+    to_end = np.exp(np.swapaxes(seg[..., -1, :], -1, -2))  # (..., H, c, D)
     state = (decay_in[..., -1, :, None] * layer.state
              + np.swapaxes(layer.k * to_end, -1, -2) @ layer.v)  # (..., H, D, D_v)
     return out, state
@@ -436,9 +436,9 @@ def gla_quadratic(q: ArrayLike, k: ArrayLike, v: ArrayLike, log_alpha: ArrayLike
 
         o_i = \sum_{j \le i} \Bigl(\sum_{d} s\, q_{id}\, k_{jd}\,
               \alpha_{j+1,d} \cdots \alpha_{i,d}\Bigr) v_j
-              + \bigl(s\, q_i \circ c_i\bigr)^\top S_0 ,
+              + \bigl(s\, q_i \circ b_i\bigr)^\top S_0 ,
 
-    with :math:`c_i = \alpha_1 \circ \cdots \circ \alpha_i`.
+    with :math:`b_i = \alpha_1 \circ \cdots \circ \alpha_i`.
 
     Parameters
     ----------
@@ -456,7 +456,7 @@ def gla_quadratic(q: ArrayLike, k: ArrayLike, v: ArrayLike, log_alpha: ArrayLike
     The gate no longer factors out of the inner product, so the mask is a
     :math:`D \times L \times L` tensor (:func:`segment_sum` per dimension) instead of SSD's
     :math:`L \times L` matrix: cost :math:`O(L^2 D)` memory. Yang et al. (2024) form the ratios
-    :math:`c_i / c_j` instead, in chunks small enough not to overflow, with a second level of
+    :math:`b_i / b_j` instead, in chunks small enough not to overflow, with a second level of
     chunks in log space. Oracle: :func:`gla_recurrent`.
     """
     layer = _layer(q, k, v, scale, initial_state)
@@ -493,7 +493,7 @@ def gla_chunked(q: ArrayLike, k: ArrayLike, v: ArrayLike, log_alpha: ArrayLike, 
     r"""Gated linear attention chunk by chunk: :func:`gla_quadratic` inside each chunk of
     ``chunk_size`` tokens, the state passed from chunk to chunk.
 
-    Parameters and returns as :func:`gla_quadratic`, with ``chunk_size`` :math:`C \ge 1`.
+    Parameters and returns as :func:`gla_quadratic`, with ``chunk_size`` :math:`c \ge 1`.
 
     Notes
     -----
@@ -520,7 +520,7 @@ def ssd_quadratic_cost(L: int, D: int, D_v: int) -> FormCost:
 
     .. math::
 
-        F = \underbrace{2 L^2 D}_{Q K^\top} + \underbrace{2 L^2 D_v}_{(M \circ \cdot) V},
+        F = \underbrace{2 L^2 D}_{Q K^\top} + \underbrace{2 L^2 D_v}_{(G \circ \cdot) V},
         \qquad \text{steps} = 1, \qquad \text{memory} = L^2 .
 
     Notes
@@ -556,22 +556,22 @@ def ssd_recurrent_cost(L: int, D: int, D_v: int) -> FormCost:
 def ssd_chunked_cost(L: int, D: int, D_v: int, chunk_size: int) -> FormCost:
     r"""Cost of :func:`ssd_chunked` for one head.
 
-    For chunks of lengths :math:`c_1, \dots, c_n` (:math:`n = \lceil L / C \rceil`, all
-    :math:`C` but the last),
+    For chunks of lengths :math:`\ell_1, \dots, \ell_n` (:math:`n = \lceil L / c \rceil`, all
+    :math:`c` but the last),
 
     .. math::
 
-        F = \sum_{m=1}^{n} \Bigl(2 c_m^2 (D + D_v) + \underbrace{2 c_m D D_v}_{Q S}
-            + \underbrace{2 c_m D D_v}_{K^\top V}\Bigr)
-          = 2 (D + D_v) \sum_m c_m^2 + 4 L D D_v ,
+        F = \sum_{m=1}^{n} \Bigl(2 \ell_m^2 (D + D_v) + \underbrace{2 \ell_m D D_v}_{Q S}
+            + \underbrace{2 \ell_m D D_v}_{K^\top V}\Bigr)
+          = 2 (D + D_v) \sum_m \ell_m^2 + 4 L D D_v ,
 
-    :math:`2 L C (D + D_v) + 4 L D D_v` when :math:`C` divides :math:`L`;
-    :math:`\text{steps} = n`, :math:`\text{memory} = C'^2 + D D_v` with :math:`C' = \min(C, L)`.
+    :math:`2 L c (D + D_v) + 4 L D D_v` when :math:`c` divides :math:`L`;
+    :math:`\text{steps} = n`, :math:`\text{memory} = c'^2 + D D_v` with :math:`c' = \min(c, L)`.
 
     Notes
     -----
-    Linear in :math:`L` for a fixed :math:`C`. Against the recurrence it trades
-    :math:`2 C (D + D_v)` extra FLOPs per token for :math:`C` times fewer sequential steps,
+    Linear in :math:`L` for a fixed :math:`c`. Against the recurrence it trades
+    :math:`2 c (D + D_v)` extra FLOPs per token for :math:`c` times fewer sequential steps,
     each of them matrix products that a GPU's tensor cores run well. Counted as
     :func:`ssd_quadratic_cost` and :func:`ssd_recurrent_cost`.
     """
@@ -700,9 +700,9 @@ def delta_rule_recurrent(q: ArrayLike, k: ArrayLike, v: ArrayLike, beta: ArrayLi
 
 
 def _unit_lower_inverse(A: FloatArray) -> FloatArray:
-    """``(I + A)^{-1}`` for a strictly lower triangular ``A (..., C, C)``, by forward substitution."""
+    """``(I + A)^{-1}`` for a strictly lower triangular ``A (..., c, c)``, by forward substitution."""
     C = A.shape[-1]
-    T = np.broadcast_to(np.eye(C, dtype=A.dtype), A.shape).copy()  # (..., C, C)
+    T = np.broadcast_to(np.eye(C, dtype=A.dtype), A.shape).copy()  # (..., c, c)
     for i in range(1, C):
         T[..., i, :i] = -np.einsum("...s,...st->...t", A[..., i, :i], T[..., :i, :i])
     return T
@@ -712,60 +712,60 @@ def wy_representation(k: ArrayLike, v: ArrayLike, beta: ArrayLike,
                       log_alpha: ArrayLike | None = None) -> WY:
     r"""The WY representation of one chunk of the (gated) delta rule, by the UT transform.
 
-    With :math:`\gamma_t = \alpha_1 \cdots \alpha_t` inside the chunk and the strictly lower
-    triangular :math:`A_{ts} = \beta_t \frac{\gamma_t}{\gamma_s} k_t^\top k_s` (:math:`s < t`),
+    With :math:`b_t = \alpha_1 \cdots \alpha_t` inside the chunk and the strictly lower
+    triangular :math:`A_{ts} = \beta_t \frac{b_t}{b_s} k_t^\top k_s` (:math:`s < t`),
 
     .. math::
 
-        T = (I + A)^{-1}, \qquad W = T \operatorname{diag}(\beta \circ \gamma)\, K, \qquad
+        T = (I + A)^{-1}, \qquad W = T \operatorname{diag}(\beta \circ b)\, K, \qquad
         U = T \operatorname{diag}(\beta)\, V .
 
     The values the chunk writes into its state are then :math:`\Delta = U - W S_0` for the
     state :math:`S_0` it starts from, and without gates
-    :math:`\prod_{t=C}^{1}(I - \beta_t k_t k_t^\top) = I - K^\top W`.
+    :math:`\prod_{t=c}^{1}(I - \beta_t k_t k_t^\top) = I - K^\top W`.
 
     Parameters
     ----------
-    k : array_like, shape (..., C, D)
-    v : array_like, shape (..., C, D_v)
-    beta : array_like, shape (..., C)
-    log_alpha : array_like, shape (..., C), optional
+    k : array_like, shape (..., c, D)
+    v : array_like, shape (..., c, D_v)
+    beta : array_like, shape (..., c)
+    log_alpha : array_like, shape (..., c), optional
         Gated DeltaNet's :math:`\log\alpha_t \le 0`; ``None`` for DeltaNet.
 
     Returns
     -------
     WY
-        ``w (..., C, D)`` and ``u (..., C, D_v)``.
+        ``w (..., c, D)`` and ``u (..., c, D_v)``.
 
     Notes
     -----
     Row :math:`t` of :math:`(I + A)\,\Delta = \operatorname{diag}(\beta)(V - \operatorname{
-    diag}(\gamma) K S_0)` is the delta rule's write :math:`\delta_t = \beta_t (v_t - \alpha_t
+    diag}(b) K S_0)` is the delta rule's write :math:`\delta_t = \beta_t (v_t - \alpha_t
     S_{t-1}^\top k_t)` with :math:`S_{t-1}` unrolled to the chunk's start (the proof is in the
-    book's chapter). :math:`T` is computed by forward substitution, :math:`O(C^3)`, the "UT
+    book's chapter). :math:`T` is computed by forward substitution, :math:`O(c^3)`, the "UT
     transform" of Yang et al. (2024). Oracle: the product of the factors, and the recurrence.
     """
     k = as_array(k, "k", allow_int=True, finite=True)
     v = as_array(v, "v", allow_int=True, finite=True)
-    b = as_array(beta, "beta", allow_int=True, finite=True)
-    la = np.zeros(b.shape) if log_alpha is None else as_array(log_alpha, "log_alpha", allow_int=True,
+    steps = as_array(beta, "beta", allow_int=True, finite=True)
+    la = np.zeros(steps.shape) if log_alpha is None else as_array(log_alpha, "log_alpha", allow_int=True,
                                                                finite=True)
-    if k.ndim < 2 or v.shape[:-1] != k.shape[:-1] or b.shape != k.shape[:-1] or la.shape != b.shape:
-        raise ValueError(f"k (..., C, D), v (..., C, D_v), beta (..., C) and log_alpha (..., C) "
-                         f"disagree: got {k.shape}, {v.shape}, {b.shape}, {la.shape}")
+    if k.ndim < 2 or v.shape[:-1] != k.shape[:-1] or steps.shape != k.shape[:-1] or la.shape != steps.shape:
+        raise ValueError(f"k (..., c, D), v (..., c, D_v), beta (..., c) and log_alpha (..., c) "
+                         f"disagree: got {k.shape}, {v.shape}, {steps.shape}, {la.shape}")
     if (la > 0).any():
         raise ValueError(f"log_alpha must be <= 0 (the log of a decay in (0, 1]), got max {la.max()}")
-    ratio = np.exp(segment_sum(la)) * np.tri(k.shape[-2], k.shape[-2], -1)  # (..., C, C): s < t
-    A = b[..., :, None] * ratio * (k @ np.swapaxes(k, -1, -2))  # (..., C, C)
-    T = _unit_lower_inverse(A)  # (..., C, C)
-    gamma = np.exp(np.cumsum(la, axis=-1))  # (..., C)
-    return WY(T @ ((b * gamma)[..., None] * k), T @ (b[..., None] * v))
+    ratio = np.exp(segment_sum(la)) * np.tri(k.shape[-2], k.shape[-2], -1)  # (..., c, c): s < t
+    A = steps[..., :, None] * ratio * (k @ np.swapaxes(k, -1, -2))  # (..., c, c)
+    T = _unit_lower_inverse(A)  # (..., c, c)
+    decay = np.exp(np.cumsum(la, axis=-1))  # (..., c): b_t
+    return WY(T @ ((steps * decay)[..., None] * k), T @ (steps[..., None] * v))
 
 
 def _delta_chunk(layer: _Layer, b: FloatArray, la: FloatArray) -> tuple[FloatArray, FloatArray]:
     """One chunk of the delta rule: SSD on the values it writes, ``U - W S_0``."""
-    w, u = wy_representation(layer.k, layer.v, b, la)  # (..., H, C, D), (..., H, C, D_v)
-    written = u - w @ layer.state  # (..., H, C, D_v)
+    w, u = wy_representation(layer.k, layer.v, b, la)  # (..., H, c, D), (..., H, c, D_v)
+    written = u - w @ layer.state  # (..., H, c, D_v)
     return _quadratic(layer._replace(v=written), la)
 
 
@@ -781,15 +781,15 @@ def delta_rule_chunked(q: ArrayLike, k: ArrayLike, v: ArrayLike, beta: ArrayLike
 
     .. math::
 
-        O = (M \circ s\, Q K^\top)\, \Delta + \operatorname{diag}(\gamma)\, s\, Q S_0, \qquad
-        S_C = \gamma_C S_0 + K^\top \operatorname{diag}(M_{C,:})\, \Delta .
+        O = (G \circ s\, Q K^\top)\, \Delta + \operatorname{diag}(b)\, s\, Q S_0, \qquad
+        S_c = b_c S_0 + K^\top \operatorname{diag}(G_{c,:})\, \Delta .
 
     Parameters
     ----------
     q, k, v, beta, log_alpha, scale, initial_state
         As in :func:`delta_rule_recurrent`.
     chunk_size : int
-        :math:`C \ge 1`; the last chunk may be shorter.
+        :math:`c \ge 1`; the last chunk may be shorter.
 
     Returns
     -------
@@ -798,7 +798,7 @@ def delta_rule_chunked(q: ArrayLike, k: ArrayLike, v: ArrayLike, beta: ArrayLike
     Notes
     -----
     The only sequential work inside a chunk is the forward substitution of the
-    :math:`C \times C` matrix :math:`T`; everything else is matrix products. Oracles:
+    :math:`c \times c` matrix :math:`T`; everything else is matrix products. Oracles:
     :func:`delta_rule_recurrent`, flash-linear-attention's ``delta_rule_chunkwise`` and
     ``naive_chunk_gated_delta_rule``.
     """

@@ -108,7 +108,7 @@ def test_segment_sum_is_the_sum_of_the_log_decays_strictly_after_j_up_to_i(log_a
     "book: the mask of `attnmath.recurrence.semiseparable_mask`",
     "Every block of the mask on or below its diagonal is the outer product of two vectors: the "
     "mask is 1-semiseparable, and with every decay 1 it is the causal mask",
-    "verified on", chapter="15_recurrence", quote="every block of $M$ on or below the diagonal",
+    "verified on", chapter="15_recurrence", quote="every block of $G$ on or below the diagonal",
     domain=r"$1 \le L \le 8$, decays $e^{-4} \le \alpha_t \le 1$, every block with its top-right "
            "corner on or below the diagonal, hypothesis")
 @SETTINGS
@@ -160,7 +160,7 @@ def _torch_ssd(c: Case, scale):
     "book: the three forms of SSD in `attnmath.recurrence`",
     "The quadratic, recurrent and chunked forms give the same output and the same final state, "
     "and the chunked form with $C = 1$ and $C \\ge L$ is the recurrence and the quadratic form",
-    "verified on", chapter="15_recurrence", quote="the three functions agree in float64",
+    "verified on", chapter="15_recurrence", quote="three functions agree in float64",
     domain=r"$0 \le L \le 9$, chunks $1 \le C \le 5$ (not dividing $L$ too), $1 \le D, D_v \le 4$, "
            r"grouped key/value heads, a random initial state or none, $e^{-3} \le \alpha_t \le 1$, "
            "against torch in float64, hypothesis")
@@ -297,19 +297,23 @@ def test_the_cost_functions_count_what_the_forms_compute(L, D, D_v, C):
                r"$\lceil L/C \rceil$ sequential steps of matrix products; the LSTM's gates are "
                "non-linear in its state, and it has no such form. And softmax attention is "
                "sequential at decoding too: one token after another.",
-    domain=r"SSD's chunked form against its recurrence on every $0 \le L \le 9$, $1 \le C \le 5$ "
-           "(hypothesis, the test above), and the sequential steps of the three forms counted on "
-           r"five shapes with $1 \le L \le 16$",
+    domain=r"$1 \le L \le 40$, $1 \le C \le 48$: the chunked form's outputs against the "
+           "recurrence's and its sequential steps counted in the torch form, hypothesis; with "
+           r"the three forms' agreement on every $0 \le L \le 9$ (the test above)",
     box="corr-rnn-parallel")
-def test_the_chunked_form_needs_length_over_chunk_sequential_steps():
-    for L in (1, 7, 16, 33):
-        for C in (1, 4, 8, 64):
-            assert ssd_chunked_cost(L, 4, 4, C).steps == -(-L // C)
-            assert ssd_recurrent_cost(L, 4, 4).steps == L and ssd_quadratic_cost(L, 4, 4).steps == 1
-    q, k, v = (x[0, 0] for x in random_qkv(B=1, H=1, L=33, D=4, seed=0))
-    forms = {name: steps for name, _, steps, _ in
-             _torch_forms(*(torch.from_numpy(x) for x in (q, k, v, np.zeros(33))), 8)}
-    assert forms == {"quadratic": 1, "recurrent": 33, "chunked": 5}
+@settings(max_examples=15, deadline=None)
+@given(L=st.integers(1, 40), C=st.integers(1, 48), seed=st.integers(0, 2**16))
+def test_the_chunked_form_needs_length_over_chunk_sequential_steps(L, C, seed):
+    q, k, v = (x[0, 0] for x in random_qkv(B=1, H=1, L=L, D=3, D_v=2, seed=seed))
+    la = -np.random.default_rng(seed).random(L)
+    forms = {name: (out, steps) for name, out, steps, _ in
+             _torch_forms(*(torch.from_numpy(x) for x in (q, k, v, la)), C)}
+    assert {name: steps for name, (_, steps) in forms.items()} == \
+        {"quadratic": 1, "recurrent": L, "chunked": -(-L // C)}
+    assert ssd_chunked_cost(L, 3, 2, C).steps == -(-L // C) and ssd_recurrent_cost(L, 3, 2).steps == L
+    chunked = ssd_chunked(q, k, v, la, chunk_size=C, scale=1.0).out
+    assert_close(chunked, ssd_recurrent(q, k, v, la, scale=1.0).out, **TOL, name="chunks")
+    assert_close(forms["chunked"][0].numpy(), chunked, **TOL, name="torch chunks")
 
 
 def _decode_flops(t, D, D_v):
@@ -439,7 +443,7 @@ def test_a_gate_shared_by_every_key_dimension_is_ssd(c):
     "book: `attnmath.recurrence.delta_rule_step`",
     "Each step of the delta rule, gated or not, is one step of gradient descent with step size "
     r"$\beta_t$ on $\tfrac12\lVert S^\top k_t - v_t\rVert^2$, taken from the decayed state",
-    "verified on", chapter="15_recurrence", quote="one step of gradient descent",
+    "verified on", chapter="15_recurrence", quote="step of gradient descent with step size $\\beta_t$ is DeltaNet's update",
     domain=r"$1 \le D, D_v \le 5$, up to two leading axes, $0 \le \beta_t \le 2$, "
            r"$e^{-3} \le \alpha_t \le 1$, gradients by `torch.autograd`, hypothesis")
 @SETTINGS
