@@ -137,12 +137,18 @@ HINTS_ATTENTION = {
 
 def additive_cases(rng):
     cases = []
-    for lead, L, S, D_q, D_k, A in [((), 2, 4, 3, 5, 6), ((), 1, 1, 2, 2, 1), ((), 5, 3, 4, 4, 8),
-                                    ((), 4, 4, 3, 3, 5), ((2,), 3, 7, 2, 6, 5), ((2, 2), 4, 4, 3, 1, 9)]:
+    for lead, L, S, D_q, D_k, A, kind in [
+        ((), 4, 4, 3, 3, 5, "one query per key, no batch axes"),
+        ((), 5, 3, 4, 4, 8, "more queries than keys"),
+        ((), 2, 4, 3, 5, 6, "queries and keys of different widths"),
+        ((), 1, 1, 2, 2, 1, "one query and one key"),
+        ((2,), 3, 7, 2, 6, 5, "leading batch axes"),
+        ((2, 2), 4, 4, 3, 1, 9, "leading batch axes"),
+    ]:
         q, k = rng.normal(size=lead + (L, D_q)), rng.normal(size=lead + (S, D_k))
         w_q, w_k, w_a = rng.normal(size=(D_q, A)), rng.normal(size=(D_k, A)), rng.normal(size=A)
         cases.append(Case((q, k, w_q, w_k, w_a), {}, f"lead {lead} L={L} S={S} A={A}",
-                          att.additive_scores(q, k, w_q, w_k, w_a), tol=1e-8, kind="another shape"))
+                          att.additive_scores(q, k, w_q, w_k, w_a), tol=1e-8, kind=kind))
     return cases
 
 
@@ -158,8 +164,15 @@ def diagnose_additive(case, out):
     return None
 
 
-HINTS_ADDITIVE = {"another shape": "project first, then broadcast an (..., L, 1, A) array against an (..., 1, S, A) "
-                                   "one; the leading axes stay"}
+_BROADCAST = "project first, then broadcast an (..., L, 1, A) array against an (..., 1, S, A) one"
+HINTS_ADDITIVE = {
+    "one query per key, no batch axes": _BROADCAST,
+    "more queries than keys": _BROADCAST + "; the output is (..., L, S), queries along the rows",
+    "queries and keys of different widths": "W_q is (D_q, A) and W_k is (D_k, A): each side is projected by its own "
+                                            "matrix to the common width A",
+    "one query and one key": _BROADCAST + "; keep every axis, even of length 1",
+    "leading batch axes": _BROADCAST + "; the leading axes stay in front, as they are",
+}
 
 # ----------------------------------------------------------------------------- Part 3
 
