@@ -352,9 +352,11 @@ def ssd_chunked(q: ArrayLike, k: ArrayLike, v: ArrayLike, log_alpha: ArrayLike, 
 
     .. math::
 
-        o_i = \sum_{a < j \le i} G_{ij}\,(s\, q_i^\top k_j)\, v_j
-              + G_{ia}\, S_a^\top (s\, q_i), \qquad
-        S_b = G_{ba}\, S_a + \sum_{a < j \le b} G_{bj}\, k_j v_j^\top ,
+        \begin{aligned}
+        o_i &= \sum_{a < j \le i} G_{ij}\,(s\, q_i^\top k_j)\, v_j
+              + G_{ia}\, S_a^\top (s\, q_i), \\
+        S_b &= G_{ba}\, S_a + \sum_{a < j \le b} G_{bj}\, k_j v_j^\top ,
+        \end{aligned}
 
     which is :func:`ssd_quadratic` on the chunk with initial state :math:`S_a`.
 
@@ -561,9 +563,11 @@ def ssd_chunked_cost(L: int, D: int, D_v: int, chunk_size: int) -> FormCost:
 
     .. math::
 
-        F = \sum_{m=1}^{n} \Bigl(2 \ell_m^2 (D + D_v) + \underbrace{2 \ell_m D D_v}_{Q S}
-            + \underbrace{2 \ell_m D D_v}_{K^\top V}\Bigr)
-          = 2 (D + D_v) \sum_m \ell_m^2 + 4 L D D_v ,
+        \begin{aligned}
+        F &= \sum_{m=1}^{n} \Bigl(2 \ell_m^2 (D + D_v) + \underbrace{2 \ell_m D D_v}_{Q S}
+            + \underbrace{2 \ell_m D D_v}_{K^\top V}\Bigr) \\
+          &= 2 (D + D_v) \sum_m \ell_m^2 + 4 L D D_v ,
+        \end{aligned}
 
     :math:`2 L c (D + D_v) + 4 L D D_v` when :math:`c` divides :math:`L`;
     :math:`\text{steps} = n`, :math:`\text{memory} = c'^2 + D D_v` with :math:`c' = \min(c, L)`.
@@ -594,9 +598,11 @@ def delta_rule_step(state: ArrayLike, k: ArrayLike, v: ArrayLike, beta: ArrayLik
 
     .. math::
 
-        S_t = \alpha_t S_{t-1} - \beta_t \nabla \ell_t(\alpha_t S_{t-1})
-            = \alpha_t S_{t-1} + \beta_t k_t \bigl(v_t - \alpha_t S_{t-1}^\top k_t\bigr)^\top,
-        \qquad \ell_t(S) = \tfrac12 \lVert S^\top k_t - v_t \rVert^2 .
+        \begin{aligned}
+        S_t &= \alpha_t S_{t-1} - \beta_t \nabla \ell_t(\alpha_t S_{t-1}) \\
+            &= \alpha_t S_{t-1} + \beta_t k_t \bigl(v_t - \alpha_t S_{t-1}^\top k_t\bigr)^\top, \\
+        \ell_t(S) &= \tfrac12 \lVert S^\top k_t - v_t \rVert^2 .
+        \end{aligned}
 
     Parameters
     ----------
