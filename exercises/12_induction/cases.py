@@ -300,6 +300,8 @@ def diagnose_phase(case, out):
     steps, loss = (np.asarray(a) for a in case.args)
     if not (isinstance(out, (tuple, list)) and len(out) == 3):
         return None
+    if not all(isinstance(v, int) for v in out):
+        return "the task asks for integer steps: return int(steps[n])"
     variants = [(dict(indices=True), "return the logged steps, not their indices"),
                 (dict(hi=loss.max()), "hi is the first logged loss, loss[0], even when a later loss is higher"),
                 (dict(lo=loss[-1]), "lo is the smallest logged loss, min(loss), not the last one"),

@@ -165,6 +165,8 @@ def diagnose_yarn(case, out):
         (_yarn_variant(D, s, L, 10000.0, kw["beta_fast"], kw["beta_slow"]), "use the base argument"),
         (_yarn_variant(D, int(s), L, kw["base"], kw["beta_fast"], kw["beta_slow"]), "a factor need not be a whole "
                                                                                     "number: use s itself")])
+    if words is None and not isinstance(out[1], float):
+        return "attention_factor is a float: return float(...) of 0.1 ln s + 1"
     if words is None and np.ndim(out[1]) == 0:
         words = _first_like(out[1], factor_expected, [
             (0.1 * math.log10(s) + 1.0, "the attention factor is 0.1 ln s + 1 (natural log)"),

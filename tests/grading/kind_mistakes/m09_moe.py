@@ -43,6 +43,9 @@ KIND_MISTAKES = [
     ("09_moe", "a single expert answered with a vector of True", "test_capacity_keep",
      {"capacity_keep": ("    used = np.zeros(",
                         "    if num_experts == 1:\n        return np.ones(N, dtype=bool)\n    used = np.zeros(")}),
+    ("09_moe", "a balancing loss as a 0-d array", "test_load_balancing_loss",
+     {"load_balancing_loss": ("return float(E * np.dot(f, probs.mean(axis=0)))",
+                              "return np.array(E * np.dot(f, probs.mean(axis=0)))")}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.

@@ -45,6 +45,11 @@ KIND_MISTAKES = [
      {"linear_self_attention": ("scores = queries @ keys.T", "scores = queries @ keys.T / np.sqrt(z.shape[1])")}),
     ("10_theory", "a causal linear attention", "test_linear_self_attention",
      {"linear_self_attention": ("scores = queries @ keys.T", "scores = np.tril(queries @ keys.T)")}),
+    ("10_theory", "a rank as a float", "test_multi_head_rank",
+     {"multi_head_rank": ("return int(np.linalg.matrix_rank(concat @ w_o))",
+                          "return float(np.linalg.matrix_rank(concat @ w_o))")}),
+    ("10_theory", "an equivariance gap as a 0-d array", "test_equivariance_gap",
+     {"equivariance_gap": ("return float(np.max(", "return np.array(np.max(")}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.

@@ -46,6 +46,8 @@ KIND_MISTAKES = [
     ("11_capstone", "float32 logits computed in float16", "test_loss_and_accuracy",
      {"loss_and_accuracy": ("    z = np.asarray(logits, dtype=np.float64)\n",
                             "    z = np.asarray(logits)\n    if z.dtype != np.float64:\n        z = z.astype(np.float16)\n")}),
+    ("11_capstone", "loss and accuracy as 0-d arrays", "test_loss_and_accuracy",
+     {"loss_and_accuracy": ("return loss, accuracy", "return np.array(loss), np.array(accuracy)")}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.

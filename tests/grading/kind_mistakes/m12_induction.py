@@ -42,6 +42,8 @@ KIND_MISTAKES = [
      {"induction_score": ("    for i in range(L):\n", "    for i in range(2, L):\n")}),
     ("12_induction", "the copies written to the last L - 1 places by a negative slice", "test_repeated_sequence",
      {"repeated_sequence": ("tokens[1:] = segment[np.arange(L - 1) % T]", "tokens[-(L - 1):] = segment[np.arange(L - 1) % T]")}),
+    ("12_induction", "phase steps as floats", "test_phase_change",
+     {"phase_change": ("crossings.append(int(steps[n]))", "crossings.append(float(steps[n]))")}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.

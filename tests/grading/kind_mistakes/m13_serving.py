@@ -28,6 +28,12 @@ KIND_MISTAKES = [
     ("13_serving", "MLA scores clipped instead of shifted", "test_mla_absorbed",
      {"mla_absorbed": ("    scores -= scores.max(axis=-1, keepdims=True)\n    p = np.exp(scores)\n",
                        "    p = np.exp(np.clip(scores, -50.0, 50.0))\n")}),
+    ("13_serving", "a merge that warns on rows that saw no key", "test_merge_states",
+     {"merge_states": ('    with np.errstate(divide="ignore"):\n'
+                       '        lse = np.where(seen, shift + np.log(np.where(seen, total, 1.0)), -np.inf)',
+                       "    lse = shift + np.log(total)")}),
+    ("13_serving", "int8 codes as int64", "test_quantize_int8",
+     {"quantize_int8_per_channel": (".astype(np.int8)", ".astype(np.int64)")}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.

@@ -38,6 +38,8 @@ KIND_MISTAKES = [
                          "    L = q.shape[0]\n")}),
     ("14_long_context", "an NTK exponent without its brackets", "test_ntk_frequencies",
      {"ntk_frequencies": ("scale ** (D / (D - 2))", "scale ** D / (D - 2)")}),
+    ("14_long_context", "a YaRN factor as a 0-d array", "test_yarn",
+     {"yarn": ("return inv_freq, 0.1 * math.log(scale) + 1.0", "return inv_freq, np.array(0.1 * math.log(scale) + 1.0)")}),
 ]
 
 # Hidden kinds that no named mistake covers yet: test cell -> kinds.
