@@ -245,6 +245,8 @@ NAMED = {
     "a bottom-right mask shifted the wrong way": "bottom-right", "a padding mask off by one": "off by one",
     "masked attention without the scale": "not scaled", "RoPE rotating the wrong way": "wrong way",
     "an ALiBi bias with the wrong sign": "sign", "flash forward without the scale": "not scaled",
+    "heads scaled by sqrt(C) instead of sqrt(D)": "scaled by sqrt(C)",
+    "a backward missing 1/sqrt(D)": "leaves out the scale", "a FLOP count off by a factor": "two products",
     "a causal tile mask off by one": "off by one", "a flash backward dk missing 1/sqrt(D)": "lacks the factor",
     "experts sorted least probable first": "wrong order", "a softmax over the tokens": "not over the tokens",
     "a kernel divided by 2h instead of 2h^2": "not by 2h^2", "transposed weights": "transposed",
