@@ -272,12 +272,17 @@ def diagnose_backward(case, out):
     if any(alike) and all(a or np.allclose(f, e) for a, f, e in zip(alike, flipped, case.expected)):
         return ("the backward pass ignores causal: recompute P with the causal mask" if causal else
                 "the backward pass applies a causal mask although causal=False")
+    D = w_q.shape[1] // H
+    unscaled = list(_grads(x, w_q * np.sqrt(D), w_k, w_v, w_o, H, dout, causal))  # scores q k^T, not / sqrt(D)
+    unscaled[1] = unscaled[1] * np.sqrt(D)
+    alike = [like(o, u, e) for o, u, e in zip(out, unscaled, case.expected)]
+    if any(alike) and all(a or np.allclose(u, e) for a, u, e in zip(alike, unscaled, case.expected)):
+        return "the backward pass leaves out the scale: the scores are q k^T / sqrt(D), and dq, dk carry 1/sqrt(D)"
     got, dw_o = np.asarray(out[4]), case.expected[4]
     if (got.shape == dw_o.shape[::-1] and np.allclose(got.T, dw_o, rtol=1e-6, atol=1e-9)
             and not np.allclose(dw_o, dw_o.T)):
         return "dw_o is transposed: Z^T dO has the shape of w_o, (H*D_v, C)"
     for name, got, expected in zip(("dx", "dw_q", "dw_k", "dw_v", "dw_o"), out, case.expected):
-        D = w_q.shape[1] // H
         found = factor_hint(got, expected, [(-1.0, f"{name}: its sign is flipped"),
                                             (np.sqrt(D), f"{name} lacks the factor 1/sqrt(D)"),
                                             (1.0 / np.sqrt(D), f"{name} has the factor 1/sqrt(D) twice")])
