@@ -156,14 +156,33 @@ def rope_methods(scale: float) -> dict[str, np.ndarray]:
 def rope_leaving(scale: float) -> dict[str, np.ndarray]:
     """For each method, which pairs leave the arc they covered in training when the context is
     ``scale`` times the trained one: pairs that never completed a turn in training
-    (``r_i < 1``) and now turn further than they did."""
+    (:func:`rope_trained_turns` under 1) and now turn further than they did
+    (:func:`rope_stretch` over 1)."""
+    slow = rope_trained_turns() < 1
+    return {name: slow & (factor > 1 + 1e-9) for name, factor in rope_stretch(scale).items()}
+
+
+def rope_stretch(scale: float) -> dict[str, np.ndarray]:
+    """For each method, how far each pair turns over a context ``scale`` times the trained one,
+    in units of the arc it covered in training (turns over ``scale`` L with the method's
+    frequencies over turns over L with plain RoPE's): 1 for a pair that stays on its trained
+    arc, ``scale`` for a pair of plain RoPE. Where plain RoPE's pair went round its whole circle
+    in training (:func:`rope_trained_turns` at least 1) every angle was seen, and no factor
+    leaves it."""
     from attnmath.long_context import rope_rotations
 
     methods = rope_methods(scale)
-    trained = rope_rotations(methods["plain"], ROPE_CONTEXT)
-    long_context = int(scale * ROPE_CONTEXT)
-    return {name: (trained < 1) & (rope_rotations(theta, long_context) > trained * (1 + 1e-9))
+    trained = rope_trained_turns()
+    return {name: rope_rotations(theta, int(scale * ROPE_CONTEXT)) / trained
             for name, theta in methods.items()}
+
+
+def rope_trained_turns() -> np.ndarray:
+    """The turns of each pair of plain RoPE over the trained context."""
+    from attnmath.long_context import rope_rotations
+    from attnmath.positional import sinusoidal_frequencies
+
+    return rope_rotations(sinusoidal_frequencies(ROPE_D, base=ROPE_BASE), ROPE_CONTEXT)
 
 
 def scaling_scores(D: int) -> np.ndarray:
@@ -184,7 +203,7 @@ def temperature_data() -> dict:
 
 def online_data() -> dict:
     return {"row": online_row().tolist(), "lengths": TILE_LENGTHS, "blocks": TILE_BLOCKS,
-            "offsets": [TILE_OFFSETS.start, TILE_OFFSETS.stop - 1], "tiles": tile_schedules()}
+            "tiles": tile_schedules()}
 
 
 def roofline_variant(variant: str) -> dict:
@@ -214,9 +233,12 @@ def sinks_data() -> dict:
     errors = {f"{w},{n}": _round(sink_errors(w, n), 3) for w in SINK_WINDOWS for n in SINK_COUNTS}
     leaving = {str(s): {name: "".join("1" if x else "0" for x in mask)
                         for name, mask in rope_leaving(s).items()} for s in ROPE_SCALES}
+    stretch = {str(s): {name: _round(factor, 3) for name, factor in rope_stretch(s).items()}
+               for s in ROPE_SCALES}
     return {"windows": SINK_WINDOWS, "sinks": SINK_COUNTS, "errors": errors,
-            "scales": ROPE_SCALES, "leaving": leaving, "rope": {"D": ROPE_D,
-                                                                "L": ROPE_CONTEXT}}
+            "scales": ROPE_SCALES, "leaving": leaving, "stretch": stretch,
+            "trained": _round(rope_trained_turns(), 3),
+            "rope": {"D": ROPE_D, "L": ROPE_CONTEXT}}
 
 
 def scaling_curve():
@@ -262,9 +284,12 @@ FIGURES = {
                  "widths); the decode step's point moves along the roof and the read-outs say "
                  "whether it is memory-bound."),
     "sinks": (sinks_data, "Interactive sinks and sliding window: sliders set the window, the "
-              "number of sink tokens and the context scale factor; the plot shows the output "
-              "error by position, which jumps once token 0 leaves a window without sinks, and "
-              "the strips show which RoPE pairs leave their trained arcs under each scaling."),
+              "number of sink tokens and the context scale factor s; the first plot shows the "
+              "output error by position, which jumps once token 0 leaves a window without "
+              "sinks; the second shows, for each RoPE pair, how many times its trained arc it "
+              "turns over a context s times the trained one under each scaling: s for plain "
+              "RoPE, 1 for interpolation, from s down to 1 for NTK-aware scaling, and 1 for "
+              "YaRN on every pair that never completed a turn in training."),
     "scaling": (scaling_data, "Interactive scaling by the square root of the head dimension: a "
                 "slider sets the head dimension and a switch turns the scaling off; the bars "
                 "show one sampled row of attention weights, which goes one-hot without the "

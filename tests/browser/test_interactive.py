@@ -77,11 +77,30 @@ class Figure:
             self._sliders[key] = self.root.locator(f"input[type=range][data-key={key}]").element_handle()
         assert self.page.evaluate(_SET, [self._sliders[key], float(value)]), f"slider {key} has no value {value}"
 
+    def slider_values(self, key: str) -> list[float]:
+        """Every value of slider ``key``, as a reader steps through it (the slider is left where
+        it was)."""
+        return self.page.evaluate("""(input) => {
+          const start = input.value, values = [];
+          for (let i = Number(input.min); i <= Number(input.max); i++) {
+            input.value = String(i);
+            input.dispatchEvent(new Event('input', {bubbles: true}));
+            values.push(Number(input.dataset.value));
+          }
+          input.value = start;
+          input.dispatchEvent(new Event('input', {bubbles: true}));
+          return values;
+        }""", self.root.locator(f"input[type=range][data-key={key}]").element_handle())
+
     def choose(self, key: str, value: str) -> None:
         self.root.locator(f"fieldset[data-key={key}] input[value={value}]").check()
 
     def read(self) -> dict[str, str]:
         return self.page.evaluate(_READ, self.handle)
+
+    def read_texts(self) -> list[str]:
+        """What the read-outs say."""
+        return self.root.locator(".attn-readout-value").all_inner_texts()
 
     def number(self, key: str) -> float:
         return float(self.read()[key])
@@ -166,18 +185,21 @@ def test_tile_schedule_at_every_offset_matches_the_flash_forward_pass(reader, ar
                          (40, 64, 8, 12), (16, 40, 12, 12)):
         for key, value in (("L", L), ("S", S), ("block_q", bq), ("block_k", bk)):
             f.set(key, value)
-        # The ends of the slider, the two named alignments, the offsets that hide every key
-        # (-L) or none (S) and their neighbours, and a spread of the others.
-        for offset in sorted({offsets[0], offsets[-1], 0, S - L, -L, -L + 1, S, S - 1, -3, 5}
-                             | set(range(offsets[0], offsets[-1] + 1, 9))):
+        # The slider runs from -L (no query sees a key) to S - 1 (every query sees every key):
+        # its ends and their neighbours, the two named alignments, and a spread of the others.
+        assert f.slider_values("offset") == list(range(-L, S)), (L, S)
+        assert set(_library_schedule(L, S, bq, bk, -L)) == {"S", "/"} and set(
+            _library_schedule(L, S, bq, bk, S - 1)) == {"F", "/"}
+        for offset in sorted({-L, -L + 1, S - 2, S - 1, 0, S - L, -3, 5}
+                             | set(range(-L, S, 9))):
             f.set("offset", offset)
             shown = f.read()
             want = _library_schedule(L, S, bq, bk, offset)
+            assert offsets[0] <= offset < offsets[-1] + 1
             assert shown["kinds"] == want, (L, S, bq, bk, offset)
             assert int(shown["skipped"]) == want.count("S")
             assert int(shown["computed"]) == want.count("F") + want.count("M")
             assert int(shown["masked"]) == want.count("M")
-            assert int(shown["offset"]) == offset
             named = {0: "top-left", S - L: "bottom-right"}.get(offset, "neither")
             assert shown["alignment"] == ("top-left and bottom-right" if offset == 0 == S - L
                                           else named), (L, S, offset)
@@ -345,7 +367,7 @@ def test_controls_work_by_keyboard_and_are_read_out(reader):
             assert label.count() == 1 and label.inner_text().strip(), f"{name}: a slider has no label"
             before, text = s.input_value(), s.get_attribute("aria-valuetext")
             assert text, f"{name}: slider {label.inner_text()} has no aria-valuetext"
-            readouts = f.read()
+            readouts = f.read_texts()
             s.focus()
             key = "ArrowLeft" if before == s.get_attribute("max") else "ArrowRight"
             f.page.keyboard.press(key)
@@ -353,8 +375,127 @@ def test_controls_work_by_keyboard_and_are_read_out(reader):
             assert s.get_attribute("aria-valuetext") != text
             assert s.get_attribute("aria-valuetext") == f.root.locator(
                 f"output[for='{s.get_attribute('id')}']").inner_text()
-            if name != "sinks":  # the sinks figure's sliders each move only one of its panels
-                assert f.read() != readouts, f"{name}: {label.inner_text()} changed nothing shown"
+            assert f.read_texts() != readouts, f"{name}: {label.inner_text()} changed nothing shown"
+
+
+# Every control of a figure moved through its range, one control at a time from the figure as
+# loaded, each put back afterwards: every value of a slider, every option of a switch, a few
+# values of a number field, a button clicked until it is disabled (or, for one that starts
+# again, clicked after the button before it). After each setting, what the figure shows: its
+# drawings (coordinates to a tenth of a unit) and the texts of its read-outs.
+_SWEEP = """(root) => {
+  const fire = (e, type) => e.dispatchEvent(new Event(type, {bubbles: true}));
+  const tenth = (t) => t.replace(/-?\\d*\\.\\d+/g, (x) => String(Math.round(Number(x) * 10) / 10));
+  const shown = () => JSON.stringify([
+    Array.from(root.querySelectorAll('svg')).map((s) => tenth(s.innerHTML)),
+    Array.from(root.querySelectorAll('.attn-readout-value')).map((e) => e.textContent)]);
+  const name = (e) => (e.matches('fieldset') ? e.querySelector('legend').textContent
+    : e.labels && e.labels[0] ? e.labels[0].textContent
+    : e.getAttribute('aria-label') || e.textContent).trim();
+  const sweeps = [];
+  root.querySelectorAll('input[type=range]').forEach((input) => {
+    const start = input.value, settings = [];
+    for (let i = Number(input.min); i <= Number(input.max); i++) {
+      input.value = String(i);
+      fire(input, 'input');
+      settings.push([input.getAttribute('aria-valuetext'), shown()]);
+    }
+    input.value = start;
+    fire(input, 'input');
+    sweeps.push({control: name(input), settings});
+  });
+  root.querySelectorAll('fieldset').forEach((box) => {
+    const radios = Array.from(box.querySelectorAll('input[type=radio]'));
+    const start = radios.find((r) => r.checked), settings = [];
+    for (const r of radios) {
+      r.checked = true;
+      fire(r, 'change');
+      settings.push([r.value, shown()]);
+    }
+    start.checked = true;
+    fire(start, 'change');
+    sweeps.push({control: name(box), settings});
+  });
+  root.querySelectorAll('input[type=number]').forEach((input) => {
+    const start = input.value, settings = [];
+    for (const v of [start, '-2', '0.5', '3', '6.5'].filter((v, i, all) => all.indexOf(v) === i)) {
+      input.value = v;
+      fire(input, 'input');
+      settings.push([v, shown()]);
+    }
+    input.value = start;
+    fire(input, 'input');
+    sweeps.push({control: name(input), settings});
+  });
+  const buttons = Array.from(root.querySelectorAll('button'));
+  buttons.forEach((button, i) => {
+    const settings = [['before', shown()]];
+    if (i > 0) {  // a button that starts again: after the one before it moved the figure
+      buttons[0].click();
+      settings[0] = ['after ' + name(buttons[0]), shown()];
+      button.click();
+      settings.push(['clicked', shown()]);
+    } else {
+      for (let n = 1; !button.disabled && n < 1000; n++) {
+        button.click();
+        settings.push([n + ' clicks', shown()]);
+      }
+    }
+    if (buttons.length > 1) buttons[buttons.length - 1].click();
+    sweeps.push({control: name(button), settings});
+  });
+  return sweeps;
+}"""
+
+
+def same_drawings(sweeps: list[dict]) -> list[str]:
+    """For each control of ``sweeps`` (``_SWEEP``'s result), the settings at which the figure
+    shows what it showed at an earlier setting of that control."""
+    found = []
+    for sweep in sweeps:
+        first: dict[str, str] = {}
+        for setting, state in sweep["settings"]:
+            if state in first:
+                found.append(f"{sweep['control']}: {first[state]} and {setting}")
+            first.setdefault(state, setting)
+    return found
+
+
+def test_every_control_changes_what_the_figure_shows(reader):
+    """Each control of each interactive figure, moved through its range, draws a different
+    figure at each of its settings: none is inert anywhere in its range."""
+    for name in PAGES:
+        f = _open(reader, name)
+        sweeps = f.page.evaluate(_SWEEP, f.handle)
+        kinds = f.root.locator("input, button").count() - f.root.locator("input[type=radio]").count() \
+            + f.root.locator("fieldset").count()
+        assert len(sweeps) == kinds, f"{name}: {len(sweeps)} of its {kinds} controls were moved"
+        assert all(len(sweep["settings"]) >= 2 for sweep in sweeps), (name, sweeps)
+        assert not same_drawings(sweeps), f"{name}: controls that leave the figure as it was: " \
+            f"{same_drawings(sweeps)}"
+
+
+def test_an_inert_control_is_found(browser):
+    """The sweep finds a slider that changes nothing, and one that changes only some of its
+    steps; it passes a slider that changes the figure at every step."""
+    page = browser.new_page()
+    try:
+        page.set_content("""<div id="fig"><svg><rect id="bar" width="1" height="1"/></svg>
+          <span class="attn-readout-value">0</span>
+          <label for="a">inert</label><input type="range" id="a" min="0" max="3" value="0">
+          <label for="b">coarse</label><input type="range" id="b" min="0" max="3" value="0">
+          <label for="c">live</label><input type="range" id="c" min="0" max="3" value="0"></div>
+          <script>
+            const bar = document.getElementById('bar');
+            document.getElementById('b').addEventListener('input', (e) =>
+              bar.setAttribute('height', String(1 + Math.floor(Number(e.target.value) / 2))));
+            document.getElementById('c').addEventListener('input', (e) =>
+              bar.setAttribute('width', String(1.5 + Number(e.target.value))));
+          </script>""")
+        found = same_drawings(page.evaluate(_SWEEP, page.query_selector("#fig")))
+    finally:
+        page.close()
+    assert [f.split(":")[0] for f in found] == ["inert"] * 3 + ["coarse"] * 2, found
 
 
 @pytest.mark.parametrize("name", list(PAGES))

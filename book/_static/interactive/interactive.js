@@ -23,7 +23,8 @@
   }
 
   /* A native range input (arrow keys work) over the values `values`, with a label, a visible
-     value and aria-valuetext; onChange(value) runs on every move. */
+     value and aria-valuetext; onChange(value) runs on every move. setValues(values) gives it
+     other values and keeps its value, or takes the nearest. */
   function slider(parent, key, label, values, start, format, onChange) {
     const id = "attn-" + key + "-" + (++uid);
     const box = el("div", {class: "attn-control"}, parent);
@@ -41,7 +42,15 @@
     };
     show();
     input.addEventListener("input", () => onChange(show()));
-    return {input: input, value: () => values[Number(input.value)]};
+    const setValues = (next) => {
+      const now = values[Number(input.value)];
+      const nearest = next.reduce((a, v) => (Math.abs(v - now) < Math.abs(a - now) ? v : a));
+      values = next;
+      input.max = String(values.length - 1);
+      input.value = String(values.indexOf(nearest));
+      show();
+    };
+    return {input: input, value: () => values[Number(input.value)], setValues: setValues};
   }
 
   /* SVG text in the small type at (x, y); anchor: "start", "middle" or "end". */

@@ -71,10 +71,17 @@
       A.svg("rect", {x: 30 + j * c, y: 4 + i * c, width: c, height: c,
                      class: "attn-tile attn-tile-" + kind}, grid);
     }));
+    // Where the mask cuts: query i sees key j when j <= i + offset, a line of slope 1 through
+    // the grid in units of single queries and keys, drawn where it crosses the grid.
+    const bq = fig.bq.value(), bk = fig.bk.value(), ex = c / bk, ey = c / bq;
+    const y0 = Math.max(0, -(offset + 1)), y1 = Math.min(l, s - offset - 1);
+    if (y1 > y0) {
+      A.svg("line", {x1: 30 + (y0 + offset + 1) * ex, y1: 4 + y0 * ey, x2: 30 + (y1 + offset + 1) * ex,
+                     y2: 4 + y1 * ey, class: "attn-cut"}, grid);
+    }
     A.label(grid, 30, 4 + rows.length * c + 16, "key tiles →");  // under the grid, however many rows
     A.label(grid, 12, 4, "query tiles →", "start", {transform: "rotate(90 12 4)"});
     const all = rows.join(""), count = (k) => [...all].filter((x) => x === k).length;
-    rt.offset.set(offset, String(offset));
     const named = offset === 0 && s === l ? "top-left and bottom-right" : offset === 0 ? "top-left"
       : offset === s - l ? "bottom-right" : "neither";
     rt.alignment.set(named, named);
@@ -89,13 +96,16 @@
     const box = A.el("div", {class: "attn-controls"}, root);
     const last = data.lengths[data.lengths.length - 1];
     const tiles = () => drawTiles(fig);  // the queries, block_q and the offset leave the row alone
-    fig.L = A.slider(box, "L", "queries L", data.lengths, last, String, tiles);
-    fig.S = A.slider(box, "S", "keys S", data.lengths, last, String, reset);
+    // The offsets from -L (no query sees a key) to S - 1 (every query sees every key): beyond
+    // them the mask is the same as at the end.
+    const offsets = () => range(-fig.L.value(), fig.S.value() - 1);
+    const lengths = (then) => () => { fig.offset.setValues(offsets()); then(); };
+    fig.L = A.slider(box, "L", "queries L", data.lengths, last, String, lengths(tiles));
+    fig.S = A.slider(box, "S", "keys S", data.lengths, last, String, lengths(reset));
     fig.bq = A.slider(box, "block_q", "block_q", data.blocks, data.blocks[0], String, tiles);
     fig.bk = A.slider(box, "block_k", "block_k", data.blocks, data.blocks[0], String, reset);
     const signed = (o) => (o > 0 ? "+" : o < 0 ? "−" : "") + Math.abs(o);
-    fig.offset = A.slider(box, "offset", "causal offset", range(data.offsets[0], data.offsets[1]),
-                          0, signed, tiles);
+    fig.offset = A.slider(box, "offset", "causal offset", offsets(), 0, signed, tiles);
     const buttons = A.el("div", {class: "attn-control attn-buttons"}, box);
     fig.next = A.el("button", {type: "button", "data-key": "next"}, buttons, "next block");
     A.el("button", {type: "button", "data-key": "reset"}, buttons, "start again")
@@ -124,7 +134,7 @@
     fig.grid = A.svg("svg", {viewBox: `0 0 ${G + 40} ${G + 30}`, class: "attn-plot attn-grid",
                              "aria-hidden": "true"}, root);
     const outs2 = A.el("div", {class: "attn-readouts"}, root);
-    fig.rt = Object.fromEntries([["offset", "offset ="], ["alignment", "alignment:"],
+    fig.rt = Object.fromEntries([["alignment", "alignment:"],
                                  ["computed", "tiles computed:"],
                                  ["masked", "of them masked inside:"], ["skipped", "skipped:"],
                                  ["kinds", "schedule"]].map(([k, l]) => [k, A.readout(outs2, k, l)]));
