@@ -38,13 +38,16 @@ from attngrade.submissions import Submission, rebuild
 PROOF = "With p = softmax(z), d p_i / d z_j = p_i (delta_ij - p_j), so J = diag(p) - p p^T."
 
 
+SIDE = 24  # pixels: large enough for a person to see in the screenshot the browser test leaves
+
+
 def _png(rgb: tuple[int, int, int]) -> str:
-    """A valid 2x2 PNG of one colour, base64 (as Jupyter stores a pasted image)."""
+    """A valid SIDE x SIDE PNG of one colour, base64 (as Jupyter stores a pasted image)."""
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    rows = b"".join(b"\x00" + bytes(rgb) * 2 for _ in range(2))
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+    rows = b"".join(b"\x00" + bytes(rgb) * SIDE for _ in range(SIDE))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", SIDE, SIDE, 8, 2, 0, 0, 0))
            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
     return base64.b64encode(png).decode()
 
@@ -438,8 +441,12 @@ def test_formgrader_shows_the_photo_of_a_handwritten_proof(graded, formgrader):
             assert reply.status == 200
             page.wait_for_function("() => Array.from(document.images).every((img) => img.complete)")
             photos = page.evaluate(_PHOTOS)
+            artifacts = gk.ROOT / "tests" / "browser" / "artifacts"  # git ignores it: for a person to look at
+            artifacts.mkdir(parents=True, exist_ok=True)
+            page.locator(".nbgrader_cell", has_text="My proof, handwritten").first.screenshot(
+                path=str(artifacts / "formgrader-written-answer-photo.png"))
         finally:
             browser.close()
-    assert [width for width, _ in photos] == [2, 2], "both pasted images are shown, decoded"
+    assert [width for width, _ in photos] == [SIDE, SIDE], "both pasted images are shown, decoded"
     for _, cell in photos:
         assert "My proof, handwritten" in cell and "And the last step" in cell, "in the cell graded by hand"
