@@ -82,11 +82,11 @@ def rope_cases(rng):
                   kind="consecutive positions"),
              Case((x, np.zeros(3, dtype=np.int64)), {}, "zeros", ref.apply_rope(x, np.zeros(3, dtype=np.int64)),
                   kind="every position zero")]
-    for _ in range(2):
+    for i in range(2):
         p = int(rng.integers(1, 200))
         x = rng.normal(size=(2, 8))
         pos = np.array([p, p], dtype=np.int64)
-        cases.append(Case((x, pos), {}, "repeated", ref.apply_rope(x, pos), kind="a repeated position"))
+        cases.append(Case((x, pos), {}, f"repeated {i + 1}", ref.apply_rope(x, pos), kind="a repeated position"))
     repeated = rng.integers(0, 300, size=6)
     repeated[4] = repeated[3]
     for shape, positions, base in [
