@@ -47,11 +47,12 @@ OMITTED_UNDER = "book/api/"
 #: What a reader of paper cannot use, left out of the printed pages (print_book.js removes it,
 #: and the tests know the printed text by it): permalink signs, copy buttons, the links from
 #: listings to the online API pages, code cells the HTML folds away (imports and set-up),
-#: what a closed dropdown holds (the claim tests' code; its summary is printed), and the
-#: figures' drawings for a phone's screen (book/_ext/attnmath_phone.py).
+#: what a closed dropdown holds (the claim tests' code; its summary is printed), the figures'
+#: drawings for a phone's screen (book/_ext/attnmath_phone.py), and the interactive figures
+#: (the static figure beside each is printed).
 UNPRINTED = ("a.headerlink", "button", ".copybtn", ".listing-api", ".toggle-details__summary",
              "details.hide", ".cell.tag_hide-input > .cell_input", ".cell.tag_hide-cell",
-             "details:not([open]) > :not(summary)", "picture > source")
+             "details:not([open]) > :not(summary)", "picture > source", ".attn-interactive")
 #: What the print server serves under /_print/ besides the HTML build.
 PRINT_FILES = {"paged.js": PAGED_JS, "print_book.js": HERE / "print_book.js",
                "print_book.css": HERE / "print_book.css"}

@@ -89,6 +89,24 @@
     });
   }
 
+  // Chromium names a bookmark by the text of its heading's lines and drops the space at which
+  // a heading wraps ("the 1/√Dscaling"). A heading's spaces are no-break spaces, each followed
+  // by a place where the line may break (<wbr>): it wraps where it did, and the space stays.
+  function spacesKept(article) {
+    article.querySelectorAll('h1, h2, h3, h4, h5, h6').forEach((h) => {
+      const texts = document.createTreeWalker(h, NodeFilter.SHOW_TEXT, {
+        acceptNode: (t) => (t.parentElement.closest('mjx-container') ? NodeFilter.FILTER_REJECT
+          : NodeFilter.FILTER_ACCEPT)});
+      const found = [];
+      while (texts.nextNode()) found.push(texts.currentNode);
+      found.filter((t) => /\s/.test(t.data)).forEach((t) => {
+        const pieces = t.data.split(/\s+/);
+        t.replaceWith(...pieces.flatMap((piece, i) => (i ? ['\u00a0', element('wbr'), piece] : [piece]))
+          .filter((piece) => piece !== ''));
+      });
+    });
+  }
+
   // paged.js splits a listing between pages inside its text and there loses line ends; with one
   // block per line it breaks between lines, which keep their highlighting.
   function linesAsBlocks(pre) {
@@ -120,6 +138,7 @@
     article.append(...part.article.childNodes);
     section.append(article);
     symbolsAsText(article);
+    spacesKept(article);
     article.querySelectorAll('pre').forEach(linesAsBlocks);
     const h1 = article.querySelector('h1');
     if (h1) h1.dataset.runningHead = plainTitle(h1);
@@ -165,9 +184,10 @@
   }
 
   // The theme keeps every code box, admonition and table in one piece; paged.js cannot lay out
-  // one taller than a page, and drops the rest of its chapter. Here only what is at most a third
-  // of a page high, measured in a column of the printed width, is kept in one piece. Returns the
-  // book as the fragment that paged.js lays out.
+  // one taller than a page, and drops the rest of its chapter. Here only what is at most a
+  // quarter of a page high, measured in a column of the printed width, is kept in one piece, so
+  // that one that does not fit leaves at most that much of a page empty (figures, taller, float:
+  // FloatingFigures). Returns the book as the fragment that paged.js lays out.
   const KEPT = 'div.highlight, div.cell_output, .admonition, div.proof, figure, table, div.math,'
     + ' mjx-container[display="true"], dl';
   function keepShortTogether(source) {
@@ -175,7 +195,7 @@
     probe.style.cssText = 'position:absolute;left:0;top:0;width:170mm;visibility:hidden';
     document.body.append(probe);
     probe.append(source);
-    const limit = mm(253) / 3;
+    const limit = mm(253) / 4;
     source.querySelectorAll(KEPT).forEach((e) => {
       if (e.getBoundingClientRect().height <= limit) e.classList.add('attnmath-keep');
     });
@@ -270,6 +290,65 @@
     }
   }
   Paged.registerHandlers(NothingOffThePage);
+
+  // A figure that does not fit in what is left of a page goes to the next one and would leave
+  // that space empty. As printed books float their figures, a figure at which a page ends with
+  // more than FLOAT_BLANK of it empty moves after the paragraph that follows it (a list or a
+  // display formula too, never past a heading), and the page is laid out again, up to
+  // FLOAT_MOVES times: the text fills the page, and the figure, with its number and caption,
+  // heads the next.
+  const FLOAT_BLANK = 0.25;
+  const FLOAT_MOVES = 4;
+  const FLOWING = 'p, ul, ol, dl, div.math, blockquote';
+
+  // The figure that starts at `node` (a node of the source), or that holds it, if one does.
+  function figureAt(node) {
+    const e = node.nodeType === Node.ELEMENT_NODE ? node : node.parentElement;
+    let first = e && (e.closest('figure') || e);
+    while (first && !first.matches('figure')) first = first.firstElementChild;
+    return first;
+  }
+
+  // What the figure may move after: the block that follows it, or its cell, if it flows.
+  function followingText(figure) {
+    const after = (e) => {
+      let next = e.nextElementSibling;
+      while (next && next.matches('script, style')) next = next.nextElementSibling;
+      return next;
+    };
+    let at = figure;
+    while (!after(at) && at.parentElement
+           && !at.parentElement.matches('section, article, .attnmath-chapter')) at = at.parentElement;
+    const next = after(at);
+    return next && next.matches(FLOWING) ? next : null;
+  }
+
+  // The share of the page's text area under the last thing laid out on it.
+  function emptyShare(page) {
+    const area = page.area.getBoundingClientRect();
+    const laidOut = document.createRange();
+    laidOut.selectNodeContents(page.wrapper);
+    const bottom = Math.max(area.top, laidOut.getBoundingClientRect().bottom);
+    return (area.bottom - bottom) / area.height;
+  }
+
+  class FloatingFigures extends Paged.Handler {
+    beforePageLayout(page) {
+      const layout = page.layout.bind(page);
+      page.layout = async (contents, start, maxChars) => {
+        let end = await layout(contents, start, maxChars);
+        for (let moves = 0; moves < FLOAT_MOVES && end && end.node; moves++) {
+          const figure = figureAt(end.node);
+          const next = figure && !(start && figure.contains(start.node)) && followingText(figure);
+          if (!next || emptyShare(page) <= FLOAT_BLANK) break;
+          next.after(figure);
+          end = await layout(contents, start, maxChars);
+        }
+        return end;
+      };
+    }
+  }
+  Paged.registerHandlers(FloatingFigures);
 
   // paged.js reports an element it cannot place on any page and goes on without the rest of its
   // chapter; a book with a gap is not printed.

@@ -162,9 +162,11 @@ def missing(texts: list[str], printed: str) -> list[str]:
 
 
 def headings(built: Path, doc: str) -> list[str]:
-    """The headings of page ``doc`` of the HTML build as text, with their numbers."""
+    """The headings of page ``doc`` of the HTML build as text, with their numbers; a heading
+    quoted inside a table (the claims appendix quotes the chapters') is not one of the page's."""
     page = (built / f"{doc}.html").read_text()
     article = page[page.index('class="bd-article"'):page.index("</article>")]
+    article = re.sub(r"<table\b.*?</table>", "", article, flags=re.S)
     found = []
     for match in re.finditer(r"<h([1-6])[^>]*>(.*?)</h\1>", article, re.S):
         text = re.sub(r'<a class="headerlink".*?</a>', "", match.group(2), flags=re.S)
@@ -404,6 +406,58 @@ def test_empty_box_is_found():
     page[75:80, 60:200] = 30
     page[745:750, 60:200] = 30
     assert empty_boxes(page) == []
+
+
+#: The most of a page's text area that may stand empty under its last line, on a page that is
+#: not the last of its chapter.
+MOST_EMPTY = 0.30
+
+
+def empty_below(rgb: np.ndarray) -> float:
+    """The share of the text area (between the head and foot margins) of the page ``rgb`` that
+    lies empty under the last thing printed in it: the hole that a figure or a box leaves when
+    it does not fit and goes to the next page."""
+    top, bottom = int(MARGIN * rgb.shape[0] / (297 * MM)), rgb.shape[0] - int(MARGIN * rgb.shape[0] / (297 * MM))
+    rows = np.flatnonzero(ink(rgb[top:bottom]).any(axis=1))
+    return 1.0 if not len(rows) else (bottom - top - 1 - rows[-1]) / (bottom - top)
+
+
+def test_no_page_in_a_chapter_is_left_a_third_empty(built, book):
+    """Every page but the last of its chapter is filled to its foot: at most MOST_EMPTY of its
+    text area stands empty under its last line (a figure that does not fit moves after the
+    text that follows it, as printed books float their figures)."""
+    document, pages, reader = book
+    starts = sorted(openings(reader, chapter_titles(built)).values())
+    lasts = {start - 1 for start in starts[1:]} | {len(pages) - 1}
+    holes = [(index + 1, round(share, 2)) for index in range(starts[0], len(pages))
+             if index not in lasts and (share := empty_below(image(document, index, 0.25))) > MOST_EMPTY]
+    assert not holes, f"pages left more than {MOST_EMPTY:.0%} empty (page, share): {holes}"
+
+
+def test_an_empty_foot_is_measured():
+    """The measure gives the share of the text area under the last ink, whatever the scale."""
+    for scale in (1.0, 0.25):
+        height, width = round(842 * scale), round(595 * scale)
+        area = height - 2 * int(MARGIN * scale)
+        page = np.full((height, width, 3), 255, dtype=np.uint8)
+        page[: int(MARGIN * scale) - 2, 10:20] = 0  # the running head is not the text
+        page[-int(MARGIN * scale) + 2:, 10:20] = 0  # nor is the page number
+        assert empty_below(page) == 1.0
+        last = int(MARGIN * scale) + area // 4
+        page[int(MARGIN * scale): last + 1, 40:80] = 0
+        assert empty_below(page) == pytest.approx(0.75, abs=2 / area)
+
+
+def test_title_metadata_and_bookmarks_read_as_the_headings(built, book):
+    """The PDF's title is the book's; every heading's bookmark reads as the heading, words
+    apart where a line of it wrapped ("the 1/√D scaling", not "1/√Dscaling")."""
+    document, pages, reader = book
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert reader.metadata.title == config["title"]
+    marks = {" ".join(m.title.split()) for m in _outline(reader.outline)}
+    unread = [h for doc in make_pdf.printed_docs(toc_files()) for h in headings(built, doc)
+              if h not in marks]
+    assert not unread, f"headings whose bookmark reads otherwise: {unread[:10]}"
 
 
 def test_outline_links_and_api_appendix(built, book):
