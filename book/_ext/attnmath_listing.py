@@ -1,16 +1,31 @@
-"""Library code as the book shows it: ``literalinclude`` with ``:pyobject:``, made to read as text.
+"""Library code as the book shows it: ``literalinclude`` with ``:pyobject:``, made to read as
+mathematics.
 
 The chapters include the library's functions by name (``:pyobject:``), so the code on the page is
-the code the tests check. The library's own layout is written for an editor, not for a book
-column, so for a ``:pyobject:`` listing this extension
+the code the tests check. The library is written to refuse bad input with a clear error, and its
+docstrings are written for the API reference; on the page, both would bury the two lines of
+mathematics that a listing is there to show. For a ``:pyobject:`` listing this extension
+(:func:`listing`; the downloaded notebooks show the same through ``attnmath_notebook``)
 
-* replaces every docstring in the listed object by its summary line (the full docstring, with its
-  rendered mathematics, is in the API reference: ``book/api.md`` and a page per module,
-  ``book/api/<module>.md``);
-* lays out lines longer than :data:`WIDTH` characters again without changing the code: a trailing
-  comment moves to its own line above, and a line breaks after a comma inside brackets, the
-  continuation aligned under the opening bracket (Python's implicit line joining);
-* adds a link under the listing to the object's entry in the API reference.
+* leaves out every docstring of the listed object; the first sentence of its docstring, its
+  mathematics rendered, goes under the listing with a link to the object's entry in the API
+  reference (``book/api.md`` and a page per module, ``book/api/<module>.md``), which has the
+  whole docstring;
+* folds each run of argument checks into one marked line that names what it hides, such as
+  ``# … checks folded: as_array, check_axis, raise ValueError`` (highlighted on the page). A
+  statement is a check when it is a ``raise`` or an ``assert``, a call of a check helper
+  (:data:`CHECK_CALL`: ``check_*``, ``_check_*``, ``as_array``) whose result is dropped or
+  rebinds an argument, or an ``if`` or ``for`` of checks only (:func:`is_check`, decided on the
+  syntax tree). The note under the listing gives the file and lines of the whole function;
+* lays out lines longer than :data:`WIDTH` characters again without changing the code: a long
+  run of comment lines is wrapped again as one paragraph, a trailing comment moves to its own
+  line above, and a line breaks after a comma inside brackets, the continuation aligned under
+  the opening bracket (Python's implicit line joining).
+
+So every line shown is a line of the source, in its order, except the fold lines, and the shown
+code's syntax tree is the source's without its docstrings and without exactly the folded
+statements: ``tests/book/test_listing.py`` checks both for every function and class of the
+library, and that each fold line names every helper called and every exception raised in it.
 
 The code of the chapters' cells is laid out to the same width on the page
 (:func:`fit_code_cells`).
@@ -36,6 +51,7 @@ import re
 import textwrap
 import tokenize
 from pathlib import Path
+from typing import NamedTuple
 
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -63,47 +79,159 @@ def _docstring_node(node):
     return None
 
 
-def summary_line(docstring: str) -> str:
-    """The first sentence of a docstring's first paragraph, on one line."""
-    para = " ".join(textwrap.dedent(docstring).strip().split("\n\n")[0].split())
-    para = re.sub(r":\w+:`([^`]*)`", r"\1", para)  # reST roles and literals as plain text
-    para = re.sub(r"``([^`]*)``", r"\1", para)
-    match = re.match(r"(.+?\.)(\s|$)", para)
-    return match.group(1) if match else para
+#: The calls that check an argument rather than compute with it: the library's ``check_*`` and
+#: ``_check_*`` helpers (``attnmath._validate``, ``attnmath.core`` and each module's own) and
+#: ``as_array`` (an argument as a float array, its type, shape and values checked).
+CHECK_CALL = re.compile(r"_?check_\w+|as_array")
+#: How a fold's line begins: ``# … checks folded: as_array, check_axis, raise ValueError``.
+FOLD_MARK = "# … checks folded: "
 
 
-def strip_docstrings(code: str) -> str:
-    """``code`` (one function or class) with every docstring replaced by its summary line."""
-    dedented = textwrap.dedent(code)
-    shift = len(code.splitlines()[0]) - len(dedented.splitlines()[0]) if code.strip() else 0
-    try:
-        tree = ast.parse(dedented)
-    except SyntaxError:
-        return code
+class Fold(NamedTuple):
+    """Lines ``start`` to ``end`` (1-based, of the listed object) shown as the one line
+    ``marker``, which names ``names``: the check helpers called and the exceptions raised."""
+
+    start: int
+    end: int
+    names: tuple
+    marker: str
+
+
+def _callee(node) -> str:
+    """The name a call calls (``check_axis`` for ``check_axis(...)`` or ``v.check_axis(...)``)."""
+    func = node.func if isinstance(node, ast.Call) else None
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _check_value(value) -> bool:
+    """A check call, a tuple of them, or a generator of them (``(check_positive_int(x, n) for
+    x, n in ...)``)."""
+    values = value.elts if isinstance(value, ast.Tuple) else [value]
+    values = [v.elt if isinstance(v, (ast.GeneratorExp, ast.ListComp)) else v for v in values]
+    return all(CHECK_CALL.fullmatch(_callee(v)) for v in values)
+
+
+def is_check(stmt, params) -> bool:
+    """Whether the statement only checks the arguments ``params`` (a set of names): a ``raise``
+    or ``assert``; a check call (:data:`CHECK_CALL`) whose result is dropped or rebinds
+    arguments (``axis = check_axis(axis, x.ndim)``; a new name stays on the page, since the
+    mathematics uses it); an ``if`` or ``for`` of such statements only."""
+    if isinstance(stmt, (ast.Raise, ast.Assert)):
+        return True
+    if isinstance(stmt, ast.If):
+        return all(is_check(s, params) for s in stmt.body + stmt.orelse)
+    if isinstance(stmt, ast.For):
+        return not stmt.orelse and all(is_check(s, params) for s in stmt.body)
+    if isinstance(stmt, ast.Expr):
+        return _check_value(stmt.value)
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        names = [n for t in targets for n in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        return all(isinstance(n, ast.Name) and n.id in params for n in names) and _check_value(stmt.value)
+    return False
+
+
+def fold_names(stmts) -> tuple:
+    """What folding ``stmts`` hides: each check helper called, in order, then ``raise E`` for
+    each exception raised and ``assert``."""
+    calls, raises = [], []
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and CHECK_CALL.fullmatch(_callee(node)):
+                calls.append(_callee(node))
+            elif isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                raises.append("raise " + ast.unparse(exc))
+            elif isinstance(node, ast.Raise):
+                raises.append("raise")
+            elif isinstance(node, ast.Assert):
+                raises.append("assert")
+    return tuple(dict.fromkeys(calls + raises))
+
+
+def _blocks(node):
+    """The statement lists of ``node`` and of the compound statements inside it, with the
+    arguments of the function each belongs to (a class's own block has none)."""
+    params = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = node.args
+        params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if p}
+    stack = [(node, params)]
+    while stack:
+        owner, names = stack.pop()
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(owner, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block, names
+                for stmt in block:
+                    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        yield from _blocks(stmt)
+                    else:
+                        stack.append((stmt, names))
+        for handler in getattr(owner, "handlers", []):
+            stack.append((handler, names))
+
+
+def _check_runs(tree):
+    """The runs of consecutive check statements (:func:`is_check`) of every block, outermost
+    first; a block that is nothing but checks (after its docstring) is left whole."""
+    runs = []
+    for block, params in _blocks(tree.body[0]):
+        body = [s for s in block if s is not _docstring_node_of(block)]
+        flags = [is_check(s, params) for s in body]
+        if not params or all(flags):
+            continue  # a class's own block, or a block that is nothing but checks
+        run = []
+        for stmt, flag in zip(body + [None], flags + [False]):
+            if flag:
+                run.append(stmt)
+            elif run:
+                runs.append(run)
+                run = []
+    return runs
+
+
+def _docstring_node_of(block):
+    first = block[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+            and isinstance(first.value.value, str):
+        return first
+    return None
+
+
+def show_code(code: str) -> tuple[str, list[Fold]]:
+    """One function or class (``code``, dedented) as a listing shows it, before its layout: its
+    docstrings left out (:func:`listing` gives the summary beside the listing) and each run of
+    argument checks (:func:`is_check`) folded into one line that names what it hides
+    (:data:`FOLD_MARK`, :func:`fold_names`). Every other line is the source's, in its order."""
     lines = code.splitlines()
-    edits = []
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code, []
+    drop, markers, folds = set(), {}, []
     for node in ast.walk(tree):
         doc = _docstring_node(node)
-        if doc is None:
-            continue
-        indent = " " * (doc.col_offset + shift)
-        raw = lines[doc.lineno - 1][doc.col_offset + shift:][:1] in ("r", "R")  # r"""..."""
-        summary = summary_line(doc.value.value).replace('"', "'")
-        prefix = "r" if raw else ""
-        summary = summary if raw else summary.replace("\\", "\\\\")
-        replacement = [f'{indent}{prefix}"""{summary}"""']
-        if len(replacement[0]) > WIDTH:
-            words, current, replacement = summary.split(), indent + prefix + '"""', []
-            for word in words:
-                if len(current) + len(word) + 4 > WIDTH and current.strip() != prefix + '"""':
-                    replacement.append(current.rstrip())
-                    current = indent
-                current += word + " "
-            replacement.append(current.rstrip() + '"""')
-        edits.append((doc.lineno - 1, doc.end_lineno, replacement))
-    for start, end, replacement in sorted(edits, reverse=True):
-        lines[start:end] = replacement
-    return "\n".join(lines) + ("\n" if code.endswith("\n") else "")
+        if doc is not None and len(node.body) > 1:
+            drop.update(range(doc.lineno - 1, doc.end_lineno))
+            if doc.end_lineno < len(lines) and not lines[doc.end_lineno].strip():
+                drop.add(doc.end_lineno)  # the blank line after a class's docstring
+    for run in _check_runs(tree):
+        start, end = run[0].lineno, run[-1].end_lineno
+        if any(n in drop for n in range(start - 1, end)):
+            continue  # inside a fold already
+        names = fold_names(run)
+        marker = " " * run[0].col_offset + FOLD_MARK + ", ".join(names)
+        drop.update(range(start - 1, end))
+        markers[start - 1] = marker
+        folds.append(Fold(start, end, names, marker))
+    shown = []
+    for n, line in enumerate(lines):
+        if n in markers:
+            shown.append(markers[n])
+        if n not in drop:
+            shown.append(line)
+    return "\n".join(shown) + ("\n" if code.endswith("\n") else ""), sorted(folds)
 
 
 def _tokens(line: str) -> list:
@@ -321,31 +449,121 @@ def module_name(path: Path) -> str | None:
     return ".".join(names)
 
 
+class Listing(NamedTuple):
+    """A listing of the library: ``code`` as the page shows it, laid out to :data:`WIDTH`; the
+    object's ``first`` and ``last`` lines in its file (decorators included); its ``folds``
+    (:class:`Fold`, lines counted from ``first``) and its ``docstring``."""
+
+    code: str
+    first: int
+    last: int
+    folds: list
+    docstring: str
+
+
+def listing(source: str, pyobject: str | None = None) -> Listing:
+    """The listing of ``pyobject`` (``softmax``, ``Class.method``) of the module ``source``, as
+    the page (:class:`LibraryListing`) and the downloaded notebook show it: :func:`show_code`,
+    laid out by :func:`fit_code`. Without ``pyobject``, the whole file as it is."""
+    if not pyobject:
+        return Listing(source, 1, len(source.splitlines()), [], "")
+    node = ast.parse(source)
+    for part in pyobject.split("."):
+        found = [n for n in ast.iter_child_nodes(node) if getattr(n, "name", None) == part]
+        if not found:
+            raise ValueError(f"pyobject {pyobject!r}: the file defines no {part!r}")
+        node = found[0]
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    code = textwrap.dedent("\n".join(source.splitlines()[first - 1:node.end_lineno]) + "\n")
+    shown, folds = show_code(code)
+    return Listing(fit_code(reflow_comments(shown)), first, node.end_lineno, folds,
+                   ast.get_docstring(node) or "")
+
+
+def reflow_comments(code: str, width: int = WIDTH) -> str:
+    """``code`` with each run of whole-line comments at one indentation that has a line longer
+    than ``width`` wrapped again as one paragraph (the same words in their order; fold lines,
+    :data:`FOLD_MARK`, stay as they are)."""
+    lines, out, n = code.splitlines(), [], 0
+    while n < len(lines):
+        indent = lines[n][:len(lines[n]) - len(lines[n].lstrip())]
+        end = n
+        while (end < len(lines) and lines[end].startswith(indent + "# ")
+               and not lines[end].lstrip().startswith(FOLD_MARK)):
+            end += 1
+        run = lines[n:end]
+        if any(len(line) > width for line in run):
+            words = " ".join(line.strip()[2:] for line in run)
+            out += textwrap.wrap(words, width, initial_indent=indent + "# ",
+                                 subsequent_indent=indent + "# ", break_long_words=False)
+        else:
+            out += run or [lines[n]]
+        n = max(end, n + 1)
+    return "\n".join(out) + ("\n" if code.endswith("\n") else "")
+
+
+_SUMMARY_ROLE = re.compile(r":(?P<role>[\w:]+):`(?P<body>[^`]*)`|``(?P<literal>[^`]*)``")
+
+
+def summary_nodes(docstring: str) -> list:
+    """The first sentence of a docstring as text, its ``:math:`` roles as mathematics and its
+    literals and cross-references as code."""
+    text, out, pos = module_summary(docstring), [], 0
+    for match in _SUMMARY_ROLE.finditer(text):
+        out.append(nodes.Text(text[pos:match.start()]))
+        if match.group("role") == "math":
+            out.append(nodes.math(match.group("body"), match.group("body")))
+        else:
+            body = match.group("literal") or match.group("body")
+            body = body[1:].split(".")[-1] if body.startswith("~") else body
+            out.append(nodes.literal(body, body))
+        pos = match.end()
+    out.append(nodes.Text(text[pos:]))
+    return out
+
+
+def _fold_lines(code: str) -> list[int]:
+    """The 1-based numbers of a laid-out listing's fold lines (to be highlighted)."""
+    return [n for n, line in enumerate(code.splitlines(), 1) if line.lstrip().startswith(FOLD_MARK)]
+
+
 class LibraryListing(LiteralInclude):
-    """``literalinclude`` that lays out a ``:pyobject:`` listing for the page (see the module)."""
+    """``literalinclude`` that shows a ``:pyobject:`` listing as :func:`listing` lays it out,
+    its fold lines highlighted, with the docstring's first sentence and a link to the object's
+    entry in the API reference under it."""
 
     def run(self):
         result = super().run()
         obj = self.options.get("pyobject")
         if not obj:
             return result
+        _, filename = self.env.relfn2path(self.arguments[0])
+        shown = listing(Path(filename).read_text(encoding="utf-8"), obj)
         for block in result:
             for literal in block.findall(nodes.literal_block):
-                code = fit_code(strip_docstrings(literal.astext()))
-                literal.children = [nodes.Text(code)]
-                literal.rawsource = code
-        _, filename = self.env.relfn2path(self.arguments[0])
-        module = module_name(Path(filename))
+                literal.children = [nodes.Text(shown.code)]
+                literal.rawsource = shown.code
+                literal.setdefault("highlight_args", {})["hl_lines"] = _fold_lines(shown.code)
+        result.append(self._note(shown, Path(filename), obj))
+        return result
+
+    def _note(self, shown: Listing, path: Path, obj: str):
+        """The line under a listing: the docstring's first sentence, the link to the object's
+        entry in the API reference and, where checks are folded, where the whole function is."""
+        para = nodes.paragraph("", "", classes=["listing-api"])
+        para += summary_nodes(shown.docstring)
+        module = module_name(path)
         if module and not any(part.startswith("_") for part in obj.split(".")):
             target = f"{module}.{obj}"
             ref = addnodes.pending_xref("", refdomain="py", reftype="obj", reftarget=target,
                                         refexplicit=True, refwarn=True)
             ref += nodes.literal(target, target, classes=["xref", "py"])
-            para = nodes.paragraph("", "", classes=["listing-api"])
-            para += nodes.Text("Documentation: ")
-            para += ref
-            result.append(para)
-        return result
+            para += [nodes.Text(" Documentation: "), ref, nodes.Text(".")]
+        if shown.folds:
+            where = "/".join(path.parts[path.parts.index("lib"):]) if "lib" in path.parts else path.name
+            para += [nodes.Text(" With its checks: "), nodes.literal(where, where),
+                     nodes.Text(f", lines {shown.first}–{shown.last}.")]
+        return para
 
 
 #: Where the pages of the API reference are, relative to the book's root: ``book/api.md`` is the
@@ -438,7 +656,9 @@ def setup(app):
     app.add_config_value("attnmath_api_skip", [], "env")
     app.add_directive("literalinclude", LibraryListing, override=True)
     app.add_directive("attnmath-api", ApiIndex)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+    # env_version: raised when a listing shows its object differently, so that every page that
+    # includes one is read again
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 2}
 
 
 if __name__ == "__main__":

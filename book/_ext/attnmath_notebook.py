@@ -28,11 +28,10 @@ import ast
 import io
 import posixpath
 import re
-import textwrap
 import zipfile
 from pathlib import Path
 
-from attnmath_listing import fit_code, strip_docstrings
+from attnmath_listing import listing
 
 MARK = "attnmath_standalone"  # notebook metadata key: this notebook was already converted
 
@@ -212,16 +211,8 @@ def _parse_block(lines: list[str], start: int):
 
 
 def _listing(path: Path, options: dict) -> str:
-    source = path.read_text()
-    obj = options.get("pyobject")
-    if not obj:
-        return source
-    node = ast.parse(source)
-    for part in obj.split("."):
-        node = next(n for n in ast.iter_child_nodes(node) if getattr(n, "name", None) == part)
-    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-    code = "\n".join(source.splitlines()[first - 1:node.end_lineno]) + "\n"
-    return fit_code(strip_docstrings(textwrap.dedent(code)))
+    """An included file or object as the page shows it (``attnmath_listing.listing``)."""
+    return listing(path.read_text(), options.get("pyobject")).code
 
 
 def _with_end_mark(lines: list[str]) -> list[str]:

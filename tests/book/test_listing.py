@@ -1,6 +1,11 @@
 """The book's code listings and downloadable notebooks, without building the book:
-``book/_ext/attnmath_listing.py`` (docstrings stripped, lines laid out to 88 columns) and
-``book/_ext/attnmath_notebook.py`` (MyST Markdown rewritten for JupyterLab)."""
+``book/_ext/attnmath_listing.py`` (docstrings left out, argument checks folded, lines laid out
+to 88 columns) and ``book/_ext/attnmath_notebook.py`` (MyST Markdown rewritten for JupyterLab).
+
+The code on the page is the tested code: for every function and class of the library, the lines
+a listing shows are a subsequence of its source, and its syntax tree is the source's without its
+docstrings and without exactly the statements of its folds, each of which checks arguments (a
+check helper's call, a raise or an assert) and is named by its fold's line."""
 
 from __future__ import annotations
 
@@ -13,10 +18,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from docutils import nodes
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-from attnmath_listing import WIDTH, fit_code, strip_docstrings, summary_line  # noqa: E402
+from attnmath_listing import (FOLD_MARK, WIDTH, fit_code, listing, show_code,  # noqa: E402
+                              summary_nodes)
 from attnmath_notebook import macro_definitions, markdown_cell  # noqa: E402
 
 
@@ -47,9 +54,43 @@ def _without_docstrings(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
+                    and isinstance(first.value.value, str) and len(node.body) > 1:
                 node.body = node.body[1:]
+    return tree
+
+
+def _without(tree, spans):
+    """``tree`` without the statements that lie within one of ``spans`` (1-based lines)."""
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                setattr(node, field, [s for s in block if not any(
+                    a <= s.lineno and s.end_lineno <= b for a, b in spans)])
     return ast.dump(tree)
+
+
+def _is_subsequence(shown, source):
+    it = iter(source)
+    return all(any(line == src for src in it) for line in shown)
+
+
+def _named_in(stmts):
+    """What a fold must name: the check helpers called and the exceptions raised."""
+    names = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = getattr(func, "id", None) or getattr(func, "attr", "")
+                if name.lstrip("_").startswith("check_") or name == "as_array":
+                    names.add(name)
+            elif isinstance(node, ast.Raise):
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                names.add("raise" + ("" if exc is None else " " + ast.unparse(exc)))
+            elif isinstance(node, ast.Assert):
+                names.add("assert")
+    return names
 
 
 def test_the_library_has_objects_to_list():
@@ -57,28 +98,69 @@ def test_the_library_has_objects_to_list():
 
 
 @pytest.mark.parametrize("name,source", OBJECTS, ids=[n for n, _ in OBJECTS])
-def test_listing_is_the_same_code_without_docstrings_and_fits_the_column(name, source):
-    shown = fit_code(strip_docstrings(source))
-    original, listed = ast.parse(textwrap.dedent(source)), ast.parse(textwrap.dedent(shown))
-    assert _without_docstrings(listed) == _without_docstrings(original), f"{name}: the code changed"
-    for node in ast.walk(listed):  # at most a one-sentence summary is left of each docstring
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node):
-            assert "\n\n" not in ast.get_docstring(node)
-            assert ".. math::" not in ast.get_docstring(node) and "Parameters" not in ast.get_docstring(node)
-    long = [line for line in shown.splitlines() if len(line) > WIDTH]
+def test_a_listing_is_the_source_without_docstrings_and_named_checks(name, source):
+    code = textwrap.dedent(source)
+    shown, folds = show_code(code)
+    lines = shown.splitlines()
+    assert _is_subsequence([x for x in lines if not x.lstrip().startswith(FOLD_MARK)],
+                           code.splitlines()), f"{name}: a line that is not the source's"
+    original = _without_docstrings(ast.parse(code))
+    for fold in folds:
+        assert fold.marker in lines
+        stmts = [s for s in ast.walk(original) if isinstance(s, ast.stmt)
+                 and fold.start <= s.lineno and s.end_lineno <= fold.end]
+        assert stmts and all(_named_in([s]) for s in stmts), f"{name}: folded a computation"
+        assert set(fold.names) == _named_in(stmts), f"{name}: {fold.marker!r} misnames its fold"
+        assert fold.marker.strip() == FOLD_MARK + ", ".join(fold.names)
+    assert ast.dump(_without_docstrings(ast.parse(shown))) == \
+        _without(original, [(f.start, f.end) for f in folds]), f"{name}: the code changed"
+    laid_out = fit_code(shown)
+    assert ast.dump(ast.parse(laid_out)) == ast.dump(ast.parse(shown)), f"{name}: layout changed it"
     # a line may stay long only where Python offers no break (a call chain without commas)
-    for line in long:
-        assert "," not in line.split("#")[0] and '"' not in line and "'" not in line, \
-            f"{name}: a line of {len(line)} characters that could have been broken: {line!r}"
+    for line in laid_out.splitlines():
+        if len(line) > WIDTH and not line.lstrip().startswith("#"):
+            assert "," not in line.split("#")[0] and '"' not in line and "'" not in line, \
+                f"{name}: a line of {len(line)} characters that could have been broken: {line!r}"
 
 
-def test_summary_line_is_the_first_sentence_in_plain_text():
-    doc = """Numerically stable softmax along ``axis``.
+def _book_listings():
+    """Every library listing of every chapter: (chapter, file, object)."""
+    found = []
+    for path in sorted((ROOT / "book").glob("[0-9][0-9]_*.md")):
+        text = path.read_text()
+        for block in text.split("```{literalinclude}")[1:]:
+            head = block.split("```", 1)[0]
+            arg = head.split("\n", 1)[0].strip()
+            obj = [x.split(":", 2)[2].strip() for x in head.splitlines() if x.startswith(":pyobject:")]
+            found.append((path.stem, (path.parent / arg).resolve(), obj[0] if obj else None))
+    return found
 
-    .. math:: p_i = e^{z_i} / \\sum_j e^{z_j}
-    """
-    assert summary_line(doc) == "Numerically stable softmax along axis."
-    assert summary_line("Rank of :math:`P V`, numerically. More.") == "Rank of P V, numerically."
+
+def test_the_books_listings_show_no_docstring_and_no_raise():
+    listings = _book_listings()
+    assert len(listings) > 100
+    folded = 0
+    for chapter, path, obj in listings:
+        assert obj, f"{chapter}: a listing of a whole file ({path.name})"
+        shown = listing(path.read_text(), obj)
+        tree = ast.parse(shown.code)
+        handlers = [s for h in ast.walk(tree) if isinstance(h, ast.ExceptHandler) for s in h.body]
+        # a raise is left only where it is the whole of an except clause (a clearer message)
+        assert all(n in handlers for n in ast.walk(tree) if isinstance(n, ast.Raise)), \
+            f"{chapter}: {obj} shows a raise"
+        assert not [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+                    and ast.get_docstring(n)], f"{chapter}: {obj} shows a docstring"
+        assert shown.code.count(FOLD_MARK) == len(shown.folds)
+        folded += bool(shown.folds)
+    assert folded > len(listings) // 2
+
+
+def test_the_summary_renders_its_mathematics_and_literals():
+    out = summary_nodes("Stable :math:`\\log \\sum_j e^{x_j}` along ``axis``, as :func:`~a.b.f`. More.")
+    assert [type(n) for n in out] == [nodes.Text, nodes.math, nodes.Text, nodes.literal, nodes.Text,
+                                      nodes.literal, nodes.Text]
+    assert out[1].astext() == "\\log \\sum_j e^{x_j}" and out[5].astext() == "f"
+    assert "".join(n.astext() for n in out).endswith("as f.")
 
 
 def test_notebook_markdown_has_no_myst_left():
@@ -115,10 +197,11 @@ def test_notebook_markdown_has_no_myst_left():
     assert "the section" in out and "(vaswani2017attention)" in out and "$$\nx = 1\n\\tag{eq-a}\n$$" in out
 
 
-def test_notebook_listing_is_expanded():
+def test_notebook_listing_is_the_pages():
     out = markdown_cell("```{literalinclude} ../lib/attnmath/softmax.py\n:pyobject: softmax\n```",
                         ROOT / "book")
-    assert out.startswith("```python\ndef softmax(") and out.endswith("```")
+    shown = listing((ROOT / "lib/attnmath/softmax.py").read_text(), "softmax")
+    assert out == "```python\n" + shown.code.rstrip("\n") + "\n```" and FOLD_MARK in out
 
 
 def test_macro_definitions():
