@@ -16,6 +16,14 @@ appendix from the markers and those outcomes:
   test with its outcome and the domain it covers);
 * ``{claims-tests}``: every claim test's source, folded, so each row can link to its test.
 
+The appendix is a tool as well as a list. Every row carries its chapter, verdict and source as
+classes (``claim-chapter-01_softmax``, ``claim-verdict-corrected``, ``claim-source-textbook-chapter``),
+and the parts of its cells theirs (``claim-part claim-domain`` ...). ``{claims-summary}`` adds a
+filter by chapter, verdict and source (a form of three menus that ``_static/claims_filter.js``,
+loaded on this page only, shows and runs, offline and from the keyboard; the choice is kept in the
+page's address). ``_static/claims.css`` styles it, and prints the tables compactly: the filter
+left out, each test and each domain on one line, cut short where it is longer.
+
 A claim test that fails, errors, is skipped or does not run is reported as a Sphinx warning, so
 the build with ``-W`` fails, in every build until it passes. The page is re-read
 (``env-get-outdated``) whenever a test runs or what the page shows may have changed (a digest
@@ -30,6 +38,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import html
 import json
 import os
 import re
@@ -91,6 +100,56 @@ def found_in(source: str) -> str:
 def _cell(text: str) -> str:
     """One line of a table cell (the markers' strings are MyST: maths in ``$...$``)."""
     return " ".join(text.split())
+
+
+#: The kinds of source a row's claim is found in, as the filter names them: the five texts by
+#: the number their markers' sources start with, then the papers and the book's own data.
+SOURCE_KEYS = {**{n: name.removeprefix("the ").replace(" ", "-") for n, name in SOURCE_NAMES.items()},
+               "paper": "paper", "book": "book"}
+SOURCE_LABELS = {**{key: SOURCE_NAMES[n] for n, key in SOURCE_KEYS.items() if n in SOURCE_NAMES},
+                 "paper": "a published paper", "book": "the book's own data"}
+
+
+def source_key(source: str) -> str:
+    """The kind of a marker's source (:data:`SOURCE_KEYS`): ``textbook-chapter`` for ``"003 §5.3"``."""
+    claims = _claims_module()
+    if claims.is_book_source(source):
+        return "book"
+    if claims.paper_source(source):
+        return "paper"
+    return SOURCE_KEYS[source.partition(" ")[0]]
+
+
+def slug(text: str) -> str:
+    """``verified on`` as ``verified-on``: a class name's part."""
+    return re.sub(r"[^a-z0-9_]+", "-", text.lower()).strip("-")
+
+
+def row_classes(claim) -> list[str]:
+    """The classes of a claim's row, by which the filter finds it."""
+    return ["claim-row", f"claim-chapter-{claim.chapter}", f"claim-verdict-{slug(claim.verdict)}",
+            f"claim-source-{source_key(claim.source)}"]
+
+
+def mark_parts(paragraph: nodes.paragraph, first: str) -> None:
+    """Wrap each part of a cell (the parts are separated by ``<br>``) in an inline of classes
+    ``claim-part claim-<label>``, the label being its italic head ("Domain:" -> ``claim-domain``);
+    a part without one is ``claim-<first>`` (the claim, or a test)."""
+    parts, current = [], []
+    for child in list(paragraph.children):
+        if isinstance(child, nodes.raw) and child.astext().strip() == "<br>":
+            parts.append(current)
+            current = []
+        current.append(child)
+    parts.append(current)
+    paragraph.children = []
+    for part in parts:
+        words = [n for n in part if not (isinstance(n, nodes.raw) or not n.astext().strip())]
+        head = words[0].astext().strip() if words else ""
+        labelled = words and isinstance(words[0], nodes.emphasis) and head.endswith(":")
+        label = slug(head.rstrip(":")) if labelled else first
+        inline = nodes.inline("", "", *part, classes=["claim-part", f"claim-{label}"])
+        paragraph += inline
 
 
 #: The claim tests still running, per application: a Python process that runs them
@@ -268,8 +327,9 @@ class ClaimsSummary(_ClaimsDirective):
         cited = ", ".join(f"{{bdg-{BADGE[v]}}}`{v}` {n}" for v in claims.VERDICTS
                           if (n := sum(c.verdict == v for c in papers)))
         parts += f". {len(papers)} claims of published papers: {cited or 'none'}"
-        return self._parse([f"{len(rows)} claims of the five texts: {parts}. {len(own)} statements of "
-                            f"the book about its own data: {mine or 'none'}. {ran}"])
+        summary = self._parse([f"{len(rows)} claims of the five texts: {parts}. {len(own)} statements "
+                               f"of the book about its own data: {mine or 'none'}. {ran}"])
+        return [*summary, nodes.raw("", filter_form(everything), format="html")]
 
 
 class ClaimsTable(_ClaimsDirective):
@@ -293,7 +353,24 @@ class ClaimsTable(_ClaimsDirective):
             for c in rows:
                 lines += claim_row(c, self.outcomes)
             lines += [":::", ""]
-        return self._parse(lines)
+        return [self._marked(self._parse(lines), found)]
+
+    def _marked(self, parsed, found) -> nodes.container:
+        """The chapter's tables in a container of class ``claims-chapter``, each row and each
+        part of its cells with its classes (:func:`row_classes`, :func:`mark_parts`)."""
+        box = nodes.container("", *parsed, classes=["claims-chapter", f"claim-chapter-{self.arguments[0]}"])
+        tables = list(box.findall(nodes.table))
+        kinds = [c for c in (False, True) if any(x.about_data == c for x in found)]
+        for table, about_data in zip(tables, kinds):
+            rows = [c for c in found if c.about_data == about_data]
+            body = next(table.findall(nodes.tbody))
+            for row, claim in zip(body.children, rows):
+                row["classes"] += row_classes(claim)
+                entries = list(row.findall(nodes.entry))
+                for entry, first in zip(entries, ("claim", "verdict", "test")):
+                    for para in entry.findall(nodes.paragraph):
+                        mark_parts(para, first)
+        return box
 
 
 def _test_source(test: str) -> str:
@@ -330,7 +407,40 @@ class ClaimsTests(_ClaimsDirective):
         return self._parse(lines)
 
 
+def _options(name: str, label: str, counts: dict[str, int], labels: dict[str, str]) -> str:
+    options = "".join(f'<option value="{html.escape(key)}">{html.escape(labels[key])} ({n})</option>'
+                      for key, n in counts.items() if n)
+    return (f'<label>{label} <select name="{name}"><option value="">all ({sum(counts.values())})'
+            f'</option>{options}</select></label>')
+
+
+def filter_form(claims: list) -> str:
+    """The filter of the appendix (run by ``_static/claims_filter.js``, which shows it): three
+    menus, chapter, verdict and source, each option with its number of rows, a button that shows
+    every row again, and the number of rows shown, read out when it changes."""
+    module = _claims_module()
+    chapters = {ch: sum(c.chapter == ch for c in claims) for ch in module.CHAPTERS}
+    chapter_labels = {ch: f"{int(ch[:2])}. {title}" for ch, title in module.CHAPTERS.items()}
+    verdicts = {slug(v): sum(c.verdict == v for c in claims) for v in BADGE}
+    sources = {key: sum(source_key(c.source) == key for c in claims) for key in SOURCE_LABELS}
+    return ('<form class="claims-filter" role="search" aria-label="Filter the claims" hidden>'
+            + _options("chapter", "Chapter", chapters, chapter_labels)
+            + _options("verdict", "Verdict", verdicts, {slug(v): v for v in BADGE})
+            + _options("source", "Found in", sources, SOURCE_LABELS)
+            + '<button type="reset">Show all</button>'
+            + f'<output class="claims-filter-count" aria-live="polite">{len(claims)} rows</output>'
+            + '</form>')
+
+
+def add_assets(app, pagename, templatename, context, doctree):
+    """The filter's script and the appendix's styles, on the appendix only."""
+    if pagename == DOCNAME:
+        app.add_css_file("claims.css")
+        app.add_js_file("claims_filter.js", loading_method="defer")
+
+
 def setup(app):
+    app.connect("html-page-context", add_assets)
     app.connect("env-get-outdated", start_tests)
     app.connect("env-updated", wait_for_tests)
     app.add_directive("claims-summary", ClaimsSummary)
