@@ -10,6 +10,12 @@ page's letters in a chapter's prose ("let $P$ be", "write $s = \\dots$", "denote
 page and that the table does not list for the chapter; :func:`missing_declarations` reports a
 listed sense whose declaration the chapter no longer contains. ``tests/book/test_notation.py``
 runs both without a build.
+
+The page's forms are also the only forms: :data:`SLIPS` are the ways of writing that it rules
+out, each with the form it uses instead (a boolean mask $M$ is never added to scores, its
+additive form is $\\mathrm{bias}_M$; the $d$ of a gradient is italic, $dQ$).
+:func:`notation_slips` finds them in the prose and mathematics of the chapters and the notation
+page and in the library's docstrings, which the API reference renders.
 """
 
 from __future__ import annotations
@@ -122,6 +128,27 @@ def undeclared_senses(path: Path, root: Path = ROOT, notation: Path = NOTATION) 
             continue
         result.append(item)
     return result
+
+
+#: Forms the notation page rules out: (pattern, what to write instead).
+SLIPS = (
+    (re.compile(r"softmax[^$\n]*\n?[^$\n]*?\+\s*M(?![A-Za-z])"),
+     r"a boolean mask added to the scores inside a softmax: add its additive form, \mathrm{bias}_M"),
+    (re.compile(r"e\^\{[^}$]*\+\s*M_"),
+     r"a boolean mask added to a score in an exponent: add (\mathrm{bias}_M)_{ij}"),
+    (re.compile(r"\\mathrm\s*\{?\s*d\s*\}?\s*[A-Z]"),
+     "an upright d of a gradient: the notation page writes dQ, dK, dV in italic"),
+)
+
+
+def notation_slips(text: str, path: str) -> list[str]:
+    """Each use in ``text`` of a form that :data:`SLIPS` rules out, as ``path:line: ...``."""
+    found = []
+    for pattern, instead in SLIPS:
+        for match in pattern.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append(f"{path}:{line}: {instead}: {' '.join(match.group(0).split())[-60:]!r}")
+    return found
 
 
 def missing_declarations(root: Path = ROOT, notation: Path = NOTATION) -> list[dict]:

@@ -6,7 +6,7 @@ Plain (:mod:`attnmath.attention`), query-chunked (:mod:`attnmath.chunked`), flas
 
 .. math::
 
-    O = \operatorname{softmax}\!\left(s\, Q K^\top + \text{bias} + M\right) V
+    O = \operatorname{softmax}\!\left(s\, Q K^\top + \text{bias} + \mathrm{bias}_M\right) V
 
 by different schedules. Everything except the schedule lives here, so the variants cannot
 disagree on it:

@@ -43,7 +43,7 @@ Float16 inputs are computed in float32 (score tiles, exponentials, accumulators)
 have the inputs' dtypes. This NumPy version shows the algorithm and its memory; the speed of
 the paper comes from keeping tiles in GPU on-chip memory, which NumPy cannot express.
 
-References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2023).
+References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2024).
 """
 
 from __future__ import annotations
@@ -824,7 +824,7 @@ def flash_attention_io(N: int, d: int, M: int, *, block_r: int | None = None,
 
 def flash_attention_2_io(N: int, d: int, M: int, *, block_r: int | None = None,
                          block_c: int | None = None) -> IOCount:
-    r"""Simulated slow-memory traffic of FlashAttention-2's loop order (Dao, 2023).
+    r"""Simulated slow-memory traffic of FlashAttention-2's loop order (Dao, 2024).
 
     Outer loop over the :math:`T_r = \lceil N/B_r \rceil` blocks :math:`Q_i`, whose
     output accumulator and statistics stay on chip; inner loop over the blocks

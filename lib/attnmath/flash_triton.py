@@ -58,7 +58,7 @@ launches: ``D`` (:math:`4 B H L` bytes), ``dK, dV`` (four matmuls per tile pair:
 :math:`10 B H L S D` of a backward that adds ``dQ`` with atomics, the price of deterministic
 gradients. ``D_i`` uses the stored (rounded) ``out``.
 
-References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2023).
+References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2024).
 """
 
 from __future__ import annotations
@@ -745,10 +745,10 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
 
     .. math::
 
-        O = \operatorname{softmax}\!\left(s\, Q K^\top + M\right) V, \qquad
+        O = \operatorname{softmax}\!\left(s\, Q K^\top + \mathrm{bias}_M\right) V, \qquad
         \operatorname{lse}_i = \log \sum_{j \text{ allowed}} e^{s\, q_i \cdot k_j},
 
-    with :math:`M_{ij} = -\infty` for :math:`j > i` when ``causal`` (top-left alignment, as
+    with :math:`(\mathrm{bias}_M)_{ij} = -\infty` for :math:`j > i` when ``causal`` (top-left alignment, as
     torch's ``is_causal``, also when ``L != S``) and 0 otherwise; tile by tile with the online
     softmax (module docstring).
 
@@ -979,7 +979,10 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
                     check_finite: bool = True) -> torch.Tensor:
     r"""Differentiable flash attention: :func:`flash_attention_triton` forward, Triton backward.
 
-    .. math:: O = \operatorname{softmax}\!\left(s\, Q K^\top + M_{\text{causal}}\right) V
+    .. math::
+
+        O = \operatorname{softmax}\!\left(s\, Q K^\top + \mathrm{bias}_M\right) V
+        \quad (M \text{ the causal mask})
 
     Parameters
     ----------

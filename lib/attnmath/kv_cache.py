@@ -193,8 +193,10 @@ def prefill(q, k_new, v_new, cache: KVCache, *, scale=None):
 
     .. math::
 
-        O = \operatorname{softmax}\!\bigl(s\, Q K_{1:t+L}^\top + M\bigr) V_{1:t+L}, \qquad
-        M_{ij} = 0 \text{ if } j \le t + i \text{ else } -\infty
+        \begin{aligned}
+        O &= \operatorname{softmax}\!\bigl(s\, Q K_{1:t+L}^\top + \mathrm{bias}_M\bigr) V_{1:t+L}, \\
+        (\mathrm{bias}_M)_{ij} &= 0 \text{ if } j \le t + i \text{ else } -\infty
+        \end{aligned}
 
     Parameters
     ----------

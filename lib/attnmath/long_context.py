@@ -7,7 +7,7 @@ Three ways attention reaches past the length it was trained or built for.
   :math:`\theta_i = b^{-2i/D}`. Beyond the training length :math:`L` the slow pairs reach
   angles never seen in training. Position interpolation (Chen et al., 2023) divides every
   frequency by the factor :math:`s = L'/L`; NTK-aware scaling raises the base to
-  :math:`b\,s^{D/(D-2)}`; YaRN (Peng et al., 2023) interpolates only the pairs that turn
+  :math:`b\,s^{D/(D-2)}`; YaRN (Peng et al., 2024) interpolates only the pairs that turn
   less than :math:`\alpha` times over :math:`L`, keeps those that turn more than
   :math:`\beta` times, ramps in between, and sharpens the softmax by
   :math:`\sqrt{1/t} = 0.1 \ln s + 1`.

@@ -456,8 +456,9 @@ def multihead_attention(
     .. math::
 
         Q = X_q W_Q + b_Q,\quad K = X_{kv} W_K + b_K,\quad V = X_{kv} W_V + b_V, \\
-        \text{head}_h = \operatorname{softmax}\!\left(\frac{Q_h K_{g(h)}^\top}{\sqrt{D}} + M\right) V_{g(h)},
-        \qquad \text{out} = \operatorname{Concat}_h(\text{head}_h)\, W_O + b_O .
+        \text{head}_h = \operatorname{softmax}\!\left(\frac{Q_h K_{g(h)}^\top}{\sqrt{D}}
+            + \mathrm{bias}_M\right) V_{g(h)}, \\
+        \text{out} = \operatorname{Concat}_h(\text{head}_h)\, W_O + b_O .
 
     Parameters
     ----------

@@ -3,7 +3,8 @@ r"""Torch modules: multi-head (grouped-query) attention and a Transformer encode
 .. math::
 
     \operatorname{MHA}(X_q, X_{kv}) = \operatorname{Concat}_h\Bigl(
-        \operatorname{softmax}\bigl(Q_h K_{g(h)}^\top / \sqrt{D} + M\bigr) V_{g(h)}\Bigr) W_O + b_O
+        \operatorname{softmax}\bigl(Q_h K_{g(h)}^\top / \sqrt{D} + \mathrm{bias}_M\bigr) V_{g(h)}\Bigr)
+        W_O + b_O
 
 The attention core is ``torch.nn.functional.scaled_dot_product_attention`` (with ``enable_gqa``
 when ``H_kv < H``), so these modules run on whatever kernel torch picks, in any dtype (float32 by

@@ -570,7 +570,7 @@ def mla_attention(x_q: ArrayLike, c_kv: ArrayLike, k_rope: ArrayLike, params: ML
     .. math::
 
         o = \sum_h \operatorname{softmax}\!\Bigl(\frac{q_h k_h^\top}{\sqrt{D + d_R}}
-        + M\Bigr) v_h\, W^O_h .
+        + \mathrm{bias}_M\Bigr) v_h\, W^O_h .
 
     Parameters
     ----------

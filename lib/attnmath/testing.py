@@ -188,7 +188,7 @@ def sdpa_oracle(q, k, v, *, mask=None, bias=None, scale=None, causal: bool = Fal
                 dtype=np.float64):
     r"""The one torch oracle of attention: ``torch.nn.functional.scaled_dot_product_attention``.
 
-    .. math:: O = \operatorname{softmax}\!\left(s\, Q K^\top + \text{bias} + M\right) V
+    .. math:: O = \operatorname{softmax}\!\left(s\, Q K^\top + \text{bias} + \mathrm{bias}_M\right) V
 
     Parameters
     ----------

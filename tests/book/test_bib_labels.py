@@ -1,6 +1,9 @@
-"""The bibliography's author-year labels (book/_ext/attnmath_bib.py): names as plain text, with
-pybtex's own LaTeX decoding and text rendering, for one, two and more authors; and no LaTeX escape
-(backslash or brace) in any label or rendered entry of the book's bibliography."""
+"""One citation style (book/_ext/attnmath_bib.py): the bibliography's author-year labels, names as
+plain text with pybtex's own LaTeX decoding and text rendering, for one, two and more authors; no
+LaTeX escape (backslash or brace) in any label or rendered entry of the book's bibliography;
+BibTeX's "and others" read "et al." in labels, entries and citations; and no year written by
+hand beside a work that its entry in references.bib contradicts, in the chapters or the library's
+docstrings."""
 
 from __future__ import annotations
 
@@ -83,6 +86,63 @@ def test_no_escape_reaches_a_label_or_entry_of_the_bibliography(key):
     shown = SHOWN[key]
     for text in (shown.label, shown.text.render_as("text"), shown.text.render_as("html")):
         assert not {"\\", "{", "}"} & set(text), (key, text)
+
+
+def test_and_others_reads_et_al_in_every_entry():
+    others = [key for key, e in BIB.entries.items() if bib.is_others(e.persons.get("author", [None])[-1])]
+    assert others  # the bibliography has such entries ("Brown, Tom B. and others")
+    for key in others:
+        text = SHOWN[key].text.render_as("text")
+        assert "and others" not in text and " et al." in text, (key, text)
+        assert re.search(rf"et al\., {BIB.entries[key].fields['year']}[a-z]?$", SHOWN[key].label)
+
+
+@pytest.mark.parametrize("authors, short, full", [
+    (["Brown, Tom B.", "others"], "Brown et al.", "Brown et al."),
+    (["Black, Sid", "Biderman, Stella", "others"], "Black et al.", "Black, Biderman, et al."),
+    (["Kitaev, N.", "Kaiser, L."], "Kitaev and Kaiser", "Kitaev and Kaiser"),
+    (["Dao, Tri", "Fu, Dan", "R{\\'e}, C."], "Dao et al.", "Dao, Fu, and Ré"),
+])
+def test_citations_cut_author_lists_as_the_labels_do(authors, short, full):
+    from sphinxcontrib.bibtex.plugin import find_plugin
+
+    style = find_plugin("sphinxcontrib.bibtex.style.referencing", "attnmath")()
+    data = {"entry": entry(*authors), "style": style}
+    assert style.person.names("author", full=False).format_data(data).render_as("text") == short
+    assert style.person.names("author", full=True).format_data(data).render_as("text") == full
+    assert style.person.author_or_editor_or_title(full=False).format_data(data).render_as("text") == short
+
+
+SOURCES = sorted((ROOT / "book").glob("*.md")) + sorted((ROOT / "lib" / "attnmath").glob("*.py"))
+
+
+def test_no_work_is_dated_by_hand_otherwise_than_in_references_bib():
+    slips = [f"{path.relative_to(ROOT)}: {slip}" for path in SOURCES
+             for slip in bib.year_slips(path.read_text(), BIB.entries)]
+    assert not slips, "\n".join(slips)
+
+
+@pytest.mark.parametrize("text, found", [
+    ('Dao, "FlashAttention-2" (2023)', "2023"),
+    ("FlashAttention-2's loop order (Dao, 2023)", "2023"),
+    ('"FlashAttention" (2021) and FlashAttention-2 (Dao, 2024)', "2021"),
+    ("FlashAttention (Dao et al., 2022); FlashAttention-2 (Dao, 2024). In 2023 it ran.", None),
+])
+def test_a_year_that_contradicts_the_entry_is_found(text, found):
+    slips = bib.year_slips(text, BIB.entries)
+    assert [found] == [s.split(" in ")[1].split(",")[1].strip() for s in slips] if found else not slips
+
+
+@pytest.mark.slow
+def test_no_rendered_citation_reads_and_others(tmp_path_factory):
+    pages = sorted((book_html(tmp_path_factory) / "book").glob("*.html"))
+    for page in pages:
+        text = page.read_text()
+        cited = re.findall(r'<span class="bibtex-citation"[^>]*>(.*?)</span>', text, re.S)
+        entries = re.findall(r'role="doc-biblioentry">(.*?)</div>', text, re.S)
+        for shown in cited + entries:
+            plain = html.unescape(re.sub(r"<[^>]+>", "", shown))
+            assert "and others" not in plain, f"{page.name}: {plain}"
 
 
 @pytest.mark.slow

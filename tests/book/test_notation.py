@@ -1,6 +1,8 @@
 """The chapters keep the notation of book/notation.md: a letter of its tables used in another sense
-is declared in the chapter and listed under "Second senses" (book/_ext/attnmath_notation.py).
-No build is needed: the check reads the MyST sources.
+is declared in the chapter and listed under "Second senses", and no chapter, nor the notation
+page, nor a docstring of the library (the API reference) writes a form the page rules out: a
+boolean mask added to scores, an upright d of a gradient (book/_ext/attnmath_notation.py).
+No build is needed: the check reads the MyST sources and the library's files.
 """
 
 from __future__ import annotations
@@ -72,3 +74,22 @@ def test_a_letter_defined_in_another_sense_is_reported(chapter, text, letter):
 ])
 def test_a_letter_in_its_own_sense_or_in_code_is_not_reported(chapter, text):
     assert chapter(text + "\n") == []
+
+
+def test_no_source_writes_a_form_the_notation_page_rules_out():
+    sources = [*CHAPTERS, notation.NOTATION, *sorted((ROOT / "lib" / "attnmath").glob("*.py"))]
+    found = [slip for path in sources
+             for slip in notation.notation_slips(path.read_text(), path.relative_to(ROOT).as_posix())]
+    assert not found, "write the notation page's form:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("text, slips", [
+    (r"$P = \softmax(sQK^\top + M)$ row by row", 1),
+    ("$\\softmax\\bigl(x W_Q (x W_K)^\\top\n/ \\sqrt{D} + M\\bigr)$", 1),
+    (r"$p_{ij} = e^{s q_i\cdot k_j + M_{ij}}$", 1),
+    (r"$\mathrm{d}Q$ and $\mathrm d K$", 2),
+    (r"$P = \softmax(sQK^\top + \mathrm{bias}_M)$ and $dQ = s\, dZ\, K$", 0),
+    (r"the fast memory: $\Theta(N^2 d^2 / M)$ accesses, $Nd + M$ elements", 0),
+])
+def test_the_ruled_out_forms_are_found(text, slips):
+    assert len(notation.notation_slips(text, "x.md")) == slips
