@@ -51,6 +51,9 @@ PHONE_TYPE_PT = 12.0
 #: The least height of a panel of a narrow variant, in inches (a panel that is lower in the
 #: wide figure keeps its height there).
 PHONE_PANEL_INCHES = 2.4
+#: Where the panels of a row of two or three stood in the wide figure, as its caption names
+#: them: the narrow variant, which stacks them, says so in each panel's title.
+PANEL_PLACES = {2: ("left", "right"), 3: ("left", "middle", "right")}
 
 
 def use_book_style():
@@ -232,7 +235,9 @@ def narrow_variant(fig):
     ``None`` when ``fig`` is no wider than that column. The copy's panels (the cells of its
     ``plt.subplots`` grid) stand one under another, or two side by side where the wide figure
     has four or more in a row; each keeps its height, or takes :data:`PHONE_PANEL_INCHES`;
-    tick labels that a shared axis hid show again beside every panel; no type is smaller than
+    stacked panels of a row of two or three are titled with the place the caption names them
+    by (:data:`PANEL_PLACES`); tick labels that a shared axis hid show again beside every
+    panel; no type is smaller than
     :data:`PHONE_TYPE_PT`; the legends are placed again (:func:`place_legends`). ``fig`` is
     not changed. Raises ValueError for axes placed by hand, which this cannot lay out again."""
     if fig.get_figwidth() <= PHONE_COLUMN_INCHES:
@@ -247,6 +252,10 @@ def narrow_variant(fig):
     extra = 0.0 if title is None else (title.get_text().count("\n") + 1) * 0.3
     copy.set_size_inches(PHONE_COLUMN_INCHES, rows * height + extra)
     _reflow(copy, panels, cols)
+    if nrows == 1 and cols == 1 and ncols in PANEL_PLACES:  # the caption's "left", "right"
+        for (_, axes), place in zip(panels, PANEL_PLACES[ncols]):
+            title = axes[0].get_title()
+            axes[0].set_title(f"{place}: {title}" if title else place)
     # constrained layout gives each row of panels the room its own labels and legend take; a
     # colour bar that tight layout placed (in a grid of its own) stays with tight layout
     if not any(hasattr(ax, "_colorbar") and ax.get_subplotspec() for ax in copy.axes):
@@ -257,15 +266,7 @@ def narrow_variant(fig):
         for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
             size = axis._get_tick_label_size(which)  # noqa: SLF001  (new ticks take it)
             ax.tick_params(axis=which, labelsize=max(size, PHONE_TYPE_PT))
-    # a legend laid out for the wide figure is placed again, once the panels are laid out
-    legends = [ax.get_legend() for ax in copy.axes if ax.get_legend() is not None]
-    for legend in legends:
-        legend.set_in_layout(False)
-        if legend._ncols > 1:  # noqa: SLF001
-            _set_columns(legend, 1)
-        if legend._bbox_to_anchor is not None:  # noqa: SLF001
-            legend.set_bbox_to_anchor(None)
-            legend.set_loc("best")
+    legends = _legends_unplaced(copy)  # placed again once the panels are laid out
     _layout(copy)
     _wrap_long_text(copy)
     _layout(copy)
@@ -275,15 +276,35 @@ def narrow_variant(fig):
     for legend in legends:
         legend.set_in_layout(True)
     place_legends(copy)
-    for _ in range(3):  # a legend beside the plot may widen what is drawn past the column
-        shown = copy.get_tightbbox().width + 2 * mpl.rcParams["savefig.pad_inches"]
-        width = copy.get_figwidth() - (shown - PHONE_COLUMN_INCHES)
-        if shown <= PHONE_COLUMN_INCHES + 0.01 or width < 0.6 * PHONE_COLUMN_INCHES:
-            break
-        copy.set_figwidth(width)
-        _layout(copy)
+    _fit_width(copy)
     place_legends(copy)  # the plots may have moved under a legend
     return copy
+
+
+def _legends_unplaced(fig) -> list:
+    """The legends of ``fig``, each in one column and out of the layout, and one that the
+    chapter anchored outside its axes (for the wide figure) back in them."""
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    for legend in legends:
+        legend.set_in_layout(False)
+        if legend._ncols > 1:  # noqa: SLF001
+            _set_columns(legend, 1)
+        if legend._bbox_to_anchor is not None:  # noqa: SLF001
+            legend.set_bbox_to_anchor(None)
+            legend.set_loc("best")
+    return legends
+
+
+def _fit_width(fig):
+    """Narrow ``fig`` until what it draws (a legend beside a plot may reach past the figure)
+    fits the phone's column, as long as that leaves it most of its width."""
+    for _ in range(3):
+        shown = fig.get_tightbbox().width + 2 * mpl.rcParams["savefig.pad_inches"]
+        width = fig.get_figwidth() - (shown - PHONE_COLUMN_INCHES)
+        if shown <= PHONE_COLUMN_INCHES + 0.01 or width < 0.6 * PHONE_COLUMN_INCHES:
+            return
+        fig.set_figwidth(width)
+        _layout(fig)
 
 
 def _copy(fig):
@@ -328,23 +349,36 @@ def _wrap_long_text(fig):
 
 
 def _wrap(text, room: float, renderer):
-    """Set ``text`` in as few lines as keep each within ``room`` pixels, broken at spaces
-    outside its formulas (``$...$``); a text of one line only."""
-    words = re.findall(r"(?:\$[^$]*\$|[^\s$])+", text.get_text())
-    if not text.get_visible() or "\n" in text.get_text() or len(words) < 2:
+    """Break each line of ``text`` that is longer than ``room`` pixels into as few lines as keep
+    each within it, at spaces outside its formulas (``$...$``)."""
+    if not text.get_visible():
         return
-    box = text.get_window_extent(renderer)
-    length = box.height if abs(text.get_rotation() % 180 - 90) < 1 else box.width
-    lines = min(len(words), int(np.ceil(length / room)))
+    lines = [broken for line in text.get_text().split("\n")
+             for broken in _broken(line, _length(line, text, renderer) / room)]
+    text.set_text("\n".join(lines))
+
+
+def _length(line: str, text, renderer) -> float:
+    """The length in pixels of ``line`` set as ``text`` is, unrotated."""
+    probe = mpl.text.Text(0, 0, line, fontproperties=text.get_fontproperties())
+    probe.set_figure(text.get_figure(root=True))
+    return probe.get_window_extent(renderer).width
+
+
+def _broken(line: str, parts: float) -> list[str]:
+    """``line`` in ``ceil(parts)`` lines of about equal length, broken at spaces outside its
+    formulas."""
+    words = re.findall(r"(?:\$[^$]*\$|[^\s$])+", line)
+    lines = min(len(words), int(np.ceil(parts)))
     if lines < 2:
-        return
-    target, broken, line = sum(map(len, words)) / lines, [], []
+        return [line]
+    target, broken, current = sum(map(len, words)) / lines, [], []
     for word in words:
-        if line and sum(map(len, line)) + len(word) / 2 > target and len(broken) < lines - 1:
-            broken.append(" ".join(line))
-            line = []
-        line.append(word)
-    text.set_text("\n".join([*broken, " ".join(line)]))
+        if current and sum(map(len, current)) + len(word) / 2 > target and len(broken) < lines - 1:
+            broken.append(" ".join(current))
+            current = []
+        current.append(word)
+    return [*broken, " ".join(current)]
 
 
 def _fit_height(fig):

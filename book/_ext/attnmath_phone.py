@@ -9,6 +9,8 @@ metadata; this extension wraps that method so that it writes the phone's drawing
 figure's file (``<name>-narrow.svg``), and then gives every figure of a page that has one a
 ``<picture>`` whose source the browser takes on a screen of at most :data:`PHONE_MAX_PX`:
 a reader on a phone loads that drawing only, a reader at 1280 px and the PDF the wide one.
+The drawing is taken out of the notebook that the download menu offers: a reader who runs it
+draws it again.
 
 Tables: a cell of a few words stays on one line on a phone and the table scrolls sideways in its
 box (``attnmath.css``), instead of squeezing every cell into a column of three lines; a cell of
@@ -115,8 +117,30 @@ def mark_prose_cells(body: str) -> str:
     return _CELL.sub(mark, body)
 
 
+def drop_phone_drawings(app, pagename, templatename, context, doctree):
+    """Take the phone's drawings out of the executed notebook that the download menu offers
+    (``attnmath_html``'s ``make_standalone`` writes it next): they are the page's, and a reader
+    who runs the notebook draws them again."""
+    config = getattr(app.env, "mystnb_config", None)
+    path = Path(config.output_folder) / f"{pagename}.ipynb" if config is not None else None
+    if path is None or not path.exists():
+        return
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    dropped = [meta.pop(NARROW_KEY) for cell in nb.cells if cell.cell_type == "code"
+               for output in cell.get("outputs", [])
+               for meta in [(output.get("metadata") or {}).get("image/svg+xml") or {}]
+               if NARROW_KEY in meta]
+    if dropped:
+        nbformat.write(nb, path)
+
+
 def setup(app):
     _wrap_render_image()
+    # after attnmath_html merged the cached outputs in (priority 400), before it rewrites the
+    # notebook for the download menu (450)
+    app.connect("html-page-context", drop_phone_drawings, priority=425)
     # after attnmath_html's image_sizes (priority 500) gave the <img> its size
     app.connect("html-page-context", figures_for_phones, priority=600)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

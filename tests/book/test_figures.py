@@ -170,7 +170,7 @@ def test_the_phone_drawing_stacks_the_panels_in_the_phone_column():
     narrow.canvas.draw()
     panels = [a for a in narrow.axes if not hasattr(a, "_colorbar")]
     boxes = [a.get_position() for a in panels]
-    assert [a.get_title() for a in panels] == ["panel 0", "panel 1", "panel 2"]
+    assert [a.get_title() for a in panels] == ["left: panel 0", "middle: panel 1", "right: panel 2"]
     assert all(b.y0 > c.y1 for b, c in zip(boxes, boxes[1:])), "the panels are not one under another"
     assert all(a.yaxis.get_tick_params()["labelleft"] for a in panels), "a shared axis hides its labels"
     report = figstyle.figure_report(narrow, figstyle.PHONE_COLUMN_INCHES)
@@ -199,6 +199,20 @@ def test_long_labels_are_broken_outside_their_formulas():
     lines = ax.xaxis.label.get_text().split("\n")
     assert len(lines) >= 2 and all("$x + y$" in line or "$" not in line for line in lines)
     assert " ".join(lines) == "a label far longer than the axes with $x + y$ in it and more words"
+
+
+def test_a_table_cell_of_running_text_is_marked_to_wrap_on_a_phone():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
+    from attnmath_phone import PROSE_CELL_CHARS, mark_prose_cells
+
+    math = '<mjx-container><mjx-assistive-mml>' + "x" * 80 + '</mjx-assistive-mml></mjx-container>'
+    long, short = "word " * (PROSE_CELL_CHARS // 4), "a few words"
+    body = (f'<tr><td class="text-right"><p>{long}</p></td><td>{short}{math}</td>'
+            f'<th class="head">{long}</th></tr>')
+    marked = mark_prose_cells(body)
+    assert marked.count("attnmath-prose") == 2
+    assert '<td class="attnmath-prose text-right">' in marked and '<td>a few words' in marked
+    assert '<th class="attnmath-prose head">' in marked
 
 
 def test_power_of_two_axis_reads_as_the_numbers():

@@ -47,11 +47,13 @@
       A.svg("line", {x1: 40, x2: W - 8, y1: y(t), y2: y(t), class: "attn-faint"}, strips);
       A.label(strips, 36, y(t) + 4, "×" + t, "end");
     }
+    let key = 40;  // the legend's next entry: a sample of the line, then the name
     names.forEach((m, k) => {
       A.svg("polyline", {points: rows[m].map((v, i) => `${x(i)},${y(Math.max(1, v))}`).join(" "),
                          class: "attn-line attn-m" + k}, strips);
-      A.svg("line", {x1: 40 + k * 82, x2: 58 + k * 82, y1: SH + 34, y2: SH + 34, class: "attn-line attn-m" + k}, strips);
-      A.label(strips, 62 + k * 82, SH + 38, m);
+      A.svg("line", {x1: key, x2: key + 16, y1: SH + 34, y2: SH + 34, class: "attn-line attn-m" + k}, strips);
+      A.label(strips, key + 20, SH + 38, m);
+      key += 32 + 5.6 * m.length;
       const bits = data.leaving[String(s.value())][m], out = [...bits].filter((b) => b === "1").length;
       const far = Math.max(1, ...rows[m].filter((_, i) => bits[i] === "1"));
       leave[m].set(bits, out + " of " + n + " pairs leave their trained arc"
