@@ -186,8 +186,9 @@
   // The theme keeps every code box, admonition and table in one piece; paged.js cannot lay out
   // one taller than a page, and drops the rest of its chapter. Here only what is at most a
   // quarter of a page high, measured in a column of the printed width, is kept in one piece, so
-  // that one that does not fit leaves at most that much of a page empty (figures, taller, float:
-  // FloatingFigures). Returns the book as the fragment that paged.js lays out.
+  // that one that does not fit leaves at most that much of a page empty; a figure, with its
+  // caption, is kept whole if it fits a page, and floats (FloatingFigures). Returns the book as
+  // the fragment that paged.js lays out.
   const KEPT = 'div.highlight, div.cell_output, .admonition, div.proof, figure, table, div.math,'
     + ' mjx-container[display="true"], dl';
   function keepShortTogether(source) {
@@ -195,8 +196,8 @@
     probe.style.cssText = 'position:absolute;left:0;top:0;width:170mm;visibility:hidden';
     document.body.append(probe);
     probe.append(source);
-    const limit = mm(253) / 4;
     source.querySelectorAll(KEPT).forEach((e) => {
+      const limit = e.matches('figure') ? mm(253) * 0.95 : mm(253) / 4;
       if (e.getBoundingClientRect().height <= limit) e.classList.add('attnmath-keep');
     });
     probe.remove();
@@ -293,13 +294,14 @@
 
   // A figure that does not fit in what is left of a page goes to the next one and would leave
   // that space empty. As printed books float their figures, a figure at which a page ends with
-  // more than FLOAT_BLANK of it empty moves after the paragraph that follows it (a list or a
-  // display formula too, never past a heading), and the page is laid out again, up to
-  // FLOAT_MOVES times: the text fills the page, and the figure, with its number and caption,
-  // heads the next.
+  // more than FLOAT_BLANK of it empty moves after the paragraph that follows it (a list, a
+  // display formula or a code cell without a figure too; at the end of its section, after the
+  // next section's heading and first block), and the page is laid out again, up to FLOAT_MOVES
+  // times: the text fills the page, and the figure, with its number and caption, heads the
+  // next.
   const FLOAT_BLANK = 0.25;
   const FLOAT_MOVES = 4;
-  const FLOWING = 'p, ul, ol, dl, div.math, blockquote';
+  const FLOWING = 'p, ul, ol, dl, div.math, blockquote, div.cell:not(:has(figure, img))';
 
   // The figure that starts at `node` (a node of the source), or that holds it, if one does.
   function figureAt(node) {
@@ -318,8 +320,12 @@
     };
     let at = figure;
     while (!after(at) && at.parentElement
-           && !at.parentElement.matches('section, article, .attnmath-chapter')) at = at.parentElement;
-    const next = after(at);
+           && !at.parentElement.matches('article, .attnmath-chapter')) at = at.parentElement;
+    let next = after(at);
+    if (next && next.matches('section')) {  // the next section's first block, under its heading
+      next = Array.from(next.children).find((e) => !e.matches('h1, h2, h3, h4, h5, h6, span, script, style'));
+      return next && next.matches(FLOWING + ', .admonition') ? next : null;
+    }
     return next && next.matches(FLOWING) ? next : null;
   }
 
