@@ -727,7 +727,8 @@ def nsa_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, gates: ArrayLike, *,
     parts = [prob.finish(o).astype(np.float64) for o in (o_cmp, o_slc, o_win)]
     out = sum(gates[..., n, None] * parts[n] for n in range(3))
     dtype = prob.out_dtype
-    return NSAOutput(out.astype(dtype), *(x.astype(dtype) for x in parts), chosen)
+    compressed, selected, window_out = (x.astype(dtype) for x in parts)
+    return NSAOutput(out.astype(dtype), compressed, selected, window_out, chosen)
 
 
 class NSATokens(NamedTuple):
@@ -825,7 +826,7 @@ def moba_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, block: int, top_
     j = np.arange(L)
     keys = np.take(chosen, j // block, axis=-1) & (j[None, :] <= t)  # (B, H_kv, g, L, L)
     out = prob.finish(_masked_attention(prob, keys))
-    return BlockSelection(out, keys.reshape(B, H, L, L), gate.reshape(B, H, L, n))
+    return BlockSelection(out, keys.reshape(B, H, L, L), gate.reshape(B, H, L, n).astype(out.dtype, copy=False))
 
 
 def moba_keys_per_query(L: int, *, block: int, top_k: int) -> np.ndarray:
@@ -1048,12 +1049,13 @@ def differential_attention(q1: ArrayLike, q2: ArrayLike, k1: ArrayLike, k2: Arra
     for name, x, like in (("q2", q2, q1), ("k2", k2, k1)):
         if x.shape != like.shape:
             raise ValueError(f"{name} must have the shape of {name[0]}1, {like.shape}, got {x.shape}")
-    _, c1 = scaled_dot_product_attention(q1, k1, v, causal=causal, scale=scale)
+    out1, c1 = scaled_dot_product_attention(q1, k1, v, causal=causal, scale=scale)
     _, c2 = scaled_dot_product_attention(q2, k2, v, causal=causal, scale=scale)
-    weights = c1.probs - lam * c2.probs  # (B, H, L, S)
+    weights = c1.probs - lam * c2.probs  # (B, H, L, S), in the working dtype
     H, H_kv = weights.shape[-3], np.shape(v)[-3]
     v_full = np.repeat(np.asarray(v, dtype=weights.dtype), H // H_kv, axis=-3)  # (B, H, S, D_v)
-    return (weights @ v_full).astype(c1.q.dtype, copy=False), weights
+    dtype = out1.dtype  # the input's: float16 is computed in float32 and returned in float16
+    return (weights @ v_full).astype(dtype, copy=False), weights.astype(dtype, copy=False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1095,7 +1097,7 @@ def _check_format(fmt: object, name: str = "fmt") -> FP8Format:
     return FP8_FORMATS[fmt]
 
 
-def fp8_round(x: ArrayLike, fmt: str = "e4m3") -> FloatArray:
+def fp8_round(x: ArrayLike, fmt: str | FP8Format = "e4m3") -> FloatArray:
     r"""Round to the nearest FP8 value, ties to even, saturating at :math:`\pm` ``max``.
 
     .. math:: \operatorname{fl}(x) = \operatorname{sign}(x)\, \min\bigl(\text{max},\
@@ -1123,12 +1125,12 @@ def fp8_round(x: ArrayLike, fmt: str = "e4m3") -> FloatArray:
     ``.to(torch.float8_e5m2)`` overflows to infinity, the divergence the peer tests document.
     Oracle: torch's FP8 dtypes.
     """
-    fmt = _check_format(fmt)
+    f8 = _check_format(fmt)
     x = as_array(x, "x", allow_int=True, finite=True).astype(np.float64)
-    a = np.minimum(np.abs(x), fmt.max)
+    a = np.minimum(np.abs(x), f8.max)
     _, e = np.frexp(a)  # a = f 2^e with f in [0.5, 1): floor(log2 a) = e - 1
-    spacing = np.ldexp(1.0, np.maximum(e - 1, 1 - fmt.bias) - fmt.mantissa_bits)
-    y = np.minimum(np.round(a / spacing) * spacing, fmt.max)
+    spacing = np.ldexp(1.0, np.maximum(e - 1, 1 - f8.bias) - f8.mantissa_bits)
+    y = np.minimum(np.round(a / spacing) * spacing, f8.max)
     return np.copysign(y, x)
 
 
@@ -1136,7 +1138,7 @@ def _blocks(n: int, block: int | None) -> list[slice]:
     return [slice(0, n)] if block is None else [slice(s, min(s + block, n)) for s in range(0, n, block)]
 
 
-def fp8_quantize(x: ArrayLike, fmt: str = "e4m3", *, block: int | None = None
+def fp8_quantize(x: ArrayLike, fmt: str | FP8Format = "e4m3", *, block: int | None = None
                  ) -> tuple[FloatArray, FloatArray]:
     r"""Scale, round to FP8 and scale back, one scale per block of rows (or per tensor).
 
@@ -1159,7 +1161,7 @@ def fp8_quantize(x: ArrayLike, fmt: str = "e4m3", *, block: int | None = None
     scales : ndarray, shape (..., n_blocks)
         :math:`\sigma_b` (1 for an all-zero block); per tensor, shape ``(1,)``.
     """
-    fmt = _check_format(fmt)
+    f8 = _check_format(fmt)
     x = as_array(x, "x", ndim=None, finite=True).astype(np.float64)
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., n, d), got shape {x.shape}")
@@ -1173,10 +1175,10 @@ def fp8_quantize(x: ArrayLike, fmt: str = "e4m3", *, block: int | None = None
         part = x[..., rows, :]
         axes = (-2, -1) if block is not None else tuple(range(x.ndim))
         amax = np.abs(part).max(axis=axes, initial=0.0)
-        sigma = np.where(amax > 0, amax / fmt.max, 1.0)
+        sigma = np.where(amax > 0, amax / f8.max, 1.0)
         scales[..., n] = sigma
         s = sigma[..., None, None] if block is not None else sigma
-        x_hat[..., rows, :] = fp8_round(part / s, fmt) * s
+        x_hat[..., rows, :] = fp8_round(part / s, f8) * s
     return x_hat, scales
 
 
@@ -1434,9 +1436,9 @@ def _sink_run(config: GatedSinkConfig, gate: str, seed: int) -> dict[str, float]
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     rng = np.random.default_rng(seed)
     for _ in range(config.steps):
-        tokens, targets = (torch.as_tensor(a) for a in sink_batch(config.batch, config, rng))
-        logits, _, _ = _sink_forward(model, tokens, config)
-        loss = F.cross_entropy(logits.reshape(-1, config.V), targets.reshape(-1))
+        batch, answers = (torch.as_tensor(a) for a in sink_batch(config.batch, config, rng))
+        logits, _, _ = _sink_forward(model, batch, config)
+        loss = F.cross_entropy(logits.reshape(-1, config.V), answers.reshape(-1))
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -765,7 +765,9 @@ def wy_representation(k: ArrayLike, v: ArrayLike, beta: ArrayLike,
     A = steps[..., :, None] * ratio * (k @ np.swapaxes(k, -1, -2))  # (..., c, c)
     T = _unit_lower_inverse(A)  # (..., c, c)
     decay = np.exp(np.cumsum(la, axis=-1))  # (..., c): b_t
-    return WY(T @ ((steps * decay)[..., None] * k), T @ (steps[..., None] * v))
+    dtype = np.result_type(k, v) if np.issubdtype(np.result_type(k, v), np.floating) else np.float64
+    return WY((T @ ((steps * decay)[..., None] * k)).astype(dtype, copy=False),  # the inputs' precision
+              (T @ (steps[..., None] * v)).astype(dtype, copy=False))
 
 
 def _delta_chunk(layer: _Layer, b: FloatArray, la: FloatArray) -> tuple[FloatArray, FloatArray]:

@@ -17,7 +17,13 @@ BACKWARDS = {"multihead_attention_backward", "self_attention_backward", "moe_bac
 FLOAT64_RESULTS = {"roofline"}
 # Documented otherwise: the core's problem and its tiles (working dtype), the mergeable state
 # (float32 for float16), and testing helpers that compute in float64 or in their ``dtype``.
-OWN_DTYPE = {"prepare", "scores", "finish", "attention_state", "numerical_gradient", "sdpa_oracle"}
+OWN_DTYPE = {"prepare", "scores", "finish", "attention_state", "numerical_gradient", "sdpa_oracle",
+             # chapter 16 studies low precision: the FP8 emulation returns float64 values on the FP8
+             # grid, and errors measured against float64 (its docstrings say so)
+             "fp8_round", "fp8_quantize", "fp8_attention", "fp8_attention_error_bound"}
+# Scores of a block or key no query may use are -inf by design (a log of zero weight), and MoBA
+# marks a query's own block +inf: these may hold infinities, never NaN.
+MASKED_SCORES = {"moba_attention", "dsa_index_scores", "dsa_attention", "segment_sum"}
 
 
 def _convert(value, dtype):
@@ -64,4 +70,7 @@ def test_floating_outputs_have_the_dtype_of_the_inputs(fn, dtype):
         result = result[0]  # (out, cache): the cache keeps the working (float32) arrays of a float16 call
     expected = np.dtype(np.float64) if fn.__name__ in FLOAT64_RESULTS else np.dtype(dtype)
     assert _float_dtypes(result) <= {expected}, f"{fn.__name__}: {_float_dtypes(result)}"
-    assert all(np.isfinite(r).all() for r in _float_arrays(result)), f"{fn.__name__}: inf or NaN"
+    if fn.__name__ in MASKED_SCORES:
+        assert not any(np.isnan(r).any() for r in _float_arrays(result)), f"{fn.__name__}: NaN"
+    else:
+        assert all(np.isfinite(r).all() for r in _float_arrays(result)), f"{fn.__name__}: inf or NaN"
