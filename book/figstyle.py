@@ -268,16 +268,16 @@ def narrow_variant(fig):
             ax.tick_params(axis=which, labelsize=max(size, PHONE_TYPE_PT))
     legends = _legends_unplaced(copy)  # placed again once the panels are laid out
     _layout(copy)
-    _wrap_long_text(copy)
-    _layout(copy)
+    if _wrap_long_text(copy):
+        _layout(copy)
     _fit_height(copy)
     for ax in copy.axes:
         _thin_ticks(ax)
     for legend in legends:
         legend.set_in_layout(True)
     place_legends(copy)
-    _fit_width(copy)
-    place_legends(copy)  # the plots may have moved under a legend
+    if _fit_width(copy):
+        place_legends(copy)  # the plots may have moved under a legend
     return copy
 
 
@@ -295,16 +295,19 @@ def _legends_unplaced(fig) -> list:
     return legends
 
 
-def _fit_width(fig):
+def _fit_width(fig) -> bool:
     """Narrow ``fig`` until what it draws (a legend beside a plot may reach past the figure)
-    fits the phone's column, as long as that leaves it most of its width."""
+    fits the phone's column, as long as that leaves it most of its width; whether it did."""
+    narrowed = False
     for _ in range(3):
         shown = fig.get_tightbbox().width + 2 * mpl.rcParams["savefig.pad_inches"]
         width = fig.get_figwidth() - (shown - PHONE_COLUMN_INCHES)
         if shown <= PHONE_COLUMN_INCHES + 0.01 or width < 0.6 * PHONE_COLUMN_INCHES:
-            return
+            break
         fig.set_figwidth(width)
         _layout(fig)
+        narrowed = True
+    return narrowed
 
 
 def _copy(fig):
@@ -328,10 +331,11 @@ def _layout(fig):
     fig.canvas.draw()
 
 
-def _wrap_long_text(fig):
+def _wrap_long_text(fig) -> bool:
     """Break over lines the texts of ``fig`` that are longer than the room a phone's column
     leaves them: an axis's label longer than its side of the axes, a title wider than its
-    axes, a legend wider than its axes (its entries broken to fit them)."""
+    axes, a legend wider than its axes (its entries broken to fit them); whether one was."""
+    before = [text.get_text() for text in fig.findobj(mpl.text.Text)]
     renderer = fig.canvas.get_renderer()
     if fig._suptitle is not None:  # noqa: SLF001
         _wrap(fig._suptitle, 0.95 * fig.bbox.width, renderer)  # noqa: SLF001
@@ -346,6 +350,7 @@ def _wrap_long_text(fig):
             text.get_window_extent(renderer).width for text in legend.texts)
         for text in legend.texts:
             _wrap(text, 0.95 * ax.bbox.width - frame, renderer)
+    return [text.get_text() for text in fig.findobj(mpl.text.Text)] != before
 
 
 def _wrap(text, room: float, renderer):
