@@ -129,9 +129,11 @@ def diagnose_split(case, out):
 
 def merge_cases(rng):
     cases = []
-    for shape in [(2, 3, 4, 2), (1, 1, 1, 1), (3, 2, 4, 5), (2, 6, 3, 1), (1, 1, 7, 3), (2, 4, 5, 2)]:
+    for shape, kind in [((2, 3, 4, 2), "several heads and a batch"), ((3, 2, 4, 5), "several heads and a batch"),
+                        ((2, 4, 5, 2), "several heads and a batch"), ((1, 1, 7, 3), "one head"),
+                        ((2, 6, 3, 1), "heads of width one"), ((1, 1, 1, 1), "every axis of size one")]:
         h = rng.standard_normal(shape)
-        cases.append(Case((h,), {}, f"shape {shape}", ref.merge_heads(h), kind="another shape"))
+        cases.append(Case((h,), {}, f"shape {shape}", ref.merge_heads(h), kind=kind))
     return cases
 
 
@@ -146,7 +148,13 @@ def diagnose_merge(case, out):
 HINTS_SPLIT = {"another shape and head count": "D = C // H; head h holds the features h*D:(h+1)*D of every token",
                "one head": "one head holds every feature: the shape is (B, 1, L, C)",
                "float32 input": "head h holds the features h*D:(h+1)*D of every token"}
-HINTS_MERGE = {"another shape": "head h lands in the features h*D:(h+1)*D; keep every axis, even of size 1"}
+_MERGE = "head h lands in the features h*D:(h+1)*D of each position"
+HINTS_MERGE = {
+    "several heads and a batch": _MERGE + ": move the heads next to their features, then reshape to (B, L, H*D)",
+    "one head": _MERGE + "; with one head the output is (B, L, D)",
+    "heads of width one": _MERGE + "; with D = 1 the heads are the features, in head order",
+    "every axis of size one": _MERGE + "; keep every axis, even of size 1",
+}
 
 # ----------------------------------------------------------------------------- Part 3
 
