@@ -147,13 +147,14 @@ HINTS_LSA = {
 
 def icl_cases(rng):
     inputs = []
-    for N, d, M, lr in [(3, 2, 2, 0.3), (1, 1, 1, 1.0), (2, 2, 1, 0.5), (10, 3, 4, 0.2), (25, 5, 1, 2.0),
-                        (4, 6, 3, 0.05)]:
+    for N, d, M, lr, kind in [(3, 2, 2, 0.3, "a few examples and queries"), (10, 3, 4, 0.2, "a few examples and queries"),
+                              (4, 6, 3, 0.05, "more features than examples"), (25, 5, 1, 2.0, "one query"),
+                              (2, 2, 1, 0.5, "one query"), (1, 1, 1, 1.0, "one example, one feature, one query")]:
         inputs.append((f"N={N} d={d} M={M}", rng.standard_normal((N, d)), rng.standard_normal(N),
-                       rng.standard_normal((M, d)), lr))
+                       rng.standard_normal((M, d)), lr, kind))
     return [Case((X, y, xq, lr), {}, label, ref.linear_self_attention_gd_step(X, y, xq, lr=lr), tol=1e-9,
-                 kind="another shape")
-            for label, X, y, xq, lr in inputs]
+                 kind=kind)
+            for label, X, y, xq, lr, kind in inputs]
 
 
 def diagnose_icl(case, out):
@@ -165,7 +166,13 @@ def diagnose_icl(case, out):
                                             (1 / N, "the factor 1/N is applied twice")])
 
 
-HINTS_ICL = {"another shape": "one prediction per query, shape (M,): the label slot of each query token's output"}
+_ICL = "one prediction per query, shape (M,): the label slot of each query token's output"
+HINTS_ICL = {
+    "a few examples and queries": _ICL + "; the step averages the N examples' gradient (a factor 1/N)",
+    "more features than examples": _ICL + "; sum over the N examples, not over the d features",
+    "one query": _ICL + "; with M = 1 it is still an array of shape (1,)",
+    "one example, one feature, one query": _ICL + "; keep every axis, even of size 1",
+}
 
 # ----------------------------------------------------------------------------- Part 4
 

@@ -96,12 +96,13 @@ HINTS_LAYER_NORM = {
 
 def feed_forward_cases(rng):
     cases = []
-    for shape, F in [((1, 2), 3), ((5,), 3), ((2, 4, 6), 24), ((3, 8), 1), ((1, 1, 1, 4), 9)]:
+    for shape, F, kind in [((2, 4, 6), 24, "a batch of tokens"), ((1, 2), 3, "a batch of tokens"),
+                           ((5,), 3, "a single token"), ((3, 8), 1, "a hidden width of one"),
+                           ((1, 1, 1, 4), 9, "leading axes of size one")]:
         C = shape[-1]
         args = (rng.standard_normal(shape), rng.standard_normal((C, F)), rng.standard_normal(F),
                 rng.standard_normal((F, C)), rng.standard_normal(C))
-        cases.append(Case(args, {}, f"shape {shape} F={F}", ref.feed_forward(*args),
-                          kind="another shape and hidden width"))
+        cases.append(Case(args, {}, f"shape {shape} F={F}", ref.feed_forward(*args), kind=kind))
     return cases
 
 
@@ -118,8 +119,13 @@ def diagnose_feed_forward(case, out):
     return None
 
 
-HINTS_FEED_FORWARD = {"another shape and hidden width": "keep the leading axes (a single token (C,) stays (C,)); "
-                                                        "the biases are (F,) and (C,) vectors that broadcast"}
+_FFN = "the biases are (F,) and (C,) vectors that broadcast"
+HINTS_FEED_FORWARD = {
+    "a batch of tokens": "keep the leading axes: the output has the input's shape; " + _FFN,
+    "a single token": "a single token (C,) stays (C,); " + _FFN,
+    "a hidden width of one": "with F = 1, W_1 is (C, 1) and W_2 is (1, C): no axis disappears; " + _FFN,
+    "leading axes of size one": "keep every axis, even of size 1; " + _FFN,
+}
 
 # ----------------------------------------------------------------------------- Part 3
 
