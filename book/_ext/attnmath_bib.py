@@ -19,6 +19,7 @@ the entry says 2024, in the chapters and in the library's docstrings
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field as dataclass_field
@@ -43,6 +44,7 @@ ET_AL = " et al."
 _PLAIN_TEXT = PlainText()
 
 
+@functools.lru_cache(maxsize=4096)  # pure; the same names and titles are decoded many times
 def _plain(latex: str) -> str:
     """``latex`` as the reader sees it: accents and other escapes decoded to Unicode ("P{\\'e}rez" is
     "Pérez", "--" an en dash), braces dropped; the decoding pybtex gives the bibliography's entries."""
@@ -165,7 +167,7 @@ def year_slips(text: str, entries) -> list[str]:
     for key, entry in entries.items():
         short, year = _short_title(entry), entry.fields.get("year", "")
         persons = entry.persons.get("author") or []
-        if not short or not persons or not year:
+        if not short or not persons or not year or short not in text:
             continue
         author = re.escape(_plain(" ".join(persons[0].prelast_names + persons[0].last_names)))
         name = rf"(?<![\w-]){re.escape(short)}(?![\w-])"
