@@ -404,7 +404,7 @@ class ClaimsTests(_ClaimsDirective):
             outcome = OUTCOME.get(self.outcomes.get(test, "not run"), "not run")
             lines += [f"({_label(test)})=", f"::::{{dropdown}} {_name(test)} {outcome}",
                       f"`{test}`", "", f"{fence}text", *body.splitlines(), fence, "::::", ""]
-        return self._parse(lines)
+        return [nodes.container("", *self._parse(lines), classes=["claims-tests"])]
 
 
 def _options(name: str, label: str, counts: dict[str, int], labels: dict[str, str]) -> str:

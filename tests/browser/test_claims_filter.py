@@ -97,8 +97,13 @@ def test_the_appendix_prints_compactly(reader):
         'table.claims-table .claim-domain, table.claims-table .claim-test'));
       const tall = lines.filter((el) => el.getBoundingClientRect().height
         > 1.8 * parseFloat(getComputedStyle(el).lineHeight)).length;
-      return {form, lines: lines.length, tall};
+      const names = Array.from(document.querySelectorAll('div.claims-tests summary'));
+      const long = names.filter((el) => el.getBoundingClientRect().height
+        > 1.8 * parseFloat(getComputedStyle(el).lineHeight)).length;
+      return {form, lines: lines.length, tall, names: names.length, long};
     }""")
     assert measured["form"] == "none", "the filter is printed"
     assert measured["lines"] > 100 and measured["tall"] == 0, \
         f"{measured['tall']} of {measured['lines']} tests or domains take more than one printed line"
+    assert measured["names"] > 100 and measured["long"] == 0, \
+        f"{measured['long']} of the {measured['names']} test names at the end take more than one line"
