@@ -196,6 +196,7 @@
     probe.style.cssText = 'position:absolute;left:0;top:0;width:170mm;visibility:hidden';
     document.body.append(probe);
     probe.append(source);
+    source.querySelectorAll('table').forEach(fixColumns);
     source.querySelectorAll(KEPT).forEach((e) => {
       const limit = e.matches('figure') ? mm(253) * 0.95 : mm(253) / 4;
       if (e.getBoundingClientRect().height <= limit) e.classList.add('attnmath-keep');
@@ -206,6 +207,26 @@
     const flow = document.createDocumentFragment();
     flow.append(...source.childNodes);
     return flow;
+  }
+
+  // paged.js lays out each page's part of a table as a table of its own, whose columns take
+  // the widths that part's cells ask for: a row too tall for the foot of one page (its long
+  // cell in a narrow column) is short on the next, and the columns jump from page to page. The
+  // widths the whole table takes, measured in the printed column, are set on it instead.
+  function fixColumns(table) {
+    if (table.querySelector('colgroup')) return;
+    const row = Array.from(table.rows).reduce((a, r) => (r.cells.length > a.cells.length ? r : a));
+    if (!row || Array.from(row.cells).some((c) => c.colSpan > 1)) return;
+    const widths = Array.from(row.cells).map((c) => c.getBoundingClientRect().width);
+    const columns = document.createElement('colgroup');
+    widths.forEach((w) => {
+      const col = document.createElement('col');
+      col.style.width = `${w}px`;
+      columns.append(col);
+    });
+    table.prepend(columns);
+    table.style.width = `${table.getBoundingClientRect().width}px`;
+    table.style.tableLayout = 'fixed';
   }
 
   function mm(length) {

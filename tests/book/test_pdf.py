@@ -124,15 +124,23 @@ def squeezed(text: str) -> str:
     return "".join(c for c in UNCOUNTED.sub("", text) if unicodedata.category(c) != "So")
 
 
+#: What the claims appendix's compact print form (book/_static/claims.css, @media print) hides
+#: or cuts short on paper by design: its tables' header rows, and each test's name, domain and
+#: date, one line each, ending in an ellipsis where longer.
+SHORTENED_IN_PRINT = ("table.claims-table thead", ".claim-test", ".claim-domain",
+                      ".claim-verified-on")
+
+
 def listed_texts(built: Path, doc: str) -> list[str]:
     """What page ``doc`` of the HTML build prints to the letter, in reading order: every line of
     every listing or output (``<pre>``) and the text of every table cell (each piece between
-    its formulas, which print as drawings), less what print_book.js leaves out, squeezed."""
+    its formulas, which print as drawings), less what print_book.js leaves out and what the
+    print styles shorten (SHORTENED_IN_PRINT), squeezed."""
     from bs4 import BeautifulSoup
 
     page = BeautifulSoup((built / f"{doc}.html").read_text(), "html.parser")
     article = page.select_one("article.bd-article")
-    for element in article.select(", ".join(make_pdf.UNPRINTED)):
+    for element in article.select(", ".join(make_pdf.UNPRINTED + SHORTENED_IN_PRINT)):
         element.decompose()
     texts = []
     for element in article.select("pre, td, th"):
