@@ -6,8 +6,10 @@ small functions of indices, in FlexAttention's signatures:
 
 .. math::
 
-    z_{bhij} = \operatorname{score\_mod}\bigl(s\,q_{bhi}\cdot k_{bhj},\, b, h, i, j\bigr), \qquad
-    M_{bhij} = \operatorname{mask\_mod}(b, h, i, j),
+    \begin{aligned}
+    z_{bhij} &= \operatorname{score\_mod}\bigl(s\,q_{bhi}\cdot k_{bhj},\, b, h, i, j\bigr), \\
+    M_{bhij} &= \operatorname{mask\_mod}(b, h, i, j),
+    \end{aligned}
 
 then :math:`O = \operatorname{softmax}(z \text{ masked by } M)\,V`. Here the functions receive
 integer *index grids* that broadcast to ``(B, H, L, S)`` and return an array of that shape; a
@@ -191,9 +193,11 @@ def flex_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, score_mod: Score
 
     .. math::
 
-        z_{bhij} = \operatorname{score\_mod}(s\, q_{bhi} \cdot k_{bh'j}, b, h, i, j), \quad
-        o_{bhi} = \sum_{j:\ \operatorname{mask\_mod}(b, h, i, j)}
+        \begin{aligned}
+        z_{bhij} &= \operatorname{score\_mod}(s\, q_{bhi} \cdot k_{bh'j}, b, h, i, j), \\
+        o_{bhi} &= \sum_{j:\ \operatorname{mask\_mod}(b, h, i, j)}
         \frac{e^{z_{bhij}}}{\sum_{j'} e^{z_{bhij'}}}\, v_{bh'j},
+        \end{aligned}
 
     with :math:`h' = h \,/\!/\, (H / H_{kv})` (grouped heads).
 
@@ -423,7 +427,7 @@ EMPTY, PARTIAL, FULL = 0, 1, 2
 class BlockMask(NamedTuple):
     """Which tiles of the ``(L, S)`` score matrix a mask hides, allows, or allows in part."""
 
-    #: Int8 ``(B, H, n_q, n_k)``: 0 every pair masked (skipped), 1 partly masked (computed, and
+    #: Int8 ``(B, H, n_q, n_k)``; 0 every pair masked (skipped), 1 partly masked (computed, and
     #: ``mask_mod`` evaluated), 2 every pair allowed (computed, ``mask_mod`` not evaluated).
     kinds: np.ndarray
     #: The mask function the tiles were classified by.
@@ -497,7 +501,7 @@ class BlockWork(NamedTuple):
     scores: int
     #: Scores of dense attention, ``B H L S``.
     scores_dense: int
-    #: Calls of ``mask_mod`` per pair: the sizes of the partial tiles.
+    #: Calls of ``mask_mod`` per pair; the sizes of the partial tiles.
     mask_evaluations: int
 
 
@@ -645,13 +649,13 @@ class NSAOutput(NamedTuple):
 
     #: Gated sum ``(B, H, L, D_v)``.
     out: np.ndarray
-    #: Compressed branch ``(B, H, L, D_v)``: attention over the compressed keys seen so far.
+    #: Compressed branch ``(B, H, L, D_v)``; attention over the compressed keys seen so far.
     compressed: np.ndarray
-    #: Selected branch ``(B, H, L, D_v)``: attention over the tokens of the selected blocks.
+    #: Selected branch ``(B, H, L, D_v)``; attention over the tokens of the selected blocks.
     selected: np.ndarray
     #: Sliding-window branch ``(B, H, L, D_v)``.
     window: np.ndarray
-    #: Boolean ``(B, H_kv, L, n_blocks)``: the blocks each query (and its group) selected.
+    #: Boolean ``(B, H_kv, L, n_blocks)``; the blocks each query (and its group) selected.
     blocks: np.ndarray
 
 
@@ -677,9 +681,11 @@ def nsa_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, gates: ArrayLike, *,
 
     .. math::
 
-        o_t = g^{\text{cmp}}_t\, \operatorname{Attn}(q_t, \tilde K_t, \tilde V_t)
-            + g^{\text{slc}}_t\, \operatorname{Attn}(q_t, K_{\text{sel}(t)}, V_{\text{sel}(t)})
-            + g^{\text{win}}_t\, \operatorname{Attn}(q_t, K_{t-w+1:t}, V_{t-w+1:t})
+        \begin{aligned}
+        o_t = {} & g^{\text{cmp}}_t\, \operatorname{Attn}(q_t, \tilde K_t, \tilde V_t) \\
+            & + g^{\text{slc}}_t\, \operatorname{Attn}(q_t, K_{\text{sel}(t)}, V_{\text{sel}(t)}) \\
+            & + g^{\text{win}}_t\, \operatorname{Attn}(q_t, K_{t-w+1:t}, V_{t-w+1:t})
+        \end{aligned}
 
     Parameters
     ----------
@@ -769,9 +775,9 @@ class BlockSelection(NamedTuple):
 
     #: Output ``(B, H, L, D_v)``.
     out: np.ndarray
-    #: Boolean ``(B, H or 1, L, S)``: the keys each query attends (shared by the heads when 1).
+    #: Boolean ``(B, H or 1, L, S)``; the keys each query attends (shared by the heads when 1).
     keys: np.ndarray
-    #: The gate or index scores the selection ranked: ``(B, H, L, n_blocks)`` for MoBA,
+    #: The gate or index scores the selection ranked; ``(B, H, L, n_blocks)`` for MoBA,
     #: ``(B, L, S)`` for DeepSeek sparse attention; ``-inf`` where a key may not be chosen.
     scores: np.ndarray
 
@@ -925,7 +931,7 @@ class SparseCost(NamedTuple):
     dense_pairs: int
     #: Pairs the sparse attention attends.
     sparse_pairs: int
-    #: Pairs the selector scores (the indexer: every causal pair; 0 for a fixed pattern).
+    #: Pairs the selector scores (the indexer; every causal pair; 0 for a fixed pattern).
     selector_pairs: int
     #: Multiply-adds of dense attention, ``dense_pairs * H (D + D_v)``.
     dense_macs: int
@@ -939,9 +945,11 @@ def dsa_cost(L: int, *, top_k: int, H: int, D: int, D_v: int, H_index: int, D_in
 
     .. math::
 
-        \text{pairs}_{\text{sparse}} = \sum_{t=0}^{L-1} \min(k, t + 1), \qquad
-        \text{MACs} = \text{pairs}_{\text{sparse}}\, H (D + D_v)
+        \begin{aligned}
+        \text{pairs}_{\text{sparse}} &= \sum_{t=0}^{L-1} \min(k, t + 1), \\
+        \text{MACs} &= \text{pairs}_{\text{sparse}}\, H (D + D_v)
                       + \tfrac{L(L+1)}{2}\, H_I (D_I + 1)
+        \end{aligned}
 
     The main attention grows as :math:`O(Lk)`; the indexer still scores every causal pair,
     :math:`O(L^2)`, at :math:`H_I (D_I + 1)` multiply-adds per pair.
@@ -1078,7 +1086,7 @@ class FP8Format(NamedTuple):
     max: float
     #: Smallest normal value, :math:`2^{1 - \text{bias}}`.
     min_normal: float
-    #: Smallest subnormal value, the spacing below ``min_normal``: :math:`2^{1 - \text{bias} - m}`.
+    #: Smallest subnormal value, the spacing below ``min_normal``, :math:`2^{1 - \text{bias} - m}`.
     min_subnormal: float
 
 
@@ -1100,9 +1108,13 @@ def _check_format(fmt: object, name: str = "fmt") -> FP8Format:
 def fp8_round(x: ArrayLike, fmt: str | FP8Format = "e4m3") -> FloatArray:
     r"""Round to the nearest FP8 value, ties to even, saturating at :math:`\pm` ``max``.
 
-    .. math:: \operatorname{fl}(x) = \operatorname{sign}(x)\, \min\bigl(\text{max},\
-              \Delta(x) \operatorname{rne}(|x| / \Delta(x))\bigr), \qquad
-              \Delta(x) = 2^{\max(e(x),\, 1 - \text{bias}) - m}
+    .. math::
+
+        \begin{aligned}
+        \operatorname{fl}(x) &= \operatorname{sign}(x)\, \min\bigl(\text{max},\
+              \Delta(x) \operatorname{rne}(|x| / \Delta(x))\bigr), \\
+        \Delta(x) &= 2^{\max(e(x),\, 1 - \text{bias}) - m}
+        \end{aligned}
 
     with :math:`e(x) = \lfloor \log_2 |x| \rfloor` and rne rounding half to even.
 
@@ -1208,9 +1220,11 @@ class FP8Attention(NamedTuple):
     out: np.ndarray
     #: Scores ``(B, H, L, S)`` from the quantised (and rotated) queries and keys.
     scores: np.ndarray
-    #: The dequantised inputs ``q``, ``k``, ``v`` (after the rotation, if any).
+    #: The dequantised queries ``(B, H, L, D)`` (after the rotation, if any).
     q_hat: np.ndarray
+    #: The dequantised keys ``(B, H, S, D)`` (after the rotation, if any).
     k_hat: np.ndarray
+    #: The dequantised values ``(B, H, S, D_v)``.
     v_hat: np.ndarray
 
 
@@ -1308,11 +1322,13 @@ def fp8_attention_error_bound(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, fmt: 
 
     .. math::
 
+        \begin{aligned}
         \delta_i &= s \max_j \sum_d \bigl(\varepsilon(q_{id})|k_{jd}| + |q_{id}|\varepsilon(k_{jd})
                     + \varepsilon(q_{id})\varepsilon(k_{jd})\bigr), \\
         \text{bound}_i &= \max_{jc}\bigl(|v_{jc}| + \varepsilon(v_{jc})\bigr)
-            \bigl(e^{2\delta_i} - 1 + u_{P} + S\,\delta^P_{\text{sub}}/2\bigr)
-            + \max_{jc} \varepsilon(v_{jc}),
+            \bigl(e^{2\delta_i} - 1 + u_{P} + S\,\delta^P_{\text{sub}}/2\bigr) \\
+            &\qquad + \max_{jc} \varepsilon(v_{jc}),
+        \end{aligned}
 
     with :math:`u_P, \delta^P_{\text{sub}}` those of E4M3 for the probabilities
     ({prf:ref}`thm-fp8-bound` in the chapter proves it). Returns ``(B, H, L)``.

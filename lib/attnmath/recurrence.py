@@ -90,16 +90,16 @@ class Recurrence(NamedTuple):
 
     #: ``(..., H, L, D_v)``, in the inputs' dtype.
     out: FloatArray
-    #: ``(..., H, D, D_v)``: :math:`S_L`, the state a next token would read, in the inputs' dtype.
+    #: ``(..., H, D, D_v)``, :math:`S_L`, the state a next token would read, in the inputs' dtype.
     state: FloatArray
 
 
 class WY(NamedTuple):
     r"""The WY representation of one chunk of the delta rule (:func:`wy_representation`)."""
 
-    #: ``(..., c, D)``: :math:`W`, with :math:`\prod_t (I - \beta_t k_t k_t^\top) = I - K^\top W`.
+    #: The factor :math:`W` ``(..., c, D)``, with :math:`\prod_t (I - \beta_t k_t k_t^\top) = I - K^\top W`.
     w: FloatArray
-    #: ``(..., c, D_v)``: :math:`U`, with the chunk's state from zero equal to :math:`K^\top U`.
+    #: The factor :math:`U` ``(..., c, D_v)``, with the chunk's state from zero equal to :math:`K^\top U`.
     u: FloatArray
 
 
