@@ -21,6 +21,7 @@ flash attention's forward pass (:func:`flash_tile_schedule`,
 itself.
 """
 import re
+import warnings
 from typing import NamedTuple
 
 import matplotlib as mpl
@@ -144,7 +145,9 @@ def place_legends(fig):
 
 def _place_legends_once(fig) -> bool:
     """One pass of :func:`place_legends`; whether a legend moved out of its axes."""
-    fig.canvas.draw()
+    with warnings.catch_warnings():  # a trial layout of a narrow (phone) drawing may not fit yet
+        warnings.filterwarnings("ignore", message="constrained_layout not applied")
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     moved_out, under = False, [0.0]
     for ax in fig.axes:

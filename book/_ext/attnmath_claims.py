@@ -147,7 +147,9 @@ def mark_parts(paragraph: nodes.paragraph, first: str) -> None:
         words = [n for n in part if not (isinstance(n, nodes.raw) or not n.astext().strip())]
         head = words[0].astext().strip() if words else ""
         labelled = words and isinstance(words[0], nodes.emphasis) and head.endswith(":")
-        label = slug(head.rstrip(":")) if labelled else first
+        # the head's words before a comma: "This chapter, about figure fig-x:" -> this-chapter (a class
+        # name never carries a figure's or a text's own words)
+        label = slug(head.rstrip(":").split(",")[0]) if labelled else first
         inline = nodes.inline("", "", *part, classes=["claim-part", f"claim-{label}"])
         paragraph += inline
 

@@ -1,5 +1,5 @@
 r"""Programmable and learned-sparse attention: score and mask functions, block sparsity, NSA,
-MoBA, DeepSeek's sparse attention, gated and differential attention, and FP8 attention.
+MoBA, DeepSeek sparse attention, gated and differential attention, and FP8 attention.
 
 **Programmable attention** (FlexAttention, Dong et al. 2024). A variant of attention is two
 small functions of indices, in FlexAttention's signatures:

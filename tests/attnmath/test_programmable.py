@@ -459,9 +459,12 @@ def _outlier_qkv(seed, share=1e-3, size=10.0):
 @given(data=st.data())
 def test_the_fp8_attention_error_stays_under_its_bound(data):
     L, S, D = data.draw(st.integers(1, 8)), data.draw(st.integers(1, 8)), data.draw(st.sampled_from([1, 2, 4, 8]))
-    q = data.draw(hnp.arrays(np.float64, (1, 2, L, D), elements=st.floats(-20, 20)))
-    k = data.draw(hnp.arrays(np.float64, (1, 2, S, D), elements=st.floats(-20, 20)))
-    v = data.draw(hnp.arrays(np.float64, (1, 2, S, 3), elements=st.floats(-20, 20)))
+    # float64 subnormals are left out: a block whose largest entry is subnormal has a per-block scale
+    # (largest / format max) that underflows to zero, a case FP8 kernels never meet (noted in issue 42)
+    real = st.floats(-20, 20, allow_subnormal=False)
+    q = data.draw(hnp.arrays(np.float64, (1, 2, L, D), elements=real))
+    k = data.draw(hnp.arrays(np.float64, (1, 2, S, D), elements=real))
+    v = data.draw(hnp.arrays(np.float64, (1, 2, S, 3), elements=real))
     kw = dict(fmt=data.draw(st.sampled_from(["e4m3", "e5m2"])),
               block_q=data.draw(st.sampled_from([None, 1, 3])), block_k=data.draw(st.sampled_from([None, 2])),
               rotation=data.draw(st.sampled_from([None, "h"])))

@@ -198,7 +198,8 @@ def test_the_grading_runs_discovery_applies_the_worksheet_and_the_deadlines_and_
     opts = SimpleNamespace(submissions=str(archive), submission_times=str(worksheet))
     course = SimpleNamespace(release=tmp_path / "no-release", source=tmp_path)
     spec = SimpleNamespace(name=ASSIGNMENT, notebook=NOTEBOOK)
-    subs = pipeline._discover(opts, course, spec, str(tmp_path), (SERVER, table))
+    subs, warnings = pipeline._discover(opts, course, spec, str(tmp_path), (SERVER, table))
+    assert any("carry one time" in w for w in warnings), "kept for the summary too"
     policy = LatePolicy(table.default)
     late = {s.lms_id for s in subs if policy.lateness(s.timestamp, s.late, s.due).late}
     assert late == {str(PIDS[s.user_id]) for s in CLASS if s.late}

@@ -9,6 +9,8 @@ notebook in headless Chromium.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import base64
 import copy
 import json
@@ -433,20 +435,28 @@ def test_formgrader_shows_the_photo_of_a_handwritten_proof(graded, formgrader):
     base, token = formgrader
     with Gradebook(f"sqlite:///{graded / 'course' / 'gradebook.db'}", course_id="attnmath-test") as gb:
         submission = gb.find_submission_notebook("softmax", "01_softmax", "photo").id
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=find_chromium(), headless=True, args=ARGS)
-        try:
-            page = browser.new_page()
-            reply = page.goto(f"{base}/formgrader/submissions/{submission}/?token={token}", wait_until="load")
-            assert reply.status == 200
-            page.wait_for_function("() => Array.from(document.images).every((img) => img.complete)")
-            photos = page.evaluate(_PHOTOS)
-            artifacts = gk.ROOT / "tests" / "browser" / "artifacts"  # git ignores it: for a person to look at
-            artifacts.mkdir(parents=True, exist_ok=True)
-            page.locator(".nbgrader_cell", has_text="My proof, handwritten").first.screenshot(
-                path=str(artifacts / "formgrader-written-answer-photo.png"))
-        finally:
-            browser.close()
+
+    def look() -> list:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=find_chromium(), headless=True, args=ARGS)
+            try:
+                page = browser.new_page()
+                reply = page.goto(f"{base}/formgrader/submissions/{submission}/?token={token}", wait_until="load")
+                assert reply.status == 200
+                page.wait_for_function("() => Array.from(document.images).every((img) => img.complete)")
+                found = page.evaluate(_PHOTOS)
+                artifacts = gk.ROOT / "tests" / "browser" / "artifacts"  # git ignores it: for a person to look at
+                artifacts.mkdir(parents=True, exist_ok=True)
+                page.locator(".nbgrader_cell", has_text="My proof, handwritten").first.screenshot(
+                    path=str(artifacts / "formgrader-written-answer-photo.png"))
+                return found
+            finally:
+                browser.close()
+
+    # Playwright's sync API refuses a thread with a running asyncio loop (an earlier test of the same
+    # xdist worker may leave one): a thread of its own has none
+    with ThreadPoolExecutor(max_workers=1) as one:
+        photos = one.submit(look).result()
     assert [width for width, _ in photos] == [SIDE, SIDE], "both pasted images are shown, decoded"
     for _, cell in photos:
         assert "My proof, handwritten" in cell and "And the last step" in cell, "in the cell graded by hand"
