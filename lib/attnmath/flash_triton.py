@@ -58,6 +58,27 @@ launches: ``D`` (:math:`4 B H L` bytes), ``dK, dV`` (four matmuls per tile pair:
 :math:`10 B H L S D` of a backward that adds ``dQ`` with atomics, the price of deterministic
 gradients. ``D_i`` uses the stored (rounded) ``out``.
 
+**The finite check.** NaN or an infinity in ``q``, ``k``, ``v`` (or ``dout``) raises
+``ValueError`` naming the tensor, as everywhere in :mod:`attnmath`, unless ``check_finite=False``.
+The check reads each tensor once (its smallest and largest element). CPU tensors (the
+interpreter) are checked before the launch and raise in the call. For CUDA tensors, reading the
+result on the host would wait for the GPU, which cost 0.14-1.27 ms per call on an H100
+(2026-11-27, ``bench/results/gpu/NOTES.md``); so the reductions are launched before the
+kernel, their result is copied to the host asynchronously, and no call waits for its own check.
+What a caller sees with bad CUDA inputs:
+
+* the forward returns (its output holds NaN); each later forward reports, with the same
+  ``ValueError`` naming the tensor and the call that received it, the checks that the GPU has
+  finished by then (a query, no wait);
+* a backward (``out.backward()`` through :func:`flash_attention`, or
+  :func:`flash_attention_triton_backward`) first waits for the checks of earlier calls, so the
+  inputs of its forward raise there, before any gradient is computed. That wait ends when the
+  GPU has run the forward's reductions, which come before the forward's kernel, so the GPU
+  still has that kernel (and what followed it) to run;
+* a bad ``dout`` is reported by the next call (as a forward's inputs are), or by
+  :func:`wait_for_input_checks`, which waits for every pending check and raises for the first
+  that failed.
+
 References: Dao et al., "FlashAttention" (2022); Dao, "FlashAttention-2" (2024).
 """
 
@@ -81,6 +102,7 @@ except ImportError as exc:  # pragma: no cover - exercised only where triton is 
 
 import torch
 
+from . import _finite_check
 from ._validate import check_bool, check_scale
 from .core import AttentionGrads, check_cache
 
@@ -94,6 +116,7 @@ __all__ = [
     "flash_attention_triton_backward",
     "FlashAttentionTriton",
     "flash_attention",
+    "wait_for_input_checks",
 ]
 
 LOG2E = 1.4426950408889634  # log2(e): e^x = 2^(x log2 e)
@@ -599,29 +622,32 @@ def _check_block(value, name: str) -> int:
     return int(value)
 
 
-def _check_finite(named: dict) -> None:
-    """The non-finite policy of :mod:`attnmath.core`: NaN or an infinity raises, naming the tensor.
+def _check_finite(named: dict, call: str = "flash_attention_triton") -> None:
+    """The non-finite policy of :mod:`attnmath.core` for ``named`` (name -> tensor): NaN or an
+    infinity raises ``ValueError`` naming the tensor, at once for CPU tensors and without a
+    wait for CUDA ones (:mod:`attnmath._finite_check`; ``call`` is named in a later report)."""
+    _finite_check.check(named, call)
 
-    ``named`` maps names to tensors. The smallest and largest element of a tensor are finite
-    exactly when every element is (NaN and infinities propagate to them), so one pass over
-    each tensor, with no copy, and one wait for the device settle it, and the extremes say
-    which tensor failed and how.
+
+def wait_for_input_checks() -> None:
+    r"""Wait for the finite checks still running on the GPU; raise for the first that failed.
+
+    With ``check_finite=True`` (the default) the kernels' CUDA inputs are checked on the GPU,
+    and no call waits for its own check (module docstring, *The finite check*). This function
+    waits for every check not yet reported and raises ``ValueError`` for the first that found
+    NaN or an infinity, naming the tensor (``q``, ``k``, ``v`` or ``dout``) and the call that
+    received it, then forgets them. Without pending checks (CPU tensors are checked at once)
+    it returns at once.
+
+    Returns
+    -------
+    None
     """
-    tensors = {name: x for name, x in named.items() if x.numel()}
-    if not tensors:
-        return
-    extremes = torch.stack([torch.stack(torch.aminmax(x)).float() for x in tensors.values()])
-    if bool(torch.isfinite(extremes).all()):
-        return
-    for name, (low, high) in zip(tensors, extremes.cpu().tolist()):
-        if low != low or high != high:  # NaN
-            raise ValueError(f"{name} contains NaN; attention inputs must be finite")
-        if abs(low) == float("inf") or abs(high) == float("inf"):
-            raise ValueError(f"{name} contains an infinity; attention inputs must be finite")
+    _finite_check.raise_pending(wait=True)
 
 
-def _check_tensors(q, k, v, finite: bool = True):
-    """Validate ``q (B, H, L, D)``, ``k, v (B, H_kv, S, D)`` (their values too if ``finite``);
+def _check_tensors(q, k, v):
+    """Validate ``q (B, H, L, D)``, ``k, v (B, H_kv, S, D)`` (not their values: :func:`_check_finite`);
     return ``(B, H, H_kv, L, S, D)``."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, torch.Tensor):
@@ -660,8 +686,6 @@ def _check_tensors(q, k, v, finite: bool = True):
             f"the number of query heads H={H} must be a multiple of the key/value heads H_kv={H_kv}"
         )
     _check_head_dim(D)
-    if finite:
-        _check_finite({"q": q, "k": k, "v": v})
     # The interpreter runs CPU tensors, and CUDA tensors through host copies.
     if q.device.type != "cuda" and not INTERPRETED:
         raise ValueError(
@@ -766,8 +790,10 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     config : KernelConfig, optional
         Tiles, warps and stages instead of the defaults (:func:`kernel_config`).
     check_finite : bool
-        Raise ``ValueError`` on NaN or an infinity in ``q``, ``k``, ``v`` (default; one read
-        of each and one wait for the GPU); ``False`` skips it, for inputs known to be finite.
+        Raise ``ValueError`` on NaN or an infinity in ``q``, ``k``, ``v`` (default; one read of
+        each). CPU tensors raise here; CUDA ones are checked on the GPU without a wait and
+        raise at a later call (module docstring, *The finite check*). ``False`` skips it, for
+        inputs known to be finite.
 
     Returns
     -------
@@ -785,9 +811,12 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     ``scaled_dot_product_attention`` and ``logsumexp`` on float32 copies of the inputs.
     """
     causal = check_bool(causal, "causal")
-    B, H, H_kv, L, S, D = _check_tensors(q, k, v, check_bool(check_finite, "check_finite"))
+    B, H, H_kv, L, S, D = _check_tensors(q, k, v)
     scale = check_scale(scale, D)
     cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k, config=config)
+    if check_bool(check_finite, "check_finite"):
+        _finite_check.raise_pending(wait=False)  # earlier calls' checks that the GPU has run
+        _check_finite({"q": q, "k": k, "v": v}, "flash_attention_triton")
     q, k, v = (_last_dim_contiguous(x) for x in (q, k, v))
     if L and S and B * H:  # the kernel writes every element of out and lse
         out = torch.empty((B, H, L, D), dtype=q.dtype, device=q.device)  # (B, H, L, D)
@@ -817,13 +846,13 @@ def _launch_forward(q, k, v, out, lse, cfg, scale: float, causal: bool) -> None:
         )
 
 
-def _check_backward(dout: torch.Tensor, cache: TritonFlashCache, finite: bool = True):
-    """The cache's fields and ``dout`` checked: ``(q, k, v, out, lse, scale, causal)`` and the
-    sizes ``(B, H, H_kv, L, S, D)``."""
+def _check_backward(dout: torch.Tensor, cache: TritonFlashCache):
+    """The cache's fields and ``dout`` checked (not their values): ``(q, k, v, out, lse, scale,
+    causal)`` and the sizes ``(B, H, H_kv, L, S, D)``."""
     check_cache(cache, TritonFlashCache, "flash_attention_triton", "flash_attention_triton_backward")
     q, k, v, out, lse, scale, causal = cache
     causal = check_bool(causal, "cache.causal")
-    B, H, H_kv, L, S, D = _check_tensors(q, k, v, finite)
+    B, H, H_kv, L, S, D = _check_tensors(q, k, v)
     scale = check_scale(scale, D)
     for name, x, shape, dtype in (("dout", dout, (B, H, L, D), q.dtype), ("cache.out", out, (B, H, L, D), q.dtype),
                                   ("cache.lse", lse, (B, H, L), torch.float32)):
@@ -835,8 +864,6 @@ def _check_backward(dout: torch.Tensor, cache: TritonFlashCache, finite: bool = 
             raise TypeError(f"{name} must have dtype {dtype}, got {x.dtype}")
         if x.device != q.device:
             raise ValueError(f"{name} must be on q's device {q.device}, got {x.device}")
-    if finite:
-        _check_finite({"dout": dout})
     return (q, k, v, out, lse, scale, causal), (B, H, H_kv, L, S, D)
 
 
@@ -867,7 +894,9 @@ def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache,
         Tiles, warps and stages instead of the defaults (:func:`kernel_config`).
     check_finite : bool
         Raise ``ValueError`` on NaN or an infinity in ``dout`` or the cached inputs (the
-        default; one read of each and one wait for the GPU); ``False`` skips it.
+        default; one read of each): CPU tensors here; for CUDA ones, first wait for the
+        checks of earlier calls (the forward's) and raise for them, then check these on the
+        GPU without a wait (reported at a later call; module docstring). ``False`` skips it.
 
     Returns
     -------
@@ -883,8 +912,11 @@ def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache,
     ``torch.nn.functional.scaled_dot_product_attention`` on float32 copies of the inputs.
     """
     finite = check_bool(check_finite, "check_finite")
-    (q, k, v, out, lse, scale, causal), (B, H, H_kv, L, S, D) = _check_backward(dout, cache, finite)
+    (q, k, v, out, lse, scale, causal), (B, H, H_kv, L, S, D) = _check_backward(dout, cache)
     cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k, config=config)
+    if finite:
+        _finite_check.raise_pending(wait=True)  # the forward's check, before its kernel on the GPU
+        _check_finite({"q": q, "k": k, "v": v, "dout": dout}, "flash_attention_triton_backward")
     return _backward(dout, TritonFlashCache(q, k, v, out, lse, scale, causal), cfg)
 
 
@@ -968,7 +1000,8 @@ class FlashAttentionTriton(torch.autograd.Function):
         cache = TritonFlashCache(*ctx.saved_tensors, **ctx.settings)
         dout = dout.to(cache.q.dtype)
         if ctx.check_finite:
-            _check_finite({"dout": dout})
+            _finite_check.raise_pending(wait=True)  # the forward's check, before its kernel
+            _check_finite({"dout": dout}, "flash_attention (its backward)")
         dq, dk, dv = _backward(dout, cache, ctx.config)
         return dq, dk, dv, None, None, None, None, None, None
 
@@ -998,7 +1031,9 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
         Tiles, warps and stages instead of the defaults, for the forward and the backward.
     check_finite : bool
         Raise ``ValueError`` on NaN or an infinity in the inputs, and in ``dout`` in the
-        backward (the default; one read of each tensor and one wait for the GPU per pass).
+        backward (the default; one read of each tensor). CPU tensors raise in the call; CUDA
+        ones are checked on the GPU without a wait: bad inputs raise in the backward at the
+        latest, a bad ``dout`` at a later call (module docstring, *The finite check*).
         ``False`` skips both checks, for inputs known to be finite.
 
     Returns

@@ -305,15 +305,66 @@ def test_check_finite_false_skips_the_check_and_keeps_the_result(kernels):
 
 def test_the_finite_check_names_the_tensor_and_passes_large_finite_values(kernels):
     big = torch.full((1, 1, 8, 16), 3e38, dtype=torch.bfloat16, device=DEVICE)  # finite; its sum is not
+    # (CUDA tensors: the check runs on the GPU and wait_for_input_checks reports it.)
     assert kernels.checked_finite(q=big, k=-big, v=big) is None
+    assert kernels.wait_for_input_checks() is None
     with pytest.raises(ValueError, match="k contains NaN"):
         kernels.checked_finite(q=big, k=torch.where(big > 0, float("nan"), 0.0).to(big.dtype), v=big)
+        kernels.wait_for_input_checks()
     with pytest.raises(ValueError, match="v contains an infinity"):
         kernels.checked_finite(q=big, k=big, v=big * 2)
+        kernels.wait_for_input_checks()
     with pytest.raises(ValueError, match="q contains an infinity"):
         kernels.checked_finite(q=big * -2, k=big, v=big)
+        kernels.wait_for_input_checks()
     empty = big[:, :, :0]
     assert kernels.checked_finite(q=empty, k=empty, v=empty) is None
+
+
+def test_nan_and_infinities_in_q_k_v_raise_naming_the_tensor(kernels):
+    # CPU tensors raise in the call; CUDA ones are checked on the GPU without a wait and are
+    # reported by wait_for_input_checks (or the next call; module docstring).
+    q, k, v, _ = _qkv(L=16, D=16, dtype=torch.float16)
+    for name in ("q", "k", "v"):
+        for value, kind in ((float("nan"), "NaN"), (float("inf"), "an infinity"),
+                            (float("-inf"), "an infinity")):
+            args = {"q": q.clone(), "k": k.clone(), "v": v.clone()}
+            args[name][0, 1, 5, 7] = value
+            with pytest.raises(ValueError, match=rf"^{name} contains {kind}; attention inputs must be finite"):
+                kernels.flash_attention_triton(**args)
+                kernels.wait_for_input_checks()
+    assert kernels.wait_for_input_checks() is None  # every check was reported once
+
+
+@pytest.mark.skipif(not NATIVE, reason="needs a CUDA device")
+def test_a_clean_cuda_call_does_not_wait_for_the_gpu(monkeypatch):
+    # Natively there is no interpreter to switch on before triton's import: this process can
+    # import the module. torch's sync debug mode raises on any call that waits for the GPU.
+    import attnmath.flash_triton as ft
+
+    q, k, v, dout = _qkv(L=256, D=64, dtype=torch.float16)
+    out, cache = ft.flash_attention_triton(q, k, v, causal=True)  # compiles
+    ft.flash_attention_triton_backward(dout, cache)
+    ft.wait_for_input_checks()
+    torch.cuda.synchronize()
+    reads = []
+    for method in ("item", "tolist", "__bool__", "cpu"):
+        original = getattr(torch.Tensor, method)
+        monkeypatch.setattr(torch.Tensor, method,
+                            lambda self, *a, _o=original, _m=method, **kw: reads.append(_m) or _o(self, *a, **kw))
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(3):
+            out, cache = ft.flash_attention_triton(q, k, v, causal=True)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    assert ft._finite_check.pending() >= 1 and reads == []
+    ft.wait_for_input_checks()
+    bad = q.clone()
+    bad[0, 0, 3, 3] = float("nan")
+    out, cache = ft.flash_attention_triton(bad, k, v)  # returns: the check is on the GPU
+    with pytest.raises(ValueError, match="^q contains NaN.*earlier call of flash_attention_triton"):
+        ft.flash_attention_triton_backward(dout, cache)  # waits for the forward's check
 
 
 # --------------------------------------------------------------------------- bad input
@@ -366,8 +417,10 @@ def test_bad_input_gets_a_clear_error(kernels):
         kernels.flash_attention_triton_backward(dout, numpy_cache)
     with pytest.raises(ValueError, match="q contains NaN"):
         kernels.flash_attention_triton(q * float("nan"), k, v)
+        kernels.wait_for_input_checks()  # CUDA tensors: the check ran on the GPU
     with pytest.raises(ValueError, match="dout contains an infinity"):
         kernels.flash_attention_triton_backward(dout * float("inf"), cache)
+        kernels.wait_for_input_checks()
 
 
 # --------------------------------------------------------------------------- compiled kernels
