@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import textwrap
 import time
 from pathlib import Path
 
@@ -42,8 +43,9 @@ from .spec import (
     visible_cases,
 )
 
-__all__ = ["HELPER_CELL", "HINT_MARK", "check_part", "explain", "failure_text", "hint_text", "factor_hint",
-           "find_part", "like", "run_visible", "visible_source"]
+__all__ = ["HELPER_CELL", "HINT_MARK", "MESSAGE_WIDTH", "NOT_ATTEMPTED", "NotAttempted", "SelfCheck",
+           "SelfCheckFailed", "check_part", "explain", "failure_text", "hint_text", "factor_hint", "find_part", "like",
+           "message_lines", "run_visible", "visible_source"]
 
 _LOADED: dict = {}  # cases.py path -> (its modification time, the module)
 
@@ -95,7 +97,7 @@ def run_visible(part: Part, answer, cases: list[Case] | None = None, on_case=Non
 def check_part(check, function: str, answer, folder: str | Path | None = None) -> None:
     """The visible checks of one part, for ``self_check.run``: sets ``check.kind`` to each case's
     kind, raises ``AssertionError`` with :func:`explain`'s message at the first failing case
-    (``NotImplementedError`` for an answer not attempted); ``check.seconds`` is the time taken."""
+    (:class:`NotAttempted` for an answer not attempted); ``check.seconds`` is the time taken."""
     from attnmath.testing import uses_reference
 
     part = find_part(function, folder)
@@ -106,7 +108,10 @@ def check_part(check, function: str, answer, folder: str | Path | None = None) -
                              "which earns no credit: implement it yourself")
     start = time.perf_counter()
     cases = visible_cases(part)
-    failed = run_visible(part, answer, cases, on_case=lambda case: setattr(check, "kind", case.kind))
+    try:
+        failed = run_visible(part, answer, cases, on_case=lambda case: setattr(check, "kind", case.kind))
+    except NotImplementedError:  # one line, also under the helper of a copy made before SelfCheck
+        raise NotAttempted(f"{getattr(check, 'part', function)} {NOT_ATTEMPTED}") from None
     check.seconds = time.perf_counter() - start
     if failed is None:
         check.kind = ""
@@ -332,35 +337,59 @@ def _changed(case: Case, args: tuple, kwargs: dict, answer) -> str:
 
 # ----------------------------------------------------------------------------- the notebook's side
 
-#: The ``self_check`` helper cell of every released notebook (a test checks that each carries it).
-HELPER_CELL = """\
-# The self-check helper. Each test cell below runs its part's visible checks inside
-# `with self_check("Part N") as check:` and prints one line; the last cell prints the summary.
-# `check.run(name, function)` draws the hidden tests' own cases (cases.py, next to this notebook)
-# with a public seed of their own, and checks them as the grader does: the same tolerances,
-# memory budgets and rules. A failing check names the kind of case, stops its own cell (so
-# Validate and the grader see it) but not Run All, and keeps that case's inputs in
-# `self_check.inputs["Part N"]` (a pair: positional arguments, keyword arguments).
+#: The width of a message's lines: ``nbgrader validate`` cuts each line of an error at 87
+#: characters (its ``Validator.width`` of 90, less an ellipsis), behind an indent of 4.
+MESSAGE_WIDTH = 80
 
 
-class SelfCheckFailed(AssertionError):
-    def _render_traceback_(self):  # IPython shows this short message instead of a traceback
-        return [str(self)]
+def message_lines(text: str) -> list[str]:
+    """``text`` as it is shown in the cell, in Validate's dialog and by ``nbgrader validate``:
+    lines of at most :data:`MESSAGE_WIDTH` characters, the hint on lines of its own."""
+    verdict, _, hint = text.partition(HINT_MARK)
+    paragraphs = [verdict] + ([HINT_MARK.strip() + " " + hint] if hint else [])
+    return [line for paragraph in paragraphs
+            for line in textwrap.wrap(paragraph, MESSAGE_WIDTH, break_long_words=False, break_on_hyphens=False)]
 
 
-class self_check:
-    results = {}
-    inputs = {}
+class _ShownShort:
+    """An exception that IPython shows as its message alone (:func:`message_lines`), without a
+    traceback: in the cell's output, and so in the error nbgrader's Validate reads from it."""
 
-    def __init__(self, part):
+    def _render_traceback_(self) -> list[str]:
+        return message_lines(str(self)) or [type(self).__name__]
+
+
+class SelfCheckFailed(_ShownShort, AssertionError):
+    """A part's visible checks failed: ``"Part 1 failed [kind]: what failed. Hint: ..."``."""
+
+
+class NotAttempted(_ShownShort, NotImplementedError):
+    """A part's answer still raises ``NotImplementedError``: ``"Part 2 not attempted (...)"``."""
+
+
+#: What a part not attempted reads as (in its cell, in Validate and in the summary).
+NOT_ATTEMPTED = "not attempted (it still raises NotImplementedError)"
+
+
+class SelfCheck:
+    """The runner of a notebook's test cells, ``with self_check("Part 1") as check:``. The
+    notebook's helper cell (:data:`HELPER_CELL`) makes ``self_check``, a subclass with its own
+    ``results`` (part -> "passed", "failed ...: message" or "not attempted ...") and ``inputs``
+    (part -> the failing case's ``(args, kwargs)``). A part that passes prints one line; one
+    that fails or is not attempted raises :class:`SelfCheckFailed` or :class:`NotAttempted`,
+    which stop the cell (Validate and the grader see it) and show their message alone."""
+
+    results: dict = {}
+    inputs: dict = {}
+
+    def __init__(self, part: str):
         self.part, self.kind = part, ""
 
     def __enter__(self):
         return self
 
-    def run(self, name, function):
-        from attngrade.visible import check_part  # the course's library, installed with attnmath
-
+    def run(self, name: str, function) -> None:
+        """Check ``function`` (the answer named ``name``) on its part's visible cases."""
         check_part(self, name, function)
 
     def __exit__(self, kind, error, traceback):
@@ -368,7 +397,7 @@ class self_check:
         if kind is None:
             status = "passed"
         elif issubclass(kind, NotImplementedError):
-            status = "not attempted (it still raises NotImplementedError)"
+            status = NOT_ATTEMPTED
         elif issubclass(kind, AssertionError):
             status = f"failed{where}: {error}"
         else:
@@ -376,14 +405,32 @@ class self_check:
         self.results[self.part] = status
         if kind is None:
             print(f"{self.part}: visible checks passed")
-        elif not issubclass(kind, NotImplementedError):
-            raise SelfCheckFailed(f"{self.part} {status}") from None
-        return False
+            return False
+        shown = NotAttempted if issubclass(kind, NotImplementedError) else SelfCheckFailed
+        raise shown(f"{self.part} {status}") from None
 
     @classmethod
-    def summary(cls, parts):
+    def summary(cls, parts) -> None:
+        """One line for each of ``parts``: passed, failed with its message, or not attempted."""
         for part in parts:
-            print(f"{part}: {cls.results.get(part, 'not run: run the test cell under its task')}")"""
+            print(f"{part}: {cls.results.get(part, 'not run: run the test cell under its task')}")
+
+
+#: The ``self_check`` helper cell of every released notebook (a test checks that each carries it).
+HELPER_CELL = """\
+# The self-check helper. Each test cell below runs its part's visible checks inside
+# `with self_check("Part N") as check:` and prints one line; the last cell prints the summary.
+# `check.run(name, function)` draws the hidden tests' own cases (cases.py, next to this notebook)
+# with a public seed of their own, and checks them as the grader does: the same tolerances,
+# memory budgets and rules. A failing check names the kind of case, stops its own cell (so
+# Validate and the grader see it, with the message the cell shows) but not Run All, and keeps
+# that case's inputs in `self_check.inputs["Part N"]` (a pair: positional arguments, keyword
+# arguments).
+from attngrade.visible import SelfCheck  # the course's library, installed with attnmath
+
+
+class self_check(SelfCheck):  # this notebook's own record of its parts
+    results, inputs = {}, {}"""
 
 
 def visible_source(part_label: str, function: str) -> str:
