@@ -5,13 +5,23 @@ cases with the public visible seed; the hidden tests draw the same cases, kind f
 for shape, with the course's own seed, and check them with the same code, tolerances and memory
 budgets (``attngrade.spec``). Expected values come from ``attnmath`` in float64, computed before
 your function runs; your function gets its own copies of the inputs.
+
+Parts 3 and 4 depend on your variant (``VARIANTS``): the constant $c$ of the ALiBi slopes your
+notebook states, which ``variant.json`` next to this file records for the visible checks. Without
+that file (the public copy of the course), it is the paper's 8.
 """
 
 import numpy as np
 
 import attnmath.positional as ref
 from attngrade.spec import Case, Part, allclose_check
+from attngrade.variants import Param, Variants
 from attngrade.visible import factor_hint, like
+
+VARIANTS = Variants("06_positional", (
+    Param("alibi_constant", default=8, choices=(4, 6, 10, 12),
+          says="the constant $c$ of your ALiBi slopes $m_h = 2^{-c(h+1)/H}$ (Parts 3 and 4)"),
+))
 
 # ----------------------------------------------------------------------------- Part 1
 
@@ -139,8 +149,26 @@ HINTS_ROPE = {
 # ----------------------------------------------------------------------------- Part 3
 
 
-def slopes_cases(rng):
-    return [Case((H,), {}, f"H={H}", ref.alibi_slopes(H),
+def _slopes(H, c):
+    """The ALiBi slopes with the constant c: the paper's (c = 8) raised to the power c / 8."""
+    return ref.alibi_slopes(H) ** (c / 8.0)
+
+
+def _bias(H, L, S, c):
+    slopes = ref.alibi_slopes(H)
+    return ref.alibi_bias(H, L, S) * (_slopes(H, c) / slopes)[:, None, None]
+
+
+def _constant_of(expected, make):
+    """The constant c among the variant's values whose ``make(c)`` is ``expected``, or None."""
+    param = VARIANTS.param("alibi_constant")
+    found = [c for c in (param.default, *param.choices) if np.allclose(make(c), expected, rtol=1e-9, atol=0)]
+    return found[0] if len(found) == 1 else None
+
+
+def slopes_cases(rng, variant):
+    c = variant["alibi_constant"]
+    return [Case((H,), {}, f"H={H}", _slopes(H, c),
                  kind="a head count that is " + ("a power of two" if H & (H - 1) == 0 else "not a power of two"))
             for H in (8, 1, 6, 2, 3, 4, 5, 7, 12, 16, 20, 24, 32, 48, 64, 100)]
 
@@ -148,19 +176,24 @@ def slopes_cases(rng):
 def diagnose_slopes(case, out):
     (H,) = case.args
     h = np.arange(H)
-    for variant, words in [(2.0 ** (-8.0 * h / H), "count the heads from h = 0 with m_h = 2^(-8(h+1)/H): the first "
-                                                   "slope is 2^(-8/H), not 1"),
-                           (2.0 ** (-8.0 * (h + 1) / H), "H is not a power of two: take the n slopes for n heads, "
-                                                         "then every other slope for 2n heads"),
+    c = _constant_of(case.expected, lambda c: _slopes(H, c))
+    if c is None:
+        return None
+    others = [(_slopes(H, o), f"the slopes use the constant {o}, not yours: c = {c}")
+              for o in (VARIANTS.param("alibi_constant").default, *VARIANTS.param("alibi_constant").choices) if o != c]
+    for variant, words in [(2.0 ** (-c * h / H), "count the heads from h = 0 with m_h = 2^(-c(h+1)/H): the first "
+                                                 "slope is 2^(-c/H), not 1"),
+                           (2.0 ** (-c * (h + 1) / H), "H is not a power of two: take the n slopes for n heads, "
+                                                       "then every other slope for 2n heads"),
                            (np.sort(case.expected)[::-1], "keep the order described (n slopes, then the others), "
-                                                          "not sorted")]:
+                                                          "not sorted"), *others]:
         if like(out, variant, case.expected):
             return words
     return None
 
 
 HINTS_SLOPES = {
-    "a head count that is a power of two": "m_h = 2^(-8(h+1)/H) for h = 0 .. H-1",
+    "a head count that is a power of two": "m_h = 2^(-c(h+1)/H) for h = 0 .. H-1, with your constant c",
     "a head count that is not a power of two": "n is the largest power of two below H: the n slopes for n heads, "
                                                "then the slopes for 2n heads at the even indices",
 }
@@ -168,12 +201,13 @@ HINTS_SLOPES = {
 # ----------------------------------------------------------------------------- Part 4
 
 
-def bias_cases(rng):
+def bias_cases(rng, variant):
+    c = variant["alibi_constant"]
     cases = []
     for H, L, S in [(8, 4, None), (1, 1, None), (6, 3, None), (6, 4, 7), (3, 7, 4), (2, 2, 5), (12, 5, None),
                     (5, 3, 3), (16, 9, 20)]:
         args = (H, L) if S is None else (H, L, S)
-        cases.append(Case(args, {}, f"H={H} L={L} S={S}", ref.alibi_bias(H, L, S),
+        cases.append(Case(args, {}, f"H={H} L={L} S={S}", _bias(H, L, S, c),
                           kind="another head count and length" if S is None else "another head count, L and S differ"))
     return cases
 
@@ -181,9 +215,12 @@ def bias_cases(rng):
 def diagnose_bias(case, out):
     H, L = case.args[:2]
     S = case.args[2] if len(case.args) > 2 else L
-    slopes = ref.alibi_slopes(H)[:, None, None]
+    c = _constant_of(case.expected, lambda c: _bias(H, L, S, c))
+    if c is None:
+        return None
+    slopes = _slopes(H, c)[:, None, None]
     i, j = np.arange(L)[:, None], np.arange(S)[None, :]
-    power = 2.0 ** (-8.0 * np.arange(1, H + 1) / H)[:, None, None]
+    power = 2.0 ** (-c * np.arange(1, H + 1) / H)[:, None, None]
     for variant, words in [(slopes * np.maximum(i - j, 0), "the ALiBi bias is a penalty: its sign is flipped, "
                                                            "-m_h (i - j)"),
                            (-slopes * (i - j), "no bias for future keys (j > i): the mask removes them"),
@@ -261,8 +298,9 @@ PARTS = [
          hints=HINTS_ENCODING, diagnose=diagnose_encoding),
     Part("test_apply_rope", function="apply_rope", cases=rope_cases, hints=HINTS_ROPE, diagnose=diagnose_rope),
     Part("test_alibi_slopes", function="alibi_slopes", cases=slopes_cases, hints=HINTS_SLOPES,
-         diagnose=diagnose_slopes),
-    Part("test_alibi_bias", function="alibi_bias", cases=bias_cases, hints=HINTS_BIAS, diagnose=diagnose_bias),
+         diagnose=diagnose_slopes, variants=VARIANTS),
+    Part("test_alibi_bias", function="alibi_bias", cases=bias_cases, hints=HINTS_BIAS, diagnose=diagnose_bias,
+         variants=VARIANTS),
     Part("test_pe_dot_by_offset", function="pe_dot_by_offset", cases=dot_cases, hints=HINTS_DOT,
          diagnose=diagnose_dot),
 ]

@@ -5,15 +5,19 @@ the hidden parts, their cases and expected values, computed once in this process
 :func:`grade_submission` is one student's fault boundary around the stages that grade one
 submission: read (:mod:`attngrade.reading`), run (:mod:`attngrade.running`) and check
 (:mod:`attngrade.checking`). It always returns a :class:`Result` with exactly one status
-(:data:`STATUSES`); it never raises for anything a student can put in a file.
+(:data:`STATUSES`); it never raises for anything a student can put in a file. Where the
+assignment has per-student variants (:mod:`attngrade.variants`) and the course a secret, it grades
+with the cases of the student's variant (:func:`student_spec`).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
+import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -36,6 +40,7 @@ __all__ = [
     "load_assignment",
     "grade_submission",
     "grader_failure",
+    "student_spec",
     "ConfigError",
 ]
 
@@ -118,6 +123,8 @@ class AssignmentSpec:
     module_names: set
     modules: tuple = ("numpy",)  # what the setup cells import: the worker's site-packages view
     held: dict = field(default_factory=dict)  # memory cases' inputs, sent when the case starts
+    secret: str | None = None  # the course secret the hidden cases were drawn with
+    variant: dict | None = None  # the variant the cases were drawn for (None: the default)
 
     @property
     def max_auto(self) -> float:
@@ -143,7 +150,8 @@ def load_assignment(course: CourseConfig, name: str) -> AssignmentSpec:
     except Exception as exc:  # noqa: BLE001
         raise ConfigError(f"cannot load {spec_file}: {type(exc).__name__}: {exc}") from exc
     parts, code_cells, manual = _release_cells(name, release, parts_by_id, spec_file.name)
-    blob, held = _case_inputs(name, parts, course_secret(course.root))
+    secret = course_secret(course.root)
+    blob, held = _case_inputs(name, parts, secret)
     reference = frozenset(REFERENCE_MODULES | {m for ps in parts for m in ps.part.forbidden})
     trusted, modules, imported = set(), set(), {"numpy"}
     for _, kind, src in code_cells:
@@ -155,7 +163,7 @@ def load_assignment(course: CourseConfig, name: str) -> AssignmentSpec:
     blocked = sorted(reference | {"attngrade", "nbgrader"})
     return AssignmentSpec(
         name, course, nb_path.stem, release, course.source / name / nb_path.name, parts, code_cells,
-        manual, blob, blocked, reference, trusted, modules, tuple(sorted(imported)), held,
+        manual, blob, blocked, reference, trusted, modules, tuple(sorted(imported)), held, secret,
     )
 
 
@@ -184,13 +192,38 @@ def _release_cells(name: str, release, parts_by_id: dict, spec_name: str) -> tup
     return parts, code_cells, manual
 
 
-def _case_inputs(name: str, parts: list, secret: str | None = None) -> tuple[bytes, dict]:
-    """The cases of every part made once (from the course secret where there is one); their
-    inputs as plain data (memory cases' apart)."""
+_VARIANT_LOCK = threading.Lock()
+
+
+def student_spec(spec: AssignmentSpec, student: str) -> AssignmentSpec:
+    """The assignment as graded for ``student``: ``spec`` itself, or, where parts have variants
+    and the course a secret, a copy whose variant parts' cases are drawn for the student's variant
+    (from the secret and the id, never from a file the student hands in). Made once per variant."""
+    base = getattr(spec, "_base", spec)
+    varied = [ps for ps in base.parts if ps.part.variants is not None]
+    if not base.secret or not varied:
+        return base
+    variant = varied[0].part.variant(base.secret, student)
+    key = json.dumps(variant, sort_keys=True)
+    with _VARIANT_LOCK:
+        cache = base.__dict__.setdefault("_variant_specs", {})
+        if key not in cache:
+            parts = [replace(ps, cases=[] if ps.part.variants is not None else ps.cases) for ps in base.parts]
+            blob, held = _case_inputs(base.name, parts, base.secret, student)
+            derived = replace(base, parts=parts, inputs=blob, held=held, variant=variant)
+            derived._base = base
+            cache[key] = derived
+        return cache[key]
+
+
+def _case_inputs(name: str, parts: list, secret: str | None = None, student: str | None = None) -> tuple[bytes, dict]:
+    """The cases of every part that has none yet, made once (from the course secret where there
+    is one, for ``student``'s variant); their inputs as plain data (memory cases' apart)."""
     inputs, held = {}, {}
     for ps in parts:
         try:
-            ps.cases = make_cases(ps.part, secret)
+            if not ps.cases:
+                ps.cases = make_cases(ps.part, secret, student)
         except Exception as exc:  # noqa: BLE001
             raise ConfigError(f"{name}: making the cases of {ps.grade_id} failed: {exc!r}") from exc
         inputs[ps.grade_id] = [
@@ -295,6 +328,7 @@ def grade_submission(
     from .running import plan_run, run_parts
 
     started = time.monotonic()
+    spec = student_spec(spec, sub.student)
     plan = None
     try:
         if sub.problem is not None:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 #: The grader never checks IRIs, yet jsonschema (which nbformat imports) builds a grammar for them
@@ -31,7 +31,7 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)
 
 from . import export, returning, sandbox, similarity  # noqa: E402 - after the line above
-from .grader import ConfigError, grade_submission, grader_failure, load_assignment, load_course
+from .grader import ConfigError, grade_submission, grader_failure, load_assignment, load_course, student_spec
 from .late import assign_deadlines, course_zone, load_policy
 from .reveal import reveal_policy
 from .lms import read_times
@@ -401,14 +401,15 @@ def _one(batch: Batch, rec: Recorder, sub: Submission, slots: queue.Queue) -> Re
     slot = slots.get()
     try:
         prepared = batch.prepared.pop(sub.student, None)  # not held after this student is graded
+        spec = student_spec(batch.spec, sub.student)  # the cases of the student's variant, if any
         if isinstance(prepared, BaseException):
-            res = grader_failure(batch.spec, sub, prepared, started)
+            res = grader_failure(spec, sub, prepared, started)
         else:
             res = grade_submission(
-                batch.spec, sub, batch.isolation, batch.opts.limits, slot=slot, hidden=batch.hidden,
+                spec, sub, batch.isolation, batch.opts.limits, slot=slot, hidden=batch.hidden,
                 tmp_root=batch.tmp_root, prepared=prepared,
             )
-        return record(rec, res, sub)
+        return record(rec if spec is batch.spec else replace(rec, spec=spec), res, sub)
     except Exception as exc:  # noqa: BLE001 - the grader's own failure: this student's row says so
         res = grader_failure(batch.spec, sub, exc, started)
         try:

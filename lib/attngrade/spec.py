@@ -25,6 +25,13 @@ dtypes, budgets) is fixed and its values come from ``rng``. ``check(case, output
   budgets on other values, checked by the same code (:func:`compute_outputs`,
   :func:`check_outputs`), so that passing them predicts the grade.
 
+A part may depend on the student's **variant** (:mod:`attngrade.variants`: parameters such as a
+temperature, declared by ``VARIANTS`` in ``cases.py``; ``Part.variants`` and ``Part.params``):
+its generator is then ``cases(rng, variant)``. The hidden draw takes the variant of
+(course secret, assignment, student id) (:func:`make_cases`), the visible draw the variant in the
+student's ``variant.json`` next to ``cases.py`` (read by :func:`load_cases`), and both the
+default variant where there is no secret, student or file.
+
 The hidden tests run
 
 * **in the notebook kernel** (:func:`run_hidden_tests`): the hidden section of each test cell is
@@ -54,6 +61,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+from .variants import Variants, variants_of
 
 __all__ = [
     "allclose_check",
@@ -159,6 +168,21 @@ class Part:
     hints: dict[str, str] = field(default_factory=dict)
     diagnose: Callable[[Case, Any], str | None] | None = None
     visible_limit: int | None = None
+    variants: Variants | None = None  # the assignment's parameters: then ``cases(rng, variant)``
+    params: tuple[str, ...] = ()  # the parameters this part's expected values depend on (default: all)
+    given: dict | None = field(default=None, repr=False, compare=False)  # the released file's variant
+
+    def __post_init__(self):
+        if self.params and self.variants is None:
+            raise ValueError(f"part {self.grade_id}: params {self.params} need variants")
+        if self.variants is not None:
+            self.params = tuple(self.params) or tuple(p.name for p in self.variants.params)
+            for name in self.params:
+                self.variants.param(name)
+
+    def variant(self, secret: str | None = None, student: str | None = None) -> dict | None:
+        """The variant this part's cases are drawn for (None for a part without variants)."""
+        return None if self.variants is None else self.variants.draw(secret, student)
 
 
 @dataclass
@@ -240,6 +264,13 @@ def load_cases(near: str | Path):
     module = _import_by_path(path, "_cases")
     if not isinstance(getattr(module, "PARTS", None), list):
         raise ValueError(f"{path} defines no PARTS list")
+    variants = variants_of(module)
+    given = variants.read(path.parent) if variants is not None else None
+    for part in module.PARTS:
+        if part.variants is not None:
+            if part.variants is not variants:
+                raise ValueError(f"{path}: part {part.grade_id} has variants other than the file's VARIANTS")
+            part.given = given
     return module
 
 
@@ -290,20 +321,32 @@ def _seed(part: Part, secret: str | None, base: int) -> int:
     return base + sum(map(ord, part.grade_id))
 
 
-def make_cases(part: Part, secret: str | None = None) -> list[Case]:
+def _draw(part: Part, rng: np.random.Generator, variant: dict | None) -> list[Case]:
+    if part.variants is None:
+        return list(part.cases(rng))
+    return list(part.cases(rng, part.variants.check(variant, f"the variant of {part.grade_id}")))
+
+
+def make_cases(part: Part, secret: str | None = None, student: str | None = None) -> list[Case]:
     """The part's hidden cases, from its generator seeded by :data:`SEED` and the grade id, or by
-    the course secret and the grade id (:func:`course_secret`)."""
-    return list(part.cases(np.random.default_rng(_seed(part, secret, SEED))))
+    the course secret and the grade id (:func:`course_secret`); for a part with variants, drawn
+    for ``student``'s variant (:meth:`Part.variant`: the default without a secret or a student)."""
+    rng = np.random.default_rng(_seed(part, secret, SEED))
+    return _draw(part, rng, part.variant(secret, student))
 
 
-def visible_cases(part: Part) -> list[Case]:
+def visible_cases(part: Part, variant: dict | None = None) -> list[Case]:
     """The part's visible cases: its generator seeded by :data:`VISIBLE_SEED` and the grade id,
-    that is the hidden cases' kinds, shapes, dtypes, tolerances and budgets on other values.
+    that is the hidden cases' kinds, shapes, dtypes, tolerances and budgets on other values; for
+    a part with variants, drawn for ``variant``, else the one of the student's ``variant.json``
+    (``Part.given``), else the default.
 
     Where ``part.visible_limit`` caps the sample, the first case of every kind comes first, then
     the rest in order, and every memory-limited case is kept.
     """
-    cases = list(part.cases(np.random.default_rng(_seed(part, None, VISIBLE_SEED))))
+    if part.variants is not None and variant is None:
+        variant = part.given if part.given is not None else part.variants.default()
+    cases = _draw(part, np.random.default_rng(_seed(part, None, VISIBLE_SEED)), variant)
     limit = part.visible_limit
     if limit is None or len(cases) <= limit:
         return cases
@@ -487,7 +530,16 @@ def run_hidden_tests(assignment: str, grade_id: str, namespace: dict) -> None:
         raise AssertionError(f"{part.function} is not defined")
     if uses_reference(fn, forbidden=part.forbidden):
         raise AssertionError(f"{part.function} calls a reference implementation; implement it yourself")
-    cases = make_cases(part, course_secret(path.parents[2]))
+    cases = make_cases(part, course_secret(path.parents[2]), _autograded_student(path.parents[2], assignment))
     passed, reason = check_outputs(part, cases, compute_outputs(fn, cases))
     if not passed:
         raise AssertionError(f"hidden tests of {part.function} failed")
+
+
+def _autograded_student(root: Path, assignment: str) -> str | None:
+    """The student whose notebook stock ``nbgrader autograde`` runs: its working folder is
+    ``<course root>/<autograded>/<student>/<assignment>``; None anywhere else (the default variant)."""
+    here = Path.cwd().resolve()
+    if here.name == assignment and len(here.parents) > 2 and here.parents[2] == Path(root).resolve():
+        return here.parent.name
+    return None

@@ -5,14 +5,27 @@ cases with the public visible seed; the hidden tests draw the same cases, kind f
 for shape, with the course's own seed, and check them with the same code, tolerances and memory
 budgets (``attngrade.spec``). Expected values come from ``attnmath`` in float64, computed before
 your function runs; your function gets its own copies of the inputs.
+
+Part 4 depends on your variant (``VARIANTS``): the base of the logarithm your notebook states,
+which ``variant.json`` next to this file records for the visible checks. Without that file (the
+public copy of the course), it is e: the entropy in nats.
 """
+
+import math
 
 import numpy as np
 
 import attnmath.attention as att
 import attnmath.scaling as scaling
 from attngrade.spec import Case, Part, allclose_check
+from attngrade.variants import Param, Variants
 from attngrade.visible import factor_hint, like
+
+VARIANTS = Variants("02_attention", (
+    Param("base", default=math.e, choices=(2.0, 3.0, 5.0, 10.0),
+          says="the base $b$ of the logarithm in your entropy (Part 4)",
+          shown={math.e: "e (the natural logarithm: nats)", 2.0: "2 (bits)", 10.0: "10 (hartleys)"}),
+))
 
 # ----------------------------------------------------------------------------- Part 1
 
@@ -237,15 +250,19 @@ def _softmax_rows(rng, shape, spread=3.0):
     return p / p.sum(axis=-1, keepdims=True)
 
 
-def entropy_cases(rng):
-    ent = scaling.attention_entropy
+def entropy_cases(rng, variant):
+    unit = math.log(variant["base"])  # H_b = H / ln b
+
+    def ent(p):
+        return scaling.attention_entropy(p) / unit
+
     hot = np.zeros(3)
     hot[rng.integers(0, 3)] = 1.0
     half = np.zeros((2, 3))
     half[0, rng.permutation(3)[:2]] = 0.5
     cases = [Case((np.full(8, 1 / 8),), {}, "uniform", ent(np.full(8, 1 / 8)), tol=1e-10, kind="one-hot and uniform rows"),
              Case((hot,), {}, "one-hot", np.array(0.0), tol=1e-10, kind="one-hot and uniform rows"),
-             Case((half,), {}, "zeros", np.array([np.log(2), 0.0]), tol=1e-10, kind="masked rows and keys"),
+             Case((half,), {}, "zeros", np.array([np.log(2) / unit, 0.0]), tol=1e-10, kind="masked rows and keys"),
              Case((np.ones((3, 1)),), {}, "S=1", np.zeros(3), tol=1e-10, kind="a single key")]
     for shape in [(7,), (4, 9), (2, 3, 5)]:
         p = _softmax_rows(rng, shape)
@@ -263,15 +280,31 @@ def diagnose_entropy(case, out):
     total = p.sum(axis=-1, keepdims=True)
     renormalised = np.divide(p, total, out=np.zeros_like(p), where=total > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        variant = -np.sum(np.where(renormalised > 0, renormalised * np.log(np.where(renormalised > 0, renormalised, 1)),
-                                   0.0), axis=-1)
-    if like(out, variant, case.expected):
+        h_renormalised = -np.sum(np.where(renormalised > 0, renormalised * np.log(np.where(renormalised > 0,
+                                                                                            renormalised, 1)),
+                                          0.0), axis=-1)
+    unit = _unit(p, case.expected)  # ln b of this case's base: expected = H / ln b
+    if unit is not None and like(out, h_renormalised / unit, case.expected):
         return "the rows are renormalised: take the sum as it is"
-    return factor_hint(out, case.expected, [(-1.0, "the sign is flipped: H = -sum p log p"),
-                                            (1 / np.log(2), "log base 2: use the natural log")])
+    param = VARIANTS.param("base")
+    factors = [(-1.0, "the sign is flipped: H = -sum_j p_j log_b p_j")]
+    if unit is not None:
+        bases = (param.default, *param.choices)
+        yours = min(bases, key=lambda b: abs(math.log(b) - unit))
+        factors += [(unit / math.log(b), f"the logarithm has base {param.text(b)}: yours is b = {param.text(yours)}")
+                    for b in bases if b != yours]
+    return factor_hint(out, case.expected, factors)
 
 
-HINTS_ENTROPY = {"one-hot and uniform rows": "a one-hot row has entropy 0 and a uniform one log S: use 0 log 0 = 0",
+def _unit(p, expected):
+    """ln b of the case's own base (the ratio of the natural-log entropy to the expected one), or None."""
+    natural = scaling.attention_entropy(p)
+    expected = np.asarray(expected, dtype=np.float64)
+    big = np.abs(expected) > 1e-6
+    return float(np.median(natural[big] / expected[big])) if big.any() else None
+
+
+HINTS_ENTROPY = {"one-hot and uniform rows": "a one-hot row has entropy 0 and a uniform one log_b S: use 0 log 0 = 0",
                  "masked rows and keys": "use 0 log 0 = 0 (no NaN), and take the sum as it is: do not renormalise",
                  "a single key": "a row with one key holds all the weight: its entropy is 0",
                  "softmax rows of another shape": "sum over the last axis only: the output drops that axis"}
@@ -284,5 +317,5 @@ PARTS = [
     Part("test_dot_product_stats", function="dot_product_stats", cases=stats_cases, check=stats_check,
          outputs=("mean", "var", "scaled_var"), hints=HINTS_STATS, diagnose=diagnose_stats),
     Part("test_row_entropy", function="row_entropy", cases=entropy_cases, hints=HINTS_ENTROPY,
-         diagnose=diagnose_entropy),
+         diagnose=diagnose_entropy, variants=VARIANTS),
 ]
