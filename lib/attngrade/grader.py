@@ -26,7 +26,7 @@ from . import plain
 from .notebooks import cell_grade_id
 from .reading import SubmissionError, read_notebook
 from .sandbox import Isolation, Limits
-from .spec import course_secret, load_parts, make_cases
+from .spec import course_secret, load_cases, load_parts, make_cases
 from .staticcheck import REFERENCE_MODULES, analyse_cell, to_python
 from .submissions import Submission
 
@@ -125,6 +125,7 @@ class AssignmentSpec:
     held: dict = field(default_factory=dict)  # memory cases' inputs, sent when the case starts
     secret: str | None = None  # the course secret the hidden cases were drawn with
     variant: dict | None = None  # the variant the cases were drawn for (None: the default)
+    allowed: tuple = ()  # references the answers may import (cases.py's ALLOWED_MODULES: torch, 17 only)
 
     @property
     def max_auto(self) -> float:
@@ -152,7 +153,8 @@ def load_assignment(course: CourseConfig, name: str) -> AssignmentSpec:
     parts, code_cells, manual = _release_cells(name, release, parts_by_id, spec_file.name)
     secret = course_secret(course.root)
     blob, held = _case_inputs(name, parts, secret)
-    reference = frozenset(REFERENCE_MODULES | {m for ps in parts for m in ps.part.forbidden})
+    allowed = _allowed_modules(spec_file)
+    reference = frozenset((REFERENCE_MODULES - allowed) | {m for ps in parts for m in ps.part.forbidden})
     trusted, modules, imported = set(), set(), {"numpy"}
     for _, kind, src in code_cells:
         if kind == "setup":
@@ -164,7 +166,18 @@ def load_assignment(course: CourseConfig, name: str) -> AssignmentSpec:
     return AssignmentSpec(
         name, course, nb_path.stem, release, course.source / name / nb_path.name, parts, code_cells,
         manual, blob, blocked, reference, trusted, modules, tuple(sorted(imported)), held, secret,
+        allowed=tuple(sorted(allowed)),
     )
+
+
+def _allowed_modules(spec_file: Path) -> frozenset:
+    """The reference modules an assignment's answers may import: ``ALLOWED_MODULES`` of its
+    ``cases.py`` (none where it has no such list, or no ``cases.py``)."""
+    try:
+        module = load_cases(spec_file)
+    except FileNotFoundError:
+        return frozenset()
+    return frozenset(getattr(module, "ALLOWED_MODULES", ()))
 
 
 def _release_cells(name: str, release, parts_by_id: dict, spec_name: str) -> tuple[list, list, dict]:

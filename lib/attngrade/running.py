@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .leaderboard import repeats
 from .notebooks import ran_notebook, run_plan
 from .reading import Prepared, SubmissionError
 from .sandbox import Isolation, Limits, WorkerJob, run_worker
@@ -78,7 +79,9 @@ def _weigh_findings(spec, plan: Plan, isolation: Isolation) -> None:
     """Static findings are evidence for the instructor. Inside a private root the references do
     not exist, so they decide no points there; only reaching for the course's files does, and a
     cell that does is not run at all (its side effects never happen)."""
-    absent = bool(isolation.enforced.get("references_absent"))
+    # An assignment that lets its answers import a reference (17: torch) has it in the worker: its
+    # attention calls (cases.py's forbidden names) are kept from credit here, at every level.
+    absent = bool(isolation.enforced.get("references_absent")) and not getattr(spec, "allowed", ())
     zeroing = {"course"} if absent else {"course", "reference", "forbidden"}
     for label, info in plan.infos.items():
         for f in info.findings:
@@ -116,7 +119,7 @@ def run_parts(
     while todo:
         job = WorkerJob(
             cells=cells,
-            parts=[{**ps.payload, "after": plan.after[ps.grade_id]} for ps in todo],
+            parts=[{**ps.payload, "after": plan.after[ps.grade_id], "timed": repeats(ps.part)} for ps in todo],
             inputs=spec.inputs,
             blocked=spec.blocked,
             held={ps.grade_id: spec.held.get(ps.grade_id, {}) for ps in todo},

@@ -379,13 +379,19 @@ _NEVER = re.compile(r"^(__pycache__|.*\.pth|_?attn(math|grade).*|torch.*|scipy.*
 REFERENCES = ("torch", "scipy", "jax", "jaxlib", "attnmath", "attngrade", "nbgrader")
 
 
-@functools.lru_cache(maxsize=1)
-def _reference_entries() -> frozenset:
-    """Top-level site-packages entries that the references' distributions installed."""
+#: The references an assignment may let its answers import (its ``cases.py``'s ``ALLOWED_MODULES``,
+#: exercise 17's torch): a job that does not block one shows it in the worker's view.
+ALLOWABLE = ("torch",)
+
+
+@functools.lru_cache(maxsize=4)
+def _reference_entries(allow: tuple = ()) -> frozenset:
+    """Top-level site-packages entries that the references' distributions installed, but for
+    those of the references in ``allow``."""
     from importlib import metadata
 
     entries = set()
-    for name in REFERENCES:
+    for name in (r for r in REFERENCES if r not in allow):
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
@@ -394,13 +400,22 @@ def _reference_entries() -> frozenset:
     return frozenset(entries)
 
 
-def site_view(folder: str) -> tuple[str, ...]:
+def site_view(folder: str, allow: tuple = ()) -> tuple[str, ...]:
     """The entries of a package folder that the worker sees: the course environment minus the
-    references (every file of their distributions), the grader, ``.pth`` hooks and caches."""
+    references (every file of their distributions), the grader, ``.pth`` hooks and caches; the
+    references named in ``allow`` (of :data:`ALLOWABLE`) stay."""
     if not isinstance(folder, str):
         raise TypeError("folder must be a path string")
-    banned = _reference_entries()
-    return tuple(sorted(e for e in os.listdir(folder) if e not in banned and not _NEVER.match(e)))
+    if not set(allow) <= set(ALLOWABLE):
+        raise ValueError(f"allow must name references of {ALLOWABLE}, got {allow!r}")
+    allow = tuple(sorted(allow))
+    banned = _reference_entries(allow)
+
+    def shown(e: str) -> bool:
+        allowed = e.lower().startswith(allow) and not e.endswith(".pth") if allow else False
+        return e not in banned and (allowed or not _NEVER.match(e))
+
+    return tuple(sorted(e for e in os.listdir(folder) if shown(e)))
 
 
 def _nogroup() -> int:
@@ -422,8 +437,8 @@ def _site_dirs_under(path: str) -> list[str]:
     return found
 
 
-@functools.lru_cache(maxsize=1)
-def _root_plan() -> dict:
+@functools.lru_cache(maxsize=4)
+def _root_plan(allow: tuple = ()) -> dict:
     """The private root: what is bound read-only, which package folders are emptied, what they show.
 
     Every ``site-packages``/``dist-packages`` folder under an exposed path is covered by an empty
@@ -437,7 +452,7 @@ def _root_plan() -> dict:
     for path in expose:
         if os.path.isdir(path) and not os.path.islink(path):
             masks.update(os.path.realpath(d) for d in _site_dirs_under(path))
-    views = {d: list(site_view(d)) for d in sorted(site)}
+    views = {d: list(site_view(d, allow)) for d in sorted(site)}
     return {"expose": expose, "links": links, "masks": sorted(masks, key=len), "views": views}
 
 
@@ -593,7 +608,9 @@ def _config(
         if mode in ("namespaces", "uid") and isolation.uids
         else None
     )
-    plan = _root_plan()
+    allow = () if probe else tuple(m for m in ALLOWABLE if m not in job.blocked)
+    plan = _root_plan(allow)
+    gpu = any(part.get("timed") for part in job.parts)  # a speed part, timed where the host has a GPU
     return {
         "mode": mode,
         "root": scratch,
@@ -604,8 +621,10 @@ def _config(
         "hidden": hidden,
         "tmp_bytes": limits.tmp_mb << 20,
         "result_bytes": limits.result_bytes,
+        "gpu": gpu,
+        "cpu_info": "torch" in allow,  # torch's CPU kernels read /proc/cpuinfo when they start
         "limits": {
-            "as": limits.memory_mb << 20,
+            "as": None if gpu else limits.memory_mb << 20,  # CUDA reserves far more address space
             "cpu": limits.cpu_seconds(len(job.parts)),
             "nproc": _nproc(mode, uid, limits),
             "fsize": limits.fsize_mb << 20,
@@ -1249,13 +1268,17 @@ def _on_part(h: dict, blob: bytes, run: WorkerRun, job: WorkerJob, limits: Limit
     if not isinstance(records, list) or len(records) != len(part["trace"]):
         raise _Protocol("wrong number of outcomes")
     clean = []
+    keys = ({"error", "out"}, {"error", "out", "seconds"}) if part.get("timed") else ({"error", "out"},)
     for rec in records:
-        if not isinstance(rec, dict) or set(rec) != {"error", "out"}:
+        if not isinstance(rec, dict) or set(rec) not in keys:
             raise _Protocol("malformed outcome")
         err = rec["error"]
         if err is not None and not isinstance(err, str):
             raise _Protocol("malformed error name")
         clean.append({"error": _error_name(err) if err is not None else None, "out": rec["out"]})
+        if "seconds" in rec:  # a timed call (attngrade.leaderboard): evidence, checked in checking
+            seconds = rec["seconds"]
+            clean[-1]["seconds"] = float(seconds) if isinstance(seconds, float) and seconds > 0 else None
     for case in job.held.get(part["id"], {}):  # a memory case the grader did not measure earns nothing
         rec = run.memory.get((part["id"], case), {})
         if rec.get("stopped"):  # its peak is over the case's allowance, whatever the worker says

@@ -5,9 +5,10 @@ not by recognising tricks here. Each answer or added cell is parsed (IPython mag
 first, see :func:`to_python`) and walked once; every finding names its line:
 
 * **reference** findings: importing or naming a reference library (``attnmath``, ``torch``,
-  ``scipy``, ``jax`` and every part's ``forbidden`` list). The submission is flagged; inside the
-  private root the import fails by itself. Where no private root exists, the dependent parts
-  score zero (the only defence there).
+  ``scipy``, ``jax`` and every part's ``forbidden`` list, whose names that are not modules count
+  as attributes too: exercise 17's ``.scaled_dot_product_attention``). The submission is flagged;
+  inside the private root the import fails by itself. Where no private root exists, or where the
+  assignment lets its answers import a reference (17: torch), the dependent parts score zero.
 * **forbidden** findings: reaching for the import machinery or the interpreter's internals:
   ``__import__``, ``importlib``, ``__builtins__``, ``__subclasses__``/``__globals__`` and frame
   attributes, ``sys.modules``/``sys.meta_path``/``settrace``, ``gc`` (``tracemalloc`` is only for
@@ -488,6 +489,8 @@ class _Walker:
             self.check_module(f"{node.module}.{a.name}" if node.module else a.name)
             if (node.module or "").split(".")[0] in self.reference:
                 continue
+            if a.name in self.reference and a.name not in REFERENCE_MODULES:
+                self.add("reference", f"imports {a.name}")  # a part's forbidden call
             if a.name in FORBIDDEN_NAMES or (a.name in DUNDER_ESCAPES and a.name not in REVIEW_ATTRS):
                 self.add("forbidden", f"imports {a.name}")
             if a.name == "get_ipython":
@@ -521,6 +524,8 @@ class _Walker:
                 self.add("forbidden", f"uses .{node.attr}")
         elif node.attr in KERNEL_ATTRS:
             self.add("tampering", f"uses .{node.attr}")
+        elif node.attr in self.reference and node.attr not in REFERENCE_MODULES:
+            self.add("reference", f"uses .{node.attr}")  # a part's forbidden call, torch.nn.functional.<it>
         if node.attr in FD_CALLS and self.aliases.get(_dotted(node.value) or "") == "os":
             self.add("tampering", f"uses os.{node.attr} (raw file descriptors)")
         if isinstance(node.ctx, (ast.Store, ast.Del)) and root is not None and root in self.modules:

@@ -196,6 +196,23 @@ def _mount_devices(libc, root: str, tmp_bytes: int) -> None:
     _mount(libc, "tmpfs", root + "/dev/shm", "tmpfs", _MS["NOSUID"] | _MS["NODEV"], f"size={tmp_bytes},mode=1777")
 
 
+def _mount_gpu(libc, root: str) -> None:
+    """A timed job's GPU (:mod:`attngrade.leaderboard`): the NVIDIA device files and a ``/proc``
+    of the worker's own PID namespace, which the CUDA driver reads (best effort: without them the
+    timed calls fail and earn no speed points; nothing else changes)."""
+    import glob
+
+    for dev in glob.glob("/dev/nvidia*"):
+        if not os.path.isdir(dev):
+            open(root + dev, "a").close()
+            _mount(libc, dev, root + dev, None, _MS["BIND"])
+    os.makedirs(root + "/proc", exist_ok=True)
+    try:
+        _mount(libc, "proc", root + "/proc", "proc", _MS["NOSUID"] | _MS["NODEV"] | _MS["NOEXEC"])
+    except OSError:
+        pass
+
+
 def _build_root(cfg: dict, report: dict) -> None:
     libc = _libc()
     root, tmp_bytes = cfg["root"], int(cfg["tmp_bytes"])
@@ -207,6 +224,11 @@ def _build_root(cfg: dict, report: dict) -> None:
     _bind_views(libc, root, cfg.get("masks", []), cfg.get("views", {}))
     _make_links(root, cfg.get("links", []))
     _mount_devices(libc, root, tmp_bytes)
+    for path in ("/proc/cpuinfo", "/sys/devices/system/cpu") if cfg.get("cpu_info") else ():
+        if os.path.exists(path):  # what torch's cpuinfo reads (an assignment that allows torch)
+            read_only = _bind(libc, path, root + path) and read_only
+    if cfg.get("gpu"):
+        _mount_gpu(libc, root)
     try:
         _mount(libc, None, root, None, _MS["REMOUNT"] | _MS["RDONLY"] | _MS["NOSUID"] | _MS["NODEV"])
     except OSError:
@@ -694,13 +716,19 @@ class _Runner:
         builtins.display = _display
         builtins._shell_escape = _shell_escape
         self.student = _StudentBuiltins()
+        import linecache  # a function's source (Triton's kernels read theirs) is found by its cell's name
+
+        self.lines = linecache.cache
+        self.device = _Device() if any(part.get("timed") for part in config["parts"]) else None
 
     def run(self) -> None:
         self.run_parts(0)
         for position, cell in enumerate(self.config["cells"], start=1):
             error = None
             try:
-                code = compile(cell["source"], f"<cell {cell['id']}>", "exec")
+                name, source = f"<cell {cell['id']}>", cell["source"]
+                self.lines[name] = (len(source), None, source.splitlines(True), name)  # as IPython keeps it
+                code = compile(source, name, "exec")
                 with self.student:
                     exec(code, self.namespace)  # noqa: S102 - running the student's code is the point
             except BaseException as exc:  # noqa: BLE001 - like a notebook: the next cell still runs
@@ -723,6 +751,8 @@ class _Runner:
             for index, ((args, kwargs), trace) in enumerate(zip(self.inputs[part["id"]], part["trace"])):
                 if not callable(fn):
                     outcomes.append(self.Outcome(None, "NameError"))
+                elif part.get("timed") and self.device is not None:
+                    outcomes.append(self.device.timed(self, fn, tuple(args), dict(kwargs), int(part["timed"])))
                 elif trace:
                     outcomes.append(self.memory_case(fn, index))
                 else:
@@ -739,9 +769,12 @@ class _Runner:
         return outcome
 
     def record(self, outcome, used: list) -> dict:
-        """An outcome as plain data, counted with the part's others under the packing bounds."""
+        """An outcome as plain data, counted with the part's others under the packing bounds (a
+        timed call's seconds with it)."""
         plain = self.plain
         record = {"error": outcome.error, "out": outcome.output}
+        if isinstance(getattr(outcome, "seconds", None), float):
+            record["seconds"] = outcome.seconds
         count = [used[0]]
         try:
             plain.to_skeleton(record, [], _count=count)
@@ -820,6 +853,44 @@ class _Runner:
         while view:
             view = view[os.write(write_end, view):]
         os._exit(0)
+
+
+class _Device:
+    """Timed calls on the GPU (a speed part, where the grading host has one: see
+    :mod:`attngrade.leaderboard`). Made before any student code: torch, its synchronisation and
+    the clock are taken then. A timed case's inputs become torch tensors on the GPU; one call warms
+    up (Triton compiles), then ``repeats`` calls run between two synchronisations; the output
+    comes back as a NumPy array and the seconds per call with it."""
+
+    def __init__(self):
+        import time
+
+        import torch
+
+        self.torch, self.sync, self.clock = torch, torch.cuda.synchronize, time.perf_counter
+        self.tensor_type = torch.Tensor
+
+    def timed(self, runner, fn, args: tuple, kwargs: dict, repeats: int):
+        try:
+            inputs = tuple(self.torch.from_numpy(a).cuda() if hasattr(a, "dtype") else a for a in args)
+            with runner.student:
+                fn(*inputs, **kwargs)
+            self.sync()
+            start = self.clock()
+            with runner.student:
+                for _ in range(repeats):
+                    out = fn(*inputs, **kwargs)
+            self.sync()
+            seconds = (self.clock() - start) / repeats
+            if isinstance(out, self.tensor_type):
+                out = out.detach().float().cpu().numpy()
+        except BaseException as exc:  # noqa: BLE001 - the student's exception is data
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            return runner.Outcome(None, _safe_name(exc))
+        outcome = runner.call(lambda: out, (), {})
+        outcome.seconds = float(seconds)
+        return outcome
 
 
 def _read_all(fd: int) -> bytes:
