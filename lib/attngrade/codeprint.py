@@ -35,6 +35,11 @@ by ``x``. So a copy with a helper inlined, temporaries introduced or removed, or
 as lists and loops, still shares these expanded expressions with its original (what an honest
 answer computes in the obvious way is often the solution's expanded expression too: no evidence).
 
+``literals`` (a per-student variant's parameters, :mod:`attngrade.variants`) maps numbers to
+names: a number literal equal to one is read as that name, in the tree and in the tokens, so two
+answers that differ only in the value of a parameter they were given differently have the same
+features.
+
 Code that does not parse is read by top-level blocks, then by lines; what still does not parse
 gives k-grams of its tokens (names abstracted as above), so a copy of broken code is still found.
 """
@@ -184,12 +189,24 @@ def _constant(value) -> str:
     return type(value).__name__
 
 
+def _literal_name(value, literals: dict) -> str | None:
+    """The name ``literals`` reads the number ``value`` as, or None."""
+    if not literals or isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value.replace("_", "")) if isinstance(value, str) else float(value)
+    except ValueError:
+        return None
+    return literals.get(number)
+
+
 class _Canon:
     """One pass over a syntax tree: each expression's (plain, expanded) canonical text, and the
     features of the answer into ``out`` (none when ``out`` is None: the helpers' pass)."""
 
-    def __init__(self, out, pos, bound, modules, helpers, inlining=frozenset(), budget=None):
+    def __init__(self, out, pos, bound, modules, helpers, inlining=frozenset(), budget=None, literals=None):
         self.out, self.pos, self.bound, self.modules = out, pos, bound, modules
+        self.literals = literals or {}  # number -> the name it is read as
         self.helpers = helpers  # the answer's own functions by name (FunctionDef nodes)
         self.inlining = inlining  # the helpers being expanded now (no recursion)
         self.budget = budget if budget is not None else [INLINE_BUDGET]  # statements left to inline
@@ -227,7 +244,7 @@ class _Canon:
         return node.id, node.id
 
     def _Constant(self, node) -> tuple:
-        text = _constant(node.value)
+        text = _literal_name(node.value, self.literals) or _constant(node.value)
         return text, text
 
     def _Attribute(self, node) -> tuple:
@@ -269,7 +286,7 @@ class _Canon:
         if len(self.inlining) >= 3 or self.budget[0] < 0:
             return "V"
         inner = _Canon(None, self.pos, self.bound, self.modules, self.helpers, self.inlining | {helper.name},
-                       self.budget)
+                       self.budget, self.literals)
         defaults = helper.args.defaults
         for i, name in enumerate(params):
             at_default = i - (len(params) - len(defaults))
@@ -689,10 +706,21 @@ def _abstract(tokens, bound: set, modules: set) -> list:
     return kept
 
 
-def code_print(code: str) -> CodePrint:
-    """The features of ``code`` (any text: what does not parse is read as tokens)."""
+def _named_numbers(tokens: list, literals: dict | None) -> list:
+    """``tokens`` with each number that ``literals`` names replaced by its name."""
+    if not literals:
+        return tokens
+    number = re.compile(r"\d[\d_]*\.?[\d_]*(?:[eE][-+]?\d+)?|\.\d[\d_]*(?:[eE][-+]?\d+)?")
+    return [((_literal_name(t, literals) if number.fullmatch(t) else None) or t, b, e) for t, b, e in tokens]
+
+
+def code_print(code: str, literals: dict | None = None) -> CodePrint:
+    """The features of ``code`` (any text: what does not parse is read as tokens); ``literals``:
+    number -> name, the numbers read as names (a variant's parameters)."""
     if not isinstance(code, str):
         raise TypeError(f"code must be a str, got {type(code).__name__}")
+    if literals is not None and not all(isinstance(k, float) and isinstance(v, str) for k, v in literals.items()):
+        raise TypeError("literals must map floats to names")
     clean = re.sub(r"[\ud800-\udfff\x00]", "?", code)
     trees, rest = _pieces(clean)
     bound, modules = set(), set()
@@ -706,10 +734,10 @@ def code_print(code: str) -> CodePrint:
                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for tree in trees:
         try:
-            _Canon(out, pos, bound, modules, helpers).body(tree.body)
+            _Canon(out, pos, bound, modules, helpers, literals=literals).body(tree.body)
         except RecursionError:
             rest.append(pos.span(tree.body[0], tree.body[-1]) if tree.body else (0, 0))
-    tokens = _source_tokens(clean, pos)
+    tokens = _named_numbers(_source_tokens(clean, pos), literals)
     _grams(out, "W ", _surface(tokens, bound), SURFACE_K, surface=True)
     for start, end in rest:  # what does not parse: its tokens, abstracted
         inside = [t for t in tokens if start <= t[1] < end]

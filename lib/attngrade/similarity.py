@@ -33,6 +33,15 @@ does not chain two copy groups). Groups are ranked by their most unusual pair;
 ``similarity.csv`` has every listed pair with its group, and the pairs just below the cut
 (unusualness :data:`NEAR_Z` or more).
 
+**Students with different variants** (:mod:`attngrade.variants`: a part whose task gives each
+student their own parameter, such as a temperature). A number equal to one of the part's
+parameter values is read as the parameter's name (:func:`attngrade.codeprint.code_print`'s
+``literals``), so two answers that differ only there are alike. And two students whose values
+differ get a *note* when one answer writes the other's value and not its own (a classmate's
+answer, copied with their value, is wrong for one's own variant), or when both hand in the same
+code (at least one is wrong for its variant): such a pair is listed whenever it scores at least
+:data:`MIN_SCORE`, whatever its unusualness, and ranks before the others.
+
 **Measured.** The constants were set on the planted class of ``tests/grading/similarity``
 (30 honest answers to ``01_softmax`` Part 1, 13 disguised copies), where every copy ranks above
 every honest pair (copies 0.25-0.83, honest pairs at most 0.21). On the probe that someone else
@@ -72,6 +81,7 @@ __all__ = [
     "PartScores",
     "Similarity",
     "answers_of",
+    "class_variants",
     "compare_class",
     "compare_part",
     "add_to_summary",
@@ -84,6 +94,7 @@ __all__ = [
     "run",
     "task_code",
     "update_answers",
+    "variant_note",
     "write_answers",
     "write_csv",
     "write_report",
@@ -122,17 +133,18 @@ class Pair:
     code_b: str = ""
     marks_a: tuple = ()  # ((start, end), ...) in code_a
     marks_b: tuple = ()
+    note: str = ""  # what the students' variants say of the pair (see the module's docstring)
 
 
 @dataclass
 class Group:
-    """Students of one part linked by listed pairs; ``variants``: the distinct answers (after
+    """Students of one part linked by listed pairs; ``answers``: the distinct answers (after
     normalisation), each as (students, code, marks)."""
 
     part: str
     students: tuple
     pairs: list
-    variants: list = field(default_factory=list)
+    answers: list = field(default_factory=list)
 
     @property
     def z(self) -> float:
@@ -174,7 +186,7 @@ class Similarity:
 
 
 def _rank(p: Pair):
-    return (-p.z, -p.score, p.part, p.student_a, p.student_b)
+    return (not p.note, -p.z, -p.score, p.part, p.student_a, p.student_b)
 
 
 def _check_number(name: str, value, low: float, high: float) -> float:
@@ -198,16 +210,16 @@ def task_code(markdown: str) -> str:
 # Comparing one part.
 
 
-def _not_evidence(codes) -> set:
+def _not_evidence(codes, literals: dict | None = None) -> set:
     """The features of code that never counts (starter code, the task's code, the solution)."""
     out: set = set()
     for code in codes:
         if isinstance(code, str) and code.strip():
-            out |= set(code_print(code).features)
+            out |= set(code_print(code, literals).features)
     return out
 
 
-def _prints(answers: dict, info: PartInfo, ignored: set) -> dict:
+def _prints(answers: dict, info: PartInfo, ignored: set, literals: dict | None = None) -> dict:
     """student -> (code, its CodePrint, its own features, its ranges by feature) for the answers
     with enough code of their own."""
     out = {}
@@ -216,7 +228,7 @@ def _prints(answers: dict, info: PartInfo, ignored: set) -> dict:
         if len(code) > MAX_CHARS:
             code = code[:MAX_CHARS]
             info.cut.append(student)
-        found = code_print(code)
+        found = code_print(code, literals)
         own = frozenset(found.features) - ignored
         if found.unparsed:
             info.unparsed.append(student)
@@ -288,12 +300,68 @@ def _marks(table: tuple, features) -> tuple:
     return tuple(zip(starts[firsts].tolist(), reach[lasts].tolist()))
 
 
-def _pair(part, a, b, prints, numbers, listed: bool) -> Pair:
+def _pair(part, a, b, prints, numbers, listed: bool, note: str = "") -> Pair:
     (code_a, _, own_a, spans_a), (code_b, _, own_b, spans_b) = prints[a], prints[b]
     both = own_a & own_b
     score, share_a, share_b, z = (round(float(x), 4) for x in numbers)
     return Pair(part, a, b, score, share_a, share_b, z, listed, code_a, code_b,
-                _marks(spans_a, both), _marks(spans_b, both))
+                _marks(spans_a, both), _marks(spans_b, both), note)
+
+
+# Students with different variants.
+
+_NUMBER = re.compile(r"(?<![\w.])(?:\d[\d_]*\.?[\d_]*(?:[eE][-+]?\d+)?|\.\d[\d_]*(?:[eE][-+]?\d+)?)(?![\w.])")
+
+
+def _check_variants(variants) -> dict:
+    """``variants`` of one part: ``{"params": {name: [every value]}, "values": {student: {name: value}}}``."""
+    if variants is None:
+        return {"params": {}, "values": {}}
+    if not isinstance(variants, dict) or not isinstance(variants.get("params"), dict) \
+            or not isinstance(variants.get("values"), dict):
+        raise TypeError("variants must be a dict with 'params' (name -> values) and 'values' (student -> values)")
+    return variants
+
+
+def _literals(variants: dict) -> dict:
+    """The numbers read as a parameter's name: every value of the part's parameters."""
+    return {float(v): f"VARIANT_{name}" for name, values in sorted(variants["params"].items()) for v in values
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _numbers(code: str) -> set:
+    """The numbers the code writes (comments left out)."""
+    found = set()
+    for text in _NUMBER.findall(re.sub(r"#[^\n]*", "", code)):
+        try:
+            found.add(float(text.replace("_", "")))
+        except ValueError:
+            pass
+    return found
+
+
+def _show(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def variant_note(a: str, b: str, code_a: str, code_b: str, variants: dict) -> str:
+    """What the variants of students ``a`` and ``b`` say of their answers to one part, or ""."""
+    va, vb = variants["values"].get(a), variants["values"].get(b)
+    if not va or not vb:
+        return ""
+    differ = [n for n in sorted(variants["params"]) if n in va and n in vb and va[n] != vb[n]]
+    if not differ:
+        return ""
+    nums = {a: _numbers(code_a), b: _numbers(code_b)}
+    for name in differ:
+        for x, y, vx, vy in ((b, a, vb, va), (a, b, va, vb)):
+            if float(vy[name]) in nums[x] and float(vx[name]) not in nums[x]:
+                return (f"{x}'s answer writes {y}'s {name} {_show(vy[name])}, not {x}'s own {_show(vx[name])}: "
+                        f"an answer for {y}'s variant")
+    if " ".join(re.sub(r"#[^\n]*", "", code_a).split()) == " ".join(re.sub(r"#[^\n]*", "", code_b).split()):
+        values = ", ".join(f"{n} {_show(va[n])} and {_show(vb[n])}" for n in differ)
+        return f"the same code for two variants ({values}): at least one is wrong for its own variant"
+    return ""
 
 
 def _check_answers(answers) -> dict:
@@ -321,13 +389,15 @@ class PartScores:
         return float(self.score[i, j]), float(self.z[i, j])
 
 
-def part_scores(part: str, answers: dict, *, boilerplate=(), solution: str = "") -> PartScores:
+def part_scores(part: str, answers: dict, *, boilerplate=(), solution: str = "", variants=None) -> PartScores:
     """Every pair of ``answers`` (student -> code) of one part, scored and calibrated on the part.
 
-    ``boilerplate`` (starter code, the task's code) and ``solution`` never count.
+    ``boilerplate`` (starter code, the task's code) and ``solution`` never count; the numbers
+    of ``variants`` (:func:`variant_note`'s) are read as the parameters' names.
     """
     info = PartInfo(part)
-    prints = _prints(_check_answers(answers), info, _not_evidence([*boilerplate, solution]))
+    literals = _literals(_check_variants(variants))
+    prints = _prints(_check_answers(answers), info, _not_evidence([*boilerplate, solution], literals), literals)
     students = sorted(prints)
     info.compared = len(students)
     weights, held = _weights(prints)
@@ -347,23 +417,30 @@ def compare_part(
     solution: str = "",
     min_z: float = MIN_Z,
     min_score: float = MIN_SCORE,
+    variants=None,
 ) -> tuple[list, list, PartInfo]:
     """One part across the class: ``(groups, near, info)`` (:func:`part_scores`).
 
     ``groups``: students linked by listed pairs (unusualness at least ``min_z`` and score at
-    least ``min_score``), most unusual first; ``near``: the other pairs from :data:`NEAR_Z` (or
-    ``min_z`` if lower) up, most unusual first.
+    least ``min_score``, or a :func:`variant_note` and that score), noted pairs first, then most
+    unusual first; ``near``: the other pairs from :data:`NEAR_Z` (or ``min_z`` if lower) up.
+    ``variants``: the part's parameters and each student's values (:func:`variant_note`).
     """
     min_z, min_score = _check_number("min_z", min_z, -1e9, 1e9), _check_number("min_score", min_score, 0, 1)
-    found = part_scores(part, answers, boilerplate=boilerplate, solution=solution)
+    variants = _check_variants(variants)
+    found = part_scores(part, answers, boilerplate=boilerplate, solution=solution, variants=variants)
     listed, near, students = [], [], found.students
     for i, j in zip(*np.triu_indices(len(students), 1)):
-        if found.z[i, j] < min(NEAR_Z, min_z) or found.shared[i, j] <= 0:
+        if found.shared[i, j] <= 0:
             continue
-        is_listed = bool(found.z[i, j] >= min_z and found.score[i, j] >= min_score)
+        a, b = students[i], students[j]
+        note = variant_note(a, b, found.prints[a][0], found.prints[b][0], variants) if variants["params"] else ""
+        if found.z[i, j] < min(NEAR_Z, min_z) and not note:
+            continue
+        is_listed = bool((found.z[i, j] >= min_z or note) and found.score[i, j] >= min_score)
         numbers = (found.score[i, j], found.shared[i, j] / found.total[i], found.shared[i, j] / found.total[j],
                    found.z[i, j])
-        pair = _pair(part, students[i], students[j], found.prints, numbers, is_listed)
+        pair = _pair(part, a, b, found.prints, numbers, is_listed, note)
         (listed if is_listed else near).append(pair)
     return _groups(part, listed, found.prints), sorted(near, key=_rank), found.info
 
@@ -401,12 +478,12 @@ def _groups(part: str, pairs: list, prints: dict) -> list:
     for students in _components(pairs):
         inside = set(students)
         mine = sorted((p for p in pairs if p.student_a in inside and p.student_b in inside), key=_rank)
-        variants: dict = {}
+        answers: dict = {}
         for s in students:
-            variants.setdefault(prints[s][2], []).append(s)
+            answers.setdefault(prints[s][2], []).append(s)
         shown = []
-        for own, names in variants.items():
-            others = frozenset().union(*(o for o in variants if o is not own)) if len(variants) > 1 else own
+        for own, names in answers.items():
+            others = frozenset().union(*(o for o in answers if o is not own)) if len(answers) > 1 else own
             code, _, _, spans = prints[names[0]]
             shown.append((tuple(names), code, _marks(spans, own & others)))
         groups.append(Group(part, tuple(students), mine, sorted(shown, key=lambda v: v[0])))
@@ -414,7 +491,7 @@ def _groups(part: str, pairs: list, prints: dict) -> list:
 
 
 def _group_rank(g: Group):
-    return (-g.z, -g.score, g.part, g.students)
+    return (not any(p.note for p in g.pairs), -g.z, -g.score, g.part, g.students)
 
 
 def compare_class(
@@ -425,13 +502,17 @@ def compare_class(
     task_text: str = "",
     min_z: float = MIN_Z,
     min_score: float = MIN_SCORE,
+    variants: dict | None = None,
 ) -> Similarity:
     """Every part across the class: its groups, most unusual first (:func:`compare_part`).
 
     ``answers_by_student_and_part``: student -> {grade id: code}; ``release_code`` and
     ``solution_code``: grade id -> the release's starter code and the instructor's solution;
-    ``task_text``: the task's own code (:func:`course_code`), never evidence.
+    ``task_text``: the task's own code (:func:`course_code`), never evidence; ``variants``:
+    ``{"params": {grade id: {name: [every value]}}, "values": {student: {name: value}}}``, the
+    parts with per-student parameters and each student's values (:func:`class_variants`).
     """
+    variants = variants or {"params": {}, "values": {}}
     if not isinstance(answers_by_student_and_part, dict):
         raise TypeError("answers_by_student_and_part must be a dict of student -> {grade id: code}")
     parts = sorted({g for per in answers_by_student_and_part.values() if isinstance(per, dict) for g in per})
@@ -439,9 +520,11 @@ def compare_class(
     for gid in parts:
         answers = {s: per[gid] for s, per in answers_by_student_and_part.items()
                    if isinstance(per, dict) and gid in per}
+        params = variants["params"].get(gid) or {}
         found, close, info = compare_part(
             gid, answers, boilerplate=[release_code.get(gid, ""), task_text],
             solution=solution_code.get(gid, ""), min_z=min_z, min_score=min_score,
+            variants={"params": params, "values": variants["values"]} if params else None,
         )
         groups.extend(found)
         near.extend(close)
@@ -514,7 +597,11 @@ def load_answers(paths) -> tuple[str, dict, dict]:
             raise ValueError(f"cannot read the answers of {p}: {exc}") from exc
         if assignment is not None and data["assignment"] != assignment:
             raise ValueError(f"{p} holds answers of {data['assignment']}, not of {assignment}")
+        values = {**((course or {}).get("variants") or {}).get("values", {}),
+                  **(data["course"].get("variants") or {}).get("values", {})}
         assignment, course = data["assignment"], data["course"]
+        if course.get("variants"):  # each host knows its own students' variants
+            course["variants"]["values"] = values
         overlap = set(answers) & set(data["answers"])
         if overlap:
             raise ValueError(f"{p}: students graded on two hosts: {', '.join(sorted(overlap)[:5])}")
@@ -542,15 +629,34 @@ def update_answers(folder: Path, assignment: str, fresh: dict, everyone, course:
 
 
 def run(answers: dict, course: dict, *, min_z: float = MIN_Z, min_score: float = MIN_SCORE) -> Similarity:
-    """:func:`compare_class` on answers and :func:`course_code`'s output."""
+    """:func:`compare_class` on answers and :func:`course_code`'s output (with the class's
+    variants, :func:`class_variants`, where it has them)."""
     return compare_class(answers, course["release"], course["solution"], task_text=course.get("task", ""),
-                         min_z=min_z, min_score=min_score)
+                         min_z=min_z, min_score=min_score, variants=course.get("variants"))
+
+
+def class_variants(spec, students, starter: dict) -> dict | None:
+    """The answer cells (``starter``: grade id -> the release's code, :func:`course_code`) whose
+    function has per-student parameters, with every value, and each student's values, drawn as
+    the grader draws them (``spec.secret``); None where no part has variants or the course has
+    no secret."""
+    varied = [ps for ps in getattr(spec, "parts", ()) if getattr(ps.part, "variants", None) is not None]
+    if not varied or not getattr(spec, "secret", None):
+        return None
+    params: dict = {}
+    for ps in varied:
+        cells = [gid for gid, code in starter.items() if re.search(rf"^\s*def\s+{re.escape(ps.function)}\s*\(", code, re.M)]
+        for gid in cells:
+            for name in ps.part.params:
+                param = ps.part.variants.param(name)
+                params.setdefault(gid, {})[name] = [param.default, *param.choices]
+    return {"params": params, "values": {s: varied[0].part.variant(spec.secret, s) for s in students}}
 
 
 # What the instructor reads.
 
 CSV_HEADER = ["part", "group", "group_size", "unusualness", "score", "student_a", "student_b", "share_a",
-              "share_b", "listed", "shared_a", "shared_b"]
+              "share_b", "listed", "shared_a", "shared_b", "variants"]
 
 
 def _shared_text(code: str, marks) -> str:
@@ -562,7 +668,7 @@ def _csv_row(p: Pair, group: str, size: str) -> list:
     return [csv_cell(x) for x in (
         p.part, group, size, f"{p.z:.2f}", f"{p.score:.4f}", p.student_a, p.student_b, f"{p.share_a:.4f}",
         f"{p.share_b:.4f}", "yes" if p.listed else "no", _shared_text(p.code_a, p.marks_a),
-        _shared_text(p.code_b, p.marks_b),
+        _shared_text(p.code_b, p.marks_b), p.note,
     )]
 
 
@@ -653,6 +759,9 @@ def class_step(out: Path, spec, results: list, prepared: dict, *, everyone: int,
         import nbformat
 
         course = course_code(spec.release, nbformat.read(str(spec.source_path), as_version=4))
+        variants = class_variants(spec, [r.student for r in results], course["release"])
+        if variants is not None:
+            course["variants"] = variants
         fresh = {}
         for r in results:
             notebook = r.notebook if r.notebook is not None else getattr(prepared.get(r.student), "notebook", None)

@@ -4,7 +4,8 @@ A page an instructor reads at any class size: the groups most unusual first, the
 :data:`FIRST` open and the rest behind "show more" (:data:`STEP` at a time, at most
 :data:`MAX_GROUPS` on the page, every one in ``similarity.csv``), a filter by part and by score,
 each group's distinct answers side by side with the shared passages marked, each answer's first
-:data:`MAX_LINES` lines.
+:data:`MAX_LINES` lines, and what the students' variants say of a pair (a classmate's answer
+written for another variant, :func:`attngrade.similarity.variant_note`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["render_section", "page", "FIRST", "STEP", "MAX_GROUPS", "MAX_LINES"]
 FIRST = 10  # groups open at first
 STEP = 20  # groups behind each "show more"
 MAX_GROUPS = 200  # groups on the page (the CSV has them all)
-MAX_VARIANTS = 4  # distinct answers of a group side by side (the others listed by name)
+MAX_ANSWERS = 4  # distinct answers of a group side by side (the others listed by name)
 MAX_PAIRS = 8  # a group's pairs named under its heading
 MAX_LINES = 60  # lines of an answer shown
 
@@ -29,6 +30,7 @@ CSS = """
 .sim-sbs pre{background:#f6f8fa;border:1px solid #ddd;border-radius:4px;padding:.5rem;overflow-x:auto;
 font-size:.8rem;margin:.3rem 0;white-space:pre;max-height:40rem}
 .sim-sbs mark{background:#ffe08a;padding:0}.sim-note,.sim-pairs{color:#444;font-size:.9rem}
+.sim-variant{border-left:4px solid #b00;padding-left:.5rem}
 .sim-filter{background:#f3f3f3;border-radius:4px;padding:.4rem .8rem}.sim-more>summary{cursor:pointer;
 color:#0645ad;margin:.6rem 0}
 """
@@ -72,9 +74,9 @@ def _marked(code: str, marks) -> str:
     return "".join(out)
 
 
-def _variant_note(group, students) -> str:
+def _answer_note(group, students) -> str:
     """What one distinct answer of a group shares: with its closest other member, and with whom."""
-    if len(group.variants) == 1:
+    if len(group.answers) == 1:
         return f"{len(students)} students handed in this same code (after names, comments and layout)"
     mine = set(students)
     pair = next(p for p in group.pairs if (p.student_a in mine) != (p.student_b in mine))  # most unusual first
@@ -83,8 +85,8 @@ def _variant_note(group, students) -> str:
     return note + (f"; {len(students)} students handed in this code" if len(students) > 1 else "")
 
 
-def _variant_html(group, students, code, marks) -> str:
-    return (f"<div><b>{_names(list(students))}</b> <span class='sim-note'>({_variant_note(group, students)})"
+def _answer_html(group, students, code, marks) -> str:
+    return (f"<div><b>{_names(list(students))}</b> <span class='sim-note'>({_answer_note(group, students)})"
             f"</span><pre>{_marked(code, marks)}</pre></div>")
 
 
@@ -98,10 +100,12 @@ def _group_html(number: int, group) -> str:
                           for p in group.pairs[:MAX_PAIRS])
         more = f" and {len(group.pairs) - MAX_PAIRS} more (CSV)" if len(group.pairs) > MAX_PAIRS else ""
         pairs = f"<p class='sim-pairs'>{len(students)} students, {len(group.pairs)} pairs: {named}{more}</p>"
-    shown_variants = group.variants[:MAX_VARIANTS]
-    rest = [s for names, _, _ in group.variants[MAX_VARIANTS:] for s in names]
+    noted = [p for p in group.pairs if p.note][:MAX_PAIRS]
+    pairs += "".join(f"<p class='sim-variant'><b>Variants:</b> {_e(p.note)}</p>" for p in noted)
+    shown_answers = group.answers[:MAX_ANSWERS]
+    rest = [s for names, _, _ in group.answers[MAX_ANSWERS:] for s in names]
     hidden = f"<p class='sim-pairs'>Not shown: the answers of {_names(rest)}.</p>" if rest else ""
-    blocks = "".join(_variant_html(group, *v) for v in shown_variants)
+    blocks = "".join(_answer_html(group, *v) for v in shown_answers)
     return (f"<div class='sim-group' id='sim-{number}' data-part='{_e(group.part)}' "
             f"data-score='{group.score * 100:.1f}'><h3>{heading}</h3>{pairs}<div class='sim-sbs'>{blocks}</div>"
             f"{hidden}</div>")

@@ -105,7 +105,7 @@ def test_copies_of_one_answer_are_one_group_with_each_distinct_answer_shown_once
         members = tuple(sorted([root, *(c for c, (o, _) in PLANTED.items() if o == root)]))
         assert members in groups, (members, list(groups))
     trio = groups[("c2", "c8", "s03")]  # c2 is s03 renamed: one answer shown for both
-    assert sorted(names for names, _, _ in trio.variants) == [("c2", "s03"), ("c8",)]
+    assert sorted(names for names, _, _ in trio.answers) == [("c2", "s03"), ("c8",)]
     assert len(trio.pairs) == 3 and trio.z == max(p.z for p in trio.pairs)
 
 
@@ -114,7 +114,7 @@ def test_ten_students_who_share_an_answer_are_one_group_and_the_csv_has_their_45
     answers.update({f"copy{i}": {PART: rename(ANSWERS["s28"][PART], i)} for i in range(9)})
     result = S.run(answers, COURSE)
     (group,) = [g for g in result.groups if "s28" in g.students]
-    assert len(group.students) == 10 and len(group.pairs) == 45 and len(group.variants) == 1
+    assert len(group.students) == 10 and len(group.pairs) == 45 and len(group.answers) == 1
     rows = list(csv.DictReader(S.write_csv(tmp_path / "s.csv", result).open(newline="")))
     mine = [r for r in rows if r["group"] == str(result.groups.index(group) + 1)]
     assert len(mine) == 45 and {r["group_size"] for r in mine} == {"10"} and {r["listed"] for r in mine} == {"yes"}

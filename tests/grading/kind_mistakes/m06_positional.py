@@ -11,7 +11,7 @@ KIND_MISTAKES = [
     ("06_positional", "RoPE that ignores the base", "test_apply_rope",
      {"apply_rope": ("theta = base ** (", "theta = 10000.0 ** (")}),
     ("06_positional", "ALiBi slopes counted from h = 0", "test_alibi_slopes",
-     {"alibi_slopes": ("2.0 ** (-8.0 * (h + 1) / n)", "2.0 ** (-8.0 * h / n)")}),
+     {"alibi_slopes": ("2.0 ** (-c * (h + 1) / n)", "2.0 ** (-c * h / n)")}),
     ("06_positional", "ALiBi slopes of one geometric sequence", "test_alibi_slopes",
      {"alibi_slopes": ("slopes = geometric(n) + geometric(2 * n)[0::2][: H - n]", "slopes = geometric(H)")}),
     ("06_positional", "an ALiBi bias with S = L", "test_alibi_bias",
