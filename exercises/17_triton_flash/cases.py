@@ -18,7 +18,7 @@ import numpy as np
 from attnmath import flash
 from attngrade import leaderboard
 from attngrade.spec import Case, Part, allclose_check
-from attngrade.visible import factor_hint, like
+from attngrade.visible import factor_hint
 
 #: What the answers may import besides NumPy: torch to allocate and launch, triton for the kernel.
 #: ``attngrade.grader`` reads it; every other assignment forbids torch.
@@ -137,9 +137,26 @@ def diagnose_forward(case, out):
         variants.append((dict(pad=BLOCK - S % BLOCK), "the keys past S in the last tile are not masked: give "
                                                       "their scores -inf (offs_n < S), not 0"))
     for change, words in variants:
-        if like(out, _blocked(q, k, v, **{"causal": causal, **change}), case.expected):
+        if _matches(out, _blocked(q, k, v, **{"causal": causal, **change}), case.expected, case.tol):
             return words
     return factor_hint(out, case.expected, [(-1.0, "its sign is flipped")])
+
+
+def _matches(out, variant, expected, tol) -> bool:
+    """Whether ``out`` is what a mistake computes (``variant``, to float32 rounding) and that
+    differs from ``expected`` by more than the tolerance."""
+    try:
+        o, w, e = (np.asarray(a, dtype=np.float64) for a in (out, variant, expected))
+    except (TypeError, ValueError):
+        return False
+    if not o.shape == w.shape == e.shape:
+        return False
+    bad = ~np.isfinite(w)  # NaN where the mistake leaves a row with nothing to sum
+    if not np.array_equal(bad, ~np.isfinite(o)):
+        return False
+    o, w, e = o[~bad], w[~bad], e[~bad]
+    apart = bad.any() or np.any(np.abs(w - e) > tol * (1 + np.abs(e)))
+    return bool(apart and np.all(np.abs(o - w) <= 1e-4 * (1 + np.abs(w))))
 
 
 HINTS_FORWARD = {

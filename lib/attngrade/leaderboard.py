@@ -59,7 +59,8 @@ def timed(check):
 
 
 def is_speed_part(part) -> bool:
-    return bool(getattr(part.check, "timed", False))
+    """Whether ``part`` (an :class:`attngrade.spec.Part`) is a speed part (:func:`timed`)."""
+    return bool(getattr(getattr(part, "check", None), "timed", False))
 
 
 def repeats(part) -> int:
@@ -145,7 +146,7 @@ def board(spec, results: list, salt: str) -> list[dict]:
     """The timed submissions, fastest first: ``{"id", "ratio", "points"}`` each."""
     rows = []
     for ps in spec.parts:
-        if not is_speed_part(ps.part):
+        if not is_speed_part(getattr(ps, "part", None)):
             continue
         for r in results:
             pr = r.parts.get(ps.grade_id)
@@ -157,7 +158,7 @@ def board(spec, results: list, salt: str) -> list[dict]:
 
 def board_html(spec, results: list, salt: str) -> list[str]:
     """The summary page's leaderboard section (none for an assignment without a speed part)."""
-    if not any(is_speed_part(ps.part) for ps in spec.parts):
+    if not any(is_speed_part(getattr(ps, "part", None)) for ps in spec.parts):
         return []
     rows = board(spec, results, salt)
     out = ["<h2>Leaderboard</h2>"]

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from . import feedback
 from .grader import STATUSES, AssignmentSpec, Result
+from .leaderboard import board, board_html
 from .names import csv_cell, shown
 from .notebooks import cell_grade_id
 from .submissions import _norm  # one notion of "unchanged" for the grader and the report
@@ -562,6 +563,7 @@ def write_summary(
             else None
         ),
         "results": rows,
+        "leaderboard": board(spec, results, _board_salt(spec)),  # a speed part's times, anonymous ids
     }
     from .statistics import write_statistics
 
@@ -610,10 +612,16 @@ def _summary_html(spec: AssignmentSpec, results: list[Result], summary: dict, po
             f"autograded score per started day late, at most {policy.max_penalty:.0%}.</p>"
         )
     out.extend(_results_html(spec, summary))
+    out.extend(board_html(spec, results, _board_salt(spec)))
     out.append("<h2>Isolation</h2><table>")
     out.extend(f"<tr><td>{e(str(k))}</td><td>{e(str(v))}</td></tr>" for k, v in isolation.items())
     out.append("</table></body></html>")
     return "\n".join(out)
+
+
+def _board_salt(spec: AssignmentSpec) -> str:
+    """What the leaderboard's anonymous ids are drawn with: the course secret where there is one."""
+    return getattr(spec, "secret", None) or spec.name
 
 
 def _warnings_html(warnings: list) -> list[str]:

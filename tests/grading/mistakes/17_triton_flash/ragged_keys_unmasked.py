@@ -1,7 +1,5 @@
-# The kernel multiplies the tiles in the dtype it loads: right in float32 and float16, but Triton's
-# CPU interpreter multiplies bfloat16 tiles wrongly, so Part 1's bfloat16 cases fail; Part 2's
-# untimed cases are float16 only.
-# expect: test_triton_forward=0, test_triton_speed=2
+# bug: the keys past S in the last tile are loaded as zeros but their scores are not set to -inf, so each row's softmax counts them with score 0
+# part: triton_flash_forward
 # %% grade_id: triton_flash_forward
 @triton.jit
 def flash_forward_kernel(Q, K, V, Out, L, S, scale,
@@ -13,6 +11,8 @@ def flash_forward_kernel(Q, K, V, Out, L, S, scale,
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,) query rows
     offs_d = tl.arange(0, D)  # (D,)
     q = tl.load(Q + h * L * D + offs_m[:, None] * D + offs_d[None, :], mask=offs_m[:, None] < L, other=0.0)
+    if UPCAST:
+        q = q.to(tl.float32)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)  # running maximum
     l_i = tl.zeros([BLOCK_M], tl.float32)  # running sum
     acc = tl.zeros([BLOCK_M, D], tl.float32)  # unnormalised output
@@ -24,11 +24,12 @@ def flash_forward_kernel(Q, K, V, Out, L, S, scale,
         rows = offs_n[:, None] < S
         k = tl.load(K + h * S * D + offs_n[:, None] * D + offs_d[None, :], mask=rows, other=0.0)
         v = tl.load(V + h * S * D + offs_n[:, None] * D + offs_d[None, :], mask=rows, other=0.0)
+        if UPCAST:
+            k = k.to(tl.float32)
+            v = v.to(tl.float32)
         s = tl.dot(q, tl.trans(k)) * scale  # (BLOCK_M, BLOCK_N), float32
-        keep = offs_n[None, :] < S
         if CAUSAL:
-            keep = keep & (offs_n[None, :] <= offs_m[:, None])
-        s = tl.where(keep, s, float("-inf"))
+            s = tl.where(offs_n[None, :] <= offs_m[:, None], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))  # finite: key 0 is visible to every row
         p = tl.exp(s - m_new[:, None])
         alpha = tl.exp(m_i - m_new)  # 0 on the first tile

@@ -1,0 +1,165 @@
+"""Exercise 17 (the flash-attention forward pass in Triton): the one assignment whose answers may
+import torch and triton. Its correctness is graded on the CPU under ``TRITON_INTERPRET=1``; its
+speed part is timed only where the grading host has a GPU (``attngrade.leaderboard``), and says
+"not timed here" elsewhere; a call of PyTorch's attention or of the course's kernels earns
+nothing; every other assignment still blocks torch.
+
+The rest of 17's checks are the course's own: ``test_every_assignment`` (solution, release and
+samples, the SDPA-calling ``delegating`` among them, through the grader), ``test_visible_checks``
+(its kind mistakes: no rescaling, a causal mask off by one, float16 accumulation),
+``test_mistakes`` and ``tests/exercises`` (stock nbgrader, the release in sync).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+
+import gradingkit as gk
+from attngrade import leaderboard
+from attngrade.grader import PartResult, Result, _allowed_modules, grade_submission, load_assignment, load_course
+from attngrade.sandbox import Limits, site_view
+from attngrade.spec import load_cases, make_cases
+from attngrade.staticcheck import REFERENCE_MODULES, analyse_cell
+from attngrade.submissions import Submission
+
+A = "17_triton_flash"
+
+
+def _speed_spec():
+    parts = load_cases(gk.SOLUTIONS / A).PARTS
+    return SimpleNamespace(name=A, parts=[SimpleNamespace(grade_id=p.grade_id, part=p) for p in parts])
+
+
+# ---- the speed part and the leaderboard ---------------------------------------------------------
+
+
+def test_the_speed_points_run_from_the_course_kernels_time_to_three_times_it():
+    assert leaderboard.speed_points(2.0, 0.5) == leaderboard.speed_points(2.0, 1.0) == 2.0
+    assert leaderboard.speed_points(2.0, 2.0) == 1.0
+    assert leaderboard.speed_points(2.0, 3.0) == leaderboard.speed_points(2.0, 7.0) == 0.0
+    with pytest.raises(ValueError, match="ratio"):
+        leaderboard.speed_points(2.0, 0.0)
+
+
+def test_without_a_gpu_the_speed_part_is_not_timed_and_a_correct_answer_earns_its_points():
+    assert not leaderboard.gpu_available()  # this machine: no CUDA
+    speed = next(p for p in load_cases(gk.SOLUTIONS / A).PARTS if leaderboard.is_speed_part(p))
+    assert leaderboard.repeats(speed) == 0  # the worker times nothing
+    cases = make_cases(speed)
+    assert {c.kind for c in cases} == {leaderboard.NOT_TIMED_KIND}
+    score, message, detail = leaderboard.verdict(2.0, cases, [None] * len(cases))
+    assert score == 2.0 and "not timed here" in message and detail == leaderboard.NOT_TIMED
+
+
+def test_timed_calls_are_scored_against_the_course_kernel_and_ranked_anonymously(monkeypatch):
+    monkeypatch.setattr(leaderboard, "course_seconds", lambda case: 1e-3)
+    cases = [SimpleNamespace(), SimpleNamespace()]
+    score, message, detail = leaderboard.verdict(2.0, cases, [2e-3, 2e-3])
+    assert score == 1.0 and "2.00x the course kernel" in message and leaderboard.speed_ratio(detail) == 2.0
+    assert leaderboard.verdict(2.0, cases, [2e-3, None])[0] == 0.0  # a call not measured earns nothing
+    spec = _speed_spec()
+    results = []
+    for student, seconds in (("ada", 1.5e-3), ("bob", 0.8e-3), ("cy", None)):
+        detail = leaderboard.verdict(2.0, cases, [seconds, seconds])[2] if seconds else leaderboard.NOT_TIMED
+        res = Result(student, "graded")
+        res.parts["test_triton_speed"] = PartResult(1.0, 2.0, True, "", detail)
+        results.append(res)
+    rows = leaderboard.board(spec, results, "course secret")
+    assert [r["ratio"] for r in rows] == [0.8, 1.5]  # fastest first; the untimed one is not ranked
+    assert rows[0]["id"] == leaderboard.anonymous_id("bob", "course secret") != leaderboard.anonymous_id("bob", "x")
+    page = "\n".join(leaderboard.board_html(spec, results, "course secret"))
+    assert "Leaderboard" in page and rows[0]["id"] in page
+    assert not re.search(r"\b(ada|bob|cy)\b", page)
+    assert "not timed here" in "\n".join(leaderboard.board_html(spec, results[2:], "s"))
+
+
+# ---- what the answers may import --------------------------------------------------------------
+
+
+def test_only_the_triton_assignment_lets_its_answers_import_torch():
+    assert _allowed_modules(gk.SOLUTIONS / A / "hidden_tests.py") == {"torch", "triton"}
+    others = [a for a in gk.ASSIGNMENTS if a != A]
+    assert all(_allowed_modules(gk.SOLUTIONS / a / "hidden_tests.py") == frozenset() for a in others)
+    spec = load_assignment(load_course(gk.ROOT), "01_softmax")
+    assert {"torch", "attnmath"} <= set(spec.blocked) and spec.allowed == ()
+
+
+def test_the_worker_shows_torch_only_to_a_job_that_does_not_block_it():
+    import torch
+
+    folder = str(Path(torch.__file__).resolve().parents[1])
+    plain, allowing = set(site_view(folder)), set(site_view(folder, ("torch",)))
+    assert "torch" not in plain and {"torch", "torchgen"} <= allowing
+    assert allowing - plain <= {e for e in allowing if e.lower().startswith(("torch", "functorch"))}
+    assert not {e for e in allowing if e.startswith(("attnmath", "attngrade", "scipy", "nbgrader"))}
+    with pytest.raises(ValueError, match="allow"):
+        site_view(folder, ("attnmath",))
+
+
+@pytest.mark.parametrize("source", [
+    "out = torch.nn.functional.scaled_dot_product_attention(q, k, v)",
+    "import torch.nn.functional as F\nout = F.scaled_dot_product_attention(q, k, v)",
+    "from torch.nn.functional import scaled_dot_product_attention as sdpa\nout = sdpa(q, k, v)",
+    "out = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)[0]",
+    "out = getattr(torch.nn.functional, 'scaled_dot_product_attention')(q, k, v)",
+    "from flash_attn import flash_attn_func",
+    "from attnmath.flash_triton import flash_attention_triton",
+])
+def test_a_call_of_pytorchs_attention_or_the_course_kernels_is_a_reference_finding(source):
+    reference = frozenset((REFERENCE_MODULES - {"torch", "triton"}) | set(load_cases(gk.SOLUTIONS / A).FORBIDDEN))
+    assert "reference" in {f.kind for f in analyse_cell(source, reference=reference).findings}
+    assert not analyse_cell("x = torch.empty(3).to(torch.float16)", reference=reference).findings
+
+
+# ---- end to end: one grading, in the grader's sandbox -------------------------------------------
+
+CHEATS = {
+    "aten_op": "def triton_flash_forward(q, k, v, causal=False, dtype='float32'):\n"
+               "    q, k, v = (torch.as_tensor(x) for x in (q, k, v))\n"
+               "    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=causal)"
+               "[0].numpy()\n",
+    "course_kernel": "from attnmath.flash_triton import flash_attention_triton\n\n"
+                     "def triton_flash_forward(q, k, v, causal=False, dtype='float32'):\n"
+                     "    q, k, v = (torch.as_tensor(x)[None].to(getattr(torch, dtype)) for x in (q, k, v))\n"
+                     "    return flash_attention_triton(q, k, v, causal=causal)[0][0].float().numpy()\n",
+}
+FAST = "def fast_flash_forward(q, k, v, causal=False, dtype='float16'):\n    return triton_flash_forward(q, k, v, causal, dtype)\n"
+
+
+@pytest.fixture(scope="module")
+def graded(isolation, tmp_path_factory):
+    """The solution and two answers that call someone else's attention, graded once."""
+    folder = tmp_path_factory.mktemp("triton17")
+    spec = load_assignment(load_course(gk.ROOT), A)
+    notebooks = {"solution": gk.fill_any(gk.release(A), gk.solution_answers(A))}
+    for name, source in CHEATS.items():
+        notebooks[name] = gk.fill_any(gk.release(A), {"triton_flash_forward": source, "fast_flash_forward": FAST})
+    results = {}
+    for student, nb in notebooks.items():
+        path = folder / f"{student}.ipynb"
+        nbformat.write(nb, path)
+        results[student] = grade_submission(spec, Submission(student, path, "flat", source=path.name), isolation,
+                                            Limits(timeout=60), tmp_root=str(folder))
+    return results
+
+
+def test_the_solution_gets_full_marks_on_the_cpu_and_its_speed_part_says_not_timed_here(graded):
+    res = graded["solution"]
+    assert res.status == "graded", res.reason
+    assert {g: p.score for g, p in res.parts.items()} == {"test_triton_forward": 6.0, "test_triton_speed": 2.0}
+    assert "not timed here" in res.parts["test_triton_speed"].message
+    assert res.parts["test_triton_forward"].message == "passed"
+
+
+@pytest.mark.parametrize("student", sorted(CHEATS))
+def test_an_answer_that_calls_pytorchs_attention_or_the_course_kernel_scores_nothing(graded, student):
+    res = graded[student]
+    assert {g: p.score for g, p in res.parts.items()} == {"test_triton_forward": 0.0, "test_triton_speed": 0.0}
+    assert res.status == "flagged" and "calls reference" in res.reason, res.reason
+    assert all(p.message.startswith("no credit") for p in res.parts.values())
