@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import types
 
 import nbformat
@@ -25,7 +26,7 @@ from attngrade.notebooks import answer_cells
 from attngrade.release import release_class
 from attngrade.similarity import compare_part, part_scores, variant_note
 from attngrade.spec import SECRET_ENV, _autograded_student, check_outputs, compute_outputs, load_parts, make_cases, \
-    visible_cases
+    run_hidden_tests, visible_cases
 from attngrade.variants import VARIANT_FILE, Param, Variants, render_notebook, statement_cells
 from attngrade.visible import check_part
 
@@ -152,11 +153,22 @@ def test_the_release_writes_each_student_s_notebook_and_file_and_the_visible_che
 
 
 def test_stock_autograde_grades_the_student_of_its_folder(tmp_path, monkeypatch):
-    folder = tmp_path / "autograded" / "alice" / "01_softmax"
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    shutil.copytree(gk.SOLUTIONS / "01_softmax", tmp_path / "solutions" / "01_softmax",
+                    ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+    v = _variants("01_softmax")
+    alice = _student_with(v, {"temperature": 0.25})
+    folder = tmp_path / "autograded" / alice / "01_softmax"
     folder.mkdir(parents=True)
     monkeypatch.chdir(folder)
-    assert _autograded_student(tmp_path, "01_softmax") == "alice"
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    assert _autograded_student(tmp_path, "01_softmax") == alice
     assert _autograded_student(tmp_path, "02_attention") is None
+    (folder / VARIANT_FILE).write_text(json.dumps({"assignment": "01_softmax", "values": {"temperature": 4.0}}))
+    mine, classmate = _answers("01_softmax", {"temperature": 0.25}), _answers("01_softmax", {"temperature": 4.0})
+    run_hidden_tests("01_softmax", "test_stable_softmax", mine)  # the id decides, not the file
+    with pytest.raises(AssertionError, match="hidden tests of stable_softmax failed"):
+        run_hidden_tests("01_softmax", "test_stable_softmax", classmate)
     monkeypatch.chdir(tmp_path)
     assert _autograded_student(tmp_path, "01_softmax") is None
 
@@ -186,6 +198,10 @@ def test_a_difference_only_in_the_parameter_is_no_difference_and_a_copy_across_v
                 "values": {"ann": {"temperature": 0.5}, "ben": {"temperature": 2.0}}}
     assert "ben's answer writes ann's temperature 0.5, not ben's own 2" in variant_note("ann", "ben", a, a, variants)
     assert variant_note("ann", "ben", a, b, variants) == ""  # each wrote their own value
+    same = "def stable_softmax(x, axis=-1):\n    return np.exp(x) / np.exp(x).sum(axis, keepdims=True)\n"
+    assert "the same code for two variants (temperature 0.5 and 2)" in variant_note("ann", "ben", same, same, variants)
+    assert variant_note("ann", "ann2", same, same, {**variants, "values": {"ann": {"temperature": 0.5},
+                                                                          "ann2": {"temperature": 0.5}}}) == ""
     answers = {f"h{i}": code.format(T=t) for i, (code, t) in enumerate(zip(HONEST, [0.25, 0.5, 2.0, 4.0]))}
     values = {f"h{i}": {"temperature": t} for i, t in enumerate([0.25, 0.5, 2.0, 4.0])}
     answers.update(ann=a, ben=a, cid=COPIED.format(T=4.0))
