@@ -80,17 +80,20 @@ exercises: $(STAMP)
 # notebooks stay as they are. It also writes the start page, work/README.md, which links each
 # exercise to its chapter of the built book (served by the lab at /static/, after `make book`).
 # The lab's own Jupyter config folder turns nbgrader's instructor tools off: their lab plugins
-# (page_config.json) and the formgrader, course-list and assignment-list server extensions.
+# (page_config.json) and the formgrader, course-list and assignment-list server extensions. It
+# also turns off JupyterLab's announcements plugin, whose first-start pop-up asking to fetch
+# Jupyter news covers the notebook (and whose update check goes online).
 # Copies still as released get this Python's kernelspec and language_info (attngrade.lab),
 # so JupyterLab finds nothing to change when it opens them.
 WORK ?= work
 LAB_CONFIG := $(VENV)/student-lab-config
-STUDENT_LAB_HIDES := formgrader create-assignment course-list assignment-list menu
+STUDENT_LAB_HIDES := $(addprefix @jupyter/nbgrader:,formgrader create-assignment course-list assignment-list menu) \
+  @jupyterlab/apputils-extension:announcements
 STUDENT_LAB_SERVER_OFF := formgrader course_list assignment_list
 $(LAB_CONFIG)/labconfig/page_config.json: $(STAMP) Makefile
 	@mkdir -p $(dir $@) $(LAB_CONFIG)/lab/user-settings/@jupyterlab/docmanager-extension
 	@printf '{"disabledExtensions": {%s}}\n' \
-	  "$$(for x in $(STUDENT_LAB_HIDES); do printf '"@jupyter/nbgrader:%s": true, ' $$x; done | sed 's/, $$//')" > $@
+	  "$$(for x in $(STUDENT_LAB_HIDES); do printf '"%s": true, ' $$x; done | sed 's/, $$//')" > $@
 	@printf '{"ServerApp": {"jpserver_extensions": {%s}, "extra_static_paths": ["%s"]}}\n' \
 	  "$$(for x in $(STUDENT_LAB_SERVER_OFF); do printf '"nbgrader.server_extensions.%s": false, ' $$x; done | sed 's/, $$//')" \
 	  "$(CURDIR)/_build/html" > $(LAB_CONFIG)/jupyter_server_config.json

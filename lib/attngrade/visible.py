@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 import textwrap
 import time
 from pathlib import Path
@@ -342,11 +343,18 @@ def _changed(case: Case, args: tuple, kwargs: dict, answer) -> str:
 MESSAGE_WIDTH = 80
 
 
+_WHERE = re.compile(r" (\(case \d+ of \d+[^()]*\))$")  # check_part's "(case 3 of 12; its inputs: ...)"
+
+
 def message_lines(text: str) -> list[str]:
     """``text`` as it is shown in the cell, in Validate's dialog and by ``nbgrader validate``:
-    lines of at most :data:`MESSAGE_WIDTH` characters, the hint on lines of its own."""
+    lines of at most :data:`MESSAGE_WIDTH` characters, the hint and the failing case's number on
+    lines of their own."""
     verdict, _, hint = text.partition(HINT_MARK)
     paragraphs = [verdict] + ([HINT_MARK.strip() + " " + hint] if hint else [])
+    where = _WHERE.search(paragraphs[-1])
+    if where:
+        paragraphs[-1:] = [paragraphs[-1][:where.start()], where.group(1)]
     return [line for paragraph in paragraphs
             for line in textwrap.wrap(paragraph, MESSAGE_WIDTH, break_long_words=False, break_on_hyphens=False)]
 

@@ -2,15 +2,19 @@
 
 A lab is started as ``make lab`` starts it (its own Jupyter config, a copy of the release made by
 ``make lab-work``), on a free loopback port with a token, in a temporary folder, and stopped by
-its pid. The student opens exercise 01, which is not marked modified on opening, types a wrong
-answer (the global-max softmax) into Part 1's answer cell, runs all cells and reads the summary
-(Part 1 failed, naming the kind of case, the later parts not attempted), then types a right
-answer and reads "Part 1: passed". The instructor's server extensions are absent.
+its pid. The student opens exercise 01, which is not marked modified on opening and over which
+no pop-up asks about Jupyter news, types a wrong answer (the global-max softmax) into Part 1's
+answer cell, runs all cells and reads the summary (Part 1 failed, naming the kind of case, the
+later parts not attempted). Part 2's cell, not attempted, says so in one line, without a
+traceback. Validate's dialog shows each failed cell's message as the cell shows it. Then the
+student types a right answer and reads "Part 1: passed". The instructor's server extensions are
+absent.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import socket
@@ -99,6 +103,39 @@ _SUMMARY = """() => {
 }"""
 
 
+_TEST_OUTPUT = """(part) => {
+  const cell = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')]
+    .find(c => c.querySelector('.jp-InputArea').innerText.includes(`self_check("${part}")`));
+  const out = cell.querySelector('.jp-OutputArea');
+  return out ? out.innerText : '';
+}"""
+
+_VALIDATION = """() => [...document.querySelectorAll('#validation-message .jp-RenderedText pre')].map(p => p.innerText)"""
+
+
+def _validate(page, artifacts: Path) -> dict[str, str]:
+    """Click Validate, wait for its dialog, screenshot it and close it: part label -> the error
+    the dialog shows under that part's failed cell."""
+    page.locator(".validate-button").first.click()
+    page.wait_for_selector("#validation-message", timeout=120_000)
+    dialog = page.locator(".jp-Dialog-content")
+    dialog.screenshot(path=str(artifacts / "lab-validate-failed.png"))
+    texts = page.evaluate(_VALIDATION)  # the source of each failed cell, then its error
+    dialog.get_by_role("button", name="Ok").click()
+    shown = {}
+    for source, error in zip(texts[::2], texts[1::2]):
+        label = re.search(r'self_check\("(Part \d+)"\)', source)
+        shown[label.group(1) if label else source] = error
+    return shown
+
+
+def _no_news_pop_up(page) -> None:
+    """JupyterLab's first start asks in a pop-up whether to fetch Jupyter news: not in the student's lab."""
+    page.wait_for_timeout(3000)  # the question comes once the settings are loaded, after the notebook
+    assert page.get_by_text("Jupyter news").count() == 0, "the news pop-up shows"
+    assert not page.evaluate("() => window.jupyterapp.isPluginActivated('@jupyterlab/apputils-extension:announcements')")
+
+
 def _run_all_and_read_summary(page) -> str:
     """Clear every output, run all cells, and return the summary once its last line is there."""
     page.evaluate(_RUN_ALL)
@@ -129,11 +166,24 @@ def test_a_student_types_a_wrong_then_a_right_answer_and_reads_the_summary(lab, 
         assert not page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty"), \
             "opening the untouched release marked it modified"
 
+        _no_news_pop_up(page)
+
         _replace_answer(page, WRONG)
         summary = _run_all_and_read_summary(page)
         page.locator(".jp-Notebook .jp-Cell").last.screenshot(path=str(artifacts / "lab-summary-wrong.png"))
         assert "Part 1: failed [float16 input, rows of ±1e4]" in summary, summary
         assert "Part 2: not attempted" in summary and "Part 3: not attempted" in summary, summary
+        in_cell = {part: page.evaluate(_TEST_OUTPUT, part).strip() for part in ("Part 1", "Part 2", "Part 3")}
+        page.locator(".jp-CodeCell", has_text='self_check("Part 2")').screenshot(
+            path=str(artifacts / "lab-not-attempted.png"))
+        assert in_cell["Part 2"] == "Part 2 not attempted (it still raises NotImplementedError)", in_cell["Part 2"]
+        assert in_cell["Part 1"].startswith("Part 1 failed [float16 input, rows of ±1e4]: "), in_cell["Part 1"]
+        assert "Traceback" not in in_cell["Part 1"] and max(map(len, in_cell["Part 1"].splitlines())) <= 80
+
+        in_dialog = _validate(page, artifacts)
+        assert {part: in_dialog.get(part, "").strip() for part in in_cell} == in_cell, in_dialog
+        others = {text.strip() for part, text in in_dialog.items() if part not in in_cell}
+        assert others <= {"You did not provide a response."}, others  # Part 4, written, not answered yet
 
         _replace_answer(page, RIGHT)
         summary = _run_all_and_read_summary(page)
