@@ -3,13 +3,20 @@
 Measures, on a CUDA GPU, the throughput (TFLOP/s) and the peak memory of
 
 * ``triton``: :func:`attnmath.flash_triton.flash_attention` (forward and backward kernels), as
-  called by default, with its check that the inputs are finite (one reduction per tensor and
-  one wait for the GPU per pass),
+  called by default, with its check that the inputs are finite (one reduction per tensor, run
+  on the GPU without a wait since 2026-12-07; one wait per pass before),
 * ``triton_nocheck``: the same with ``check_finite=False``, the kernels and their launches alone,
+  with the default (split) backward: 7 matrix products per tile pair,
+* ``triton_atomic``: the kernels alone with the atomic backward (``KernelConfig.dq_atomic``:
+  ``dQ`` added by the ``dK, dV`` kernel, FlashAttention-2's 5 products); ``fwd_bwd`` only,
 * ``sdpa_flash``, ``sdpa_efficient``, ``sdpa_cudnn``, ``sdpa_math``:
   ``torch.nn.functional.scaled_dot_product_attention`` restricted to one backend with
-  ``torch.nn.attention.sdpa_kernel`` (FlashAttention-2, memory-efficient, cuDNN, and the plain
-  math implementation that materialises the ``(N, N)`` matrix),
+  ``torch.nn.attention.sdpa_kernel`` (FlashAttention-2 as bundled with torch, named in the
+  record's ``sdpa_baseline``; memory-efficient, cuDNN, and the plain math implementation that
+  materialises the ``(N, N)`` matrix),
+* ``sdpa_fa3``: the flash backend with FlashAttention-3 switched in
+  (``torch.nn.attention.activate_flash_attention_impl("FA3")``), only where the installed torch
+  offers it and its module ``flash_attn_interface`` is installed (``sdpa_baseline`` says which),
 
 for bfloat16 and float16 inputs ``(B, H, N, d)`` with ``B * N = 16384`` tokens, ``N`` from 512
 to 16384, ``d`` in {64, 128} and ``H = 2048 / d`` heads (model width 2048, as in the
@@ -32,7 +39,19 @@ runs out of memory, gets no row and is printed as ``n/a`` or ``OOM``.
 **Tuning** (``--tune``): before the grid, each ``(d, causal)`` tries the forward settings and
 the backward settings of :func:`tuning_candidates` (float16, ``N = 4096``; candidates screened
 for registers and shared memory by ``bench/compile_flash_triton.py`` without a GPU) and the
-grid's ``triton`` rows use the fastest; the record's ``tuning`` lists every candidate's time.
+grid's ``triton`` rows use the fastest; then (also alone, ``--tune-atomic``) the atomic
+backward's settings of :func:`atomic_candidates`, for the ``triton_atomic`` rows. The record's
+``tuning`` lists every candidate's time, ``tuned`` the settings chosen.
+
+**The leaderboard configuration** (:data:`LEADERBOARD`): Stanford CS336's (B = 1, N = 16384,
+16 heads, d = 64, bfloat16, causal, forward+backward), timed in milliseconds for every
+implementation into the record's ``leaderboard``, beside the leaderboard's best entry (someone
+else's measurement on another H100).
+
+Order of the steps, so that a run cut short by its budget keeps the most useful: versions and
+the SDPA baseline, the correctness checks, tuning, the leaderboard configuration, the grid
+(``fwd_bwd`` first), the switched-in flash columns. ``--dry-run`` runs every step once on tiny
+CPU tensors, untimed (Triton's interpreter), to check the plumbing where there is no GPU.
 
 Usage::
 
@@ -40,6 +59,7 @@ Usage::
     python bench/bench_flash_gpu.py --tune          # tune first, then the grid with the best
     python bench/bench_flash_gpu.py --quick         # N in {512, 2048}, d = 64, float16
     python bench/bench_flash_gpu.py --budget-s 200  # stop starting new rows after 200 s
+    python bench/bench_flash_gpu.py --dry-run --tune-atomic --out /tmp/x.json  # no GPU
     python bench/bench_flash_gpu.py --report book/data/flash_gpu.json  # a record's ratios, no GPU
 
 Writes ``book/data/flash_gpu.json`` (``--out`` overrides), the format read by the flash
@@ -50,7 +70,9 @@ chapter::
                "causal": bool, "mode": "fwd" | "fwd_bwd", "tflops": float,
                "peak_mem_bytes": int}],
      "tuning": [...], "checks": [...],   # only when measured
-     "failures": [{"impl", "mode", "dtype", "causal", "d", "N", "reason": "OOM" | "n/a"}]}
+     "failures": [{"impl", "mode", "dtype", "causal", "d", "N", "reason": "OOM" | "n/a"}],
+     "versions": {...}, "sdpa_baseline": {...}, "leaderboard": {...}, "tuned": {...},
+     "dry_run": bool}
 
 and prints a table with each implementation's TFLOP/s and its ratio to ``sdpa_flash``. The
 record is written again after every configuration, so a run stopped by a time limit keeps
@@ -76,7 +98,18 @@ NS = (512, 1024, 2048, 4096, 8192, 16384)
 DS = (64, 128)
 DTYPES = ("float16", "bfloat16")
 MODES = ("fwd", "fwd_bwd")
-IMPLS = ("triton", "triton_nocheck", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math")
+IMPLS = ("triton", "triton_nocheck", "triton_atomic", "sdpa_flash", "sdpa_fa3", "sdpa_efficient",
+         "sdpa_cudnn", "sdpa_math")
+BACKWARD_ONLY = ("triton_atomic",)  # its forward is triton_nocheck's: timed in fwd_bwd only
+# Implementations that torch can switch SDPA's flash backend to (torch.nn.attention.
+# activate_flash_attention_impl), and the module each needs: column -> (impl name, module).
+SWITCHED_FLASH = {"sdpa_fa3": ("FA3", "flash_attn_interface")}
+# CS336's public leaderboard configuration (Stanford, spring 2025): FlashAttention-2 forward and
+# backward on one H100, and its best entry as issue 43 quotes it (someone else's measurement).
+LEADERBOARD = {"B": 1, "H": 16, "N": 16384, "d": 64, "dtype": "bfloat16", "causal": True,
+               "mode": "fwd_bwd", "best_entry_ms": 4.03,
+               "best_entry_source": "Stanford CS336 public leaderboard, as quoted in issue 43 "
+                                    "(another H100, someone else's measurement)"}
 REFERENCE = "sdpa_flash"
 SKIP_MESSAGE = "no CUDA device: GPU benchmark skipped"
 MiB = 2**20
@@ -108,8 +141,10 @@ def shapes(N: int, d: int) -> tuple[int, int]:
 
 def make_record(rows: list[dict], *, device: str, torch_version: str, triton_version: str,
                 date: str | None = None, tuning: list | None = None,
-                checks: list | None = None, failures: dict | None = None) -> dict:
-    """The JSON document read by the flash chapter, with its fields checked."""
+                checks: list | None = None, failures: dict | None = None,
+                extra: dict | None = None) -> dict:
+    """The JSON document read by the flash chapter, with its fields checked; ``extra``'s keys
+    (versions, the SDPA baseline's name, the leaderboard configuration) are added as given."""
     checked = []
     for r in rows:
         if r["mode"] not in MODES:
@@ -131,6 +166,7 @@ def make_record(rows: list[dict], *, device: str, torch_version: str, triton_ver
         keys = ("impl", "mode", "dtype", "causal", "d", "N")
         record["failures"] = [dict(zip(keys, key), reason=str(reason))
                               for key, reason in sorted(failures.items(), key=str)]
+    record.update(extra or {})
     return record
 
 
@@ -213,24 +249,59 @@ def tuning_candidates(d: int) -> list:
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
 
+def atomic_candidates(d: int) -> list:
+    """Settings of the atomic backward (``KernelConfig.dq_atomic``) for head dim ``d``: the
+    default's with ``dq_atomic``, then other ``dK, dV`` tiles, warps and stages (the ``dQ``
+    fields are unused on that path). Screened by ``bench/compile_flash_triton.py --candidates``
+    (registers, spills, HGMMA) before a GPU times them."""
+    from attnmath.flash_triton import kernel_config
+
+    base = kernel_config(d)._replace(dq_atomic=True)
+    if d <= 64:
+        bwd = [(64, 128, 8, 3), (32, 128, 8, 2), (32, 64, 4, 3)]
+    else:
+        bwd = [(64, 64, 8, 2), (32, 64, 8, 3), (32, 64, 8, 2)]
+    out = [base] + [base._replace(dkdv_m=m, dkdv_n=n, dkdv_warps=w, bwd_stages=st) for m, n, w, st in bwd]
+    return [c for i, c in enumerate(out) if c not in out[:i]]
+
+
 
 # --------------------------------------------------------------------------- GPU part
+#
+# ``DRY_RUN`` (``--dry-run``): every step runs once on tiny CPU tensors (Triton's interpreter for
+# the kernels), untimed, so that a GPU session does not fail on the script's plumbing.
+
+DRY_RUN = False
+
+
+def _device() -> str:
+    return "cpu" if DRY_RUN else "cuda"
 
 
 def _attention_fn(impl: str, causal: bool, config=None):
-    """``f(q, k, v) -> out`` for one implementation (torch and triton imported by the caller)."""
+    """``f(q, k, v) -> out`` for one implementation (torch and triton imported by the caller).
+
+    ``triton``: the default call (the finite check on, without a wait); ``triton_nocheck``: the
+    kernels alone (``check_finite=False``), split backward; ``triton_atomic``: the kernels alone
+    with the atomic backward (``KernelConfig.dq_atomic``); ``sdpa_*``: SDPA restricted to one
+    backend (``sdpa_fa3``: the flash backend while FlashAttention-3 is switched in)."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    if impl in ("triton", "triton_nocheck"):
-        from attnmath.flash_triton import flash_attention
+    if impl.startswith("triton"):
+        from attnmath.flash_triton import flash_attention, kernel_config
 
-        check = impl == "triton"
-        return lambda q, k, v: flash_attention(q, k, v, causal, config=config, check_finite=check)
-    backend = {"sdpa_flash": SDPBackend.FLASH_ATTENTION,
+        check, atomic = impl == "triton", impl == "triton_atomic"
+
+        def triton_fn(q, k, v):
+            cfg = config or kernel_config(q.shape[-1], q.dtype)
+            cfg = cfg._replace(dq_atomic=atomic)
+            return flash_attention(q, k, v, causal, config=cfg, check_finite=check)
+
+        return triton_fn
+    backend = {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_fa3": SDPBackend.FLASH_ATTENTION,
                "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
-               "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION,
-               "sdpa_math": SDPBackend.MATH}[impl]
+               "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa_math": SDPBackend.MATH}[impl]
 
     def fn(q, k, v):
         with sdpa_kernel(backend):
@@ -240,18 +311,21 @@ def _attention_fn(impl: str, causal: bool, config=None):
 
 
 def _time_ms(impl: str, N: int, d: int, causal: bool, mode: str, dtype: str, config=None,
-             *, with_peak: bool = True) -> tuple[float, int]:
-    """Median milliseconds of one call and its peak memory beyond the inputs."""
+             *, with_peak: bool = True, B: int | None = None, H: int | None = None) -> tuple[float, int]:
+    """Median milliseconds of one call and its peak memory beyond the inputs (``B, H`` default
+    to :func:`shapes`). Dry run: one untimed call at ``B = 1, H = 2, N <= 64``: ``(nan, 0)``."""
     import torch
-    from triton.testing import do_bench
 
-    B, H = shapes(N, d)
+    B0, H0 = shapes(N, d)
+    B, H = B or B0, H or H0
+    if DRY_RUN:
+        B, H, N = 1, 2, min(N, 64)
     fn = _attention_fn(impl, causal, config)
-    g = torch.Generator(device="cuda").manual_seed(0)
+    g = torch.Generator(device=_device()).manual_seed(0)
     grad = mode == "fwd_bwd"
-    q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=getattr(torch, dtype), generator=g)
+    q, k, v = (torch.randn(B, H, N, d, device=_device(), dtype=getattr(torch, dtype), generator=g)
                .requires_grad_(grad) for _ in range(3))
-    dout = torch.randn(B, H, N, d, device="cuda", dtype=getattr(torch, dtype), generator=g)
+    dout = torch.randn(B, H, N, d, device=_device(), dtype=getattr(torch, dtype), generator=g)
 
     if grad:
         def call():
@@ -262,6 +336,10 @@ def _time_ms(impl: str, N: int, d: int, causal: bool, mode: str, dtype: str, con
                 fn(q, k, v)
 
     call()  # compile (Triton), select kernels, surface unsupported configurations
+    if DRY_RUN:
+        return float("nan"), 0
+    from triton.testing import do_bench
+
     torch.cuda.synchronize()
     peak = 0
     if with_peak:
@@ -292,17 +370,19 @@ def measure(impl: str, N: int, d: int, causal: bool, mode: str, dtype: str = "fl
 
 def check_correctness(dtype: str, d: int, causal: bool, N: int = 1024) -> dict:
     """Relative errors ``|x - ref| / |ref|`` (Frobenius) of out, dq, dk, dv of the Triton
-    kernels and of SDPA's flash backend, against float32 SDPA on the same rounded inputs, on
-    fresh random inputs; the outputs are poisoned first, so an unwritten element shows as NaN."""
+    kernels (both backward paths) and of SDPA's flash backend, against float32 SDPA on the same
+    rounded inputs, on fresh random inputs; the outputs are poisoned first, so an unwritten
+    element shows as NaN."""
     import torch
 
-    B, H = 2, 8
-    q, k, v, dout = (torch.randn(B, H, N, d, device="cuda", dtype=getattr(torch, dtype))
+    B, H = (1, 2) if DRY_RUN else (2, 8)
+    N = min(N, 64) if DRY_RUN else N
+    q, k, v, dout = (torch.randn(B, H, N, d, device=_device(), dtype=getattr(torch, dtype))
                      for _ in range(4))
 
     def run(impl, cast):
         qq, kk, vv = (x.to(cast).clone().requires_grad_(True) for x in (q, k, v))
-        poison = torch.full((8 * q.numel(),), float("nan"), device="cuda", dtype=torch.float32)
+        poison = torch.full((8 * q.numel(),), float("nan"), device=_device(), dtype=torch.float32)
         del poison  # its NaN-filled block is what the allocator hands out next
         out = _attention_fn(impl, causal)(qq, kk, vv)
         out.backward(dout.to(cast))
@@ -310,61 +390,89 @@ def check_correctness(dtype: str, d: int, causal: bool, N: int = 1024) -> dict:
 
     ref = run("sdpa_math", torch.float32)
     result = {"dtype": dtype, "d": d, "causal": causal, "N": N}
-    for impl in ("triton", "sdpa_flash"):
+    for impl in ("triton", "triton_atomic", "sdpa_flash"):
         got = run(impl, getattr(torch, dtype))
         result[impl] = {name: float((a.float() - r).norm() / r.norm())
                         for name, a, r in zip(("out", "dq", "dk", "dv"), got, ref)}
     return result
 
 
-def tune(ds, causals, N: int = 4096, log=print) -> tuple[dict, list]:
-    """The fastest candidate's forward and backward settings per ``(d, causal)`` (float16, ``N``),
-    and every candidate's times."""
+def tune(ds, causals, N: int = 4096, log=print, atomic_only: bool = False) -> tuple[dict, dict, list]:
+    """The fastest settings per ``(d, causal)`` (float16, ``N``): the split path's forward and
+    backward from :func:`tuning_candidates` (unless ``atomic_only``), and the atomic backward's
+    from :func:`atomic_candidates` (forward+backward timed); and every candidate's times."""
+    best, best_atomic, trials = {}, {}, []
+    for d in ds:
+        for causal in causals:
+            if not atomic_only:
+                best[(d, causal)] = _tune_split(d, causal, N, trials, log)
+            times = {}
+            for cfg in atomic_candidates(d):
+                fb = _trial("triton_atomic", d, causal, N, cfg, "fwd_bwd", trials, log)
+                if fb is not None:
+                    times[cfg] = fb
+            if times:
+                best_atomic[(d, causal)] = min(times, key=times.get)
+                log(f"  best atomic d={d} causal={causal}: {tuple(best_atomic[(d, causal)])}")
+    return best, best_atomic, trials
+
+
+def _trial(impl, d, causal, N, cfg, mode, trials, log):
+    """One tuning timing (ms), logged and appended to ``trials``; ``None`` if it failed."""
     import torch
 
-    best, trials = {}, []
-    for d in ds:
-        candidates = tuning_candidates(d)
-        base = candidates[0]
-        for causal in causals:
-            fwd_ms, bwd_ms = {}, {}
-            for cfg in candidates:
-                fwd_key = cfg[0:2] + (cfg.fwd_warps, cfg.fwd_stages)
-                bwd_key = cfg[2:6] + (cfg.dkdv_warps, cfg.dq_warps, cfg.bwd_stages)
-                try:
-                    f, _ = _time_ms("triton", N, d, causal, "fwd", "float16", cfg, with_peak=False)
-                    fb, _ = _time_ms("triton", N, d, causal, "fwd_bwd", "float16", cfg, with_peak=False)
-                except Exception as exc:  # out of resources, a compile error: log, go on  # noqa: BLE001
-                    log(f"  tune d={d} causal={causal} {tuple(cfg)}: {str(exc).splitlines()[0][:100]}")
-                    continue
-                finally:
-                    torch.cuda.empty_cache()
-                fwd_ms.setdefault(fwd_key, f)
-                bwd_ms.setdefault(bwd_key, fb - f)
-                trials.append({"d": d, "causal": causal, "N": N, "config": list(cfg),
-                               "fwd_ms": f, "fwd_bwd_ms": fb})
-                log(f"  tune d={d} causal={causal} {tuple(cfg)}: fwd {f:.3f} ms, fwd+bwd {fb:.3f} ms")
-            fk = min(fwd_ms, key=fwd_ms.get, default=None)
-            bk = min(bwd_ms, key=bwd_ms.get, default=None)
-            cfg = base
-            if fk is not None:
-                cfg = cfg._replace(fwd_m=fk[0], fwd_n=fk[1], fwd_warps=fk[2], fwd_stages=fk[3])
-            if bk is not None:
-                cfg = cfg._replace(dkdv_m=bk[0], dkdv_n=bk[1], dq_m=bk[2], dq_n=bk[3],
-                                   dkdv_warps=bk[4], dq_warps=bk[5], bwd_stages=bk[6])
-            best[(d, causal)] = cfg
-            log(f"  best d={d} causal={causal}: {tuple(cfg)} (default {tuple(base)})")
-    return best, trials
+    try:
+        ms, _ = _time_ms(impl, N, d, causal, mode, "float16", cfg, with_peak=False)
+    except Exception as exc:  # out of resources, a compile error: log, go on  # noqa: BLE001
+        log(f"  tune {impl} d={d} causal={causal} {tuple(cfg)}: {str(exc).splitlines()[0][:100]}")
+        return None
+    finally:
+        if not DRY_RUN:
+            torch.cuda.empty_cache()
+    trials.append({"impl": impl, "d": d, "causal": causal, "N": N, "config": list(cfg),
+                   "mode": mode, "ms": ms})
+    log(f"  tune {impl} {mode} d={d} causal={causal} {tuple(cfg)}: {ms:.3f} ms")
+    return ms
 
 
-def run_grid(dtypes, ds, ns, best: dict, deadline: float, save, log=print) -> tuple[list, dict]:
-    """Every row of the grid, in order, until ``deadline`` (``time.monotonic()``)."""
+def _tune_split(d, causal, N, trials, log):
+    """The split path's fastest forward and backward settings for ``(d, causal)``."""
+    candidates = tuning_candidates(d)
+    base = candidates[0]
+    fwd_ms, bwd_ms = {}, {}
+    for cfg in candidates:
+        f = _trial("triton_nocheck", d, causal, N, cfg, "fwd", trials, log)
+        fb = _trial("triton_nocheck", d, causal, N, cfg, "fwd_bwd", trials, log)
+        if f is None or fb is None:
+            continue
+        fwd_ms.setdefault(cfg[0:2] + (cfg.fwd_warps, cfg.fwd_stages), f)
+        bwd_ms.setdefault(cfg[2:6] + (cfg.dkdv_warps, cfg.dq_warps, cfg.bwd_stages), fb - f)
+    fk = min(fwd_ms, key=fwd_ms.get, default=None)
+    bk = min(bwd_ms, key=bwd_ms.get, default=None)
+    cfg = base
+    if fk is not None:
+        cfg = cfg._replace(fwd_m=fk[0], fwd_n=fk[1], fwd_warps=fk[2], fwd_stages=fk[3])
+    if bk is not None:
+        cfg = cfg._replace(dkdv_m=bk[0], dkdv_n=bk[1], dq_m=bk[2], dq_n=bk[3],
+                           dkdv_warps=bk[4], dq_warps=bk[5], bwd_stages=bk[6])
+    log(f"  best d={d} causal={causal}: {tuple(cfg)} (default {tuple(base)})")
+    return cfg
+
+
+def _config_for(impl: str, d: int, causal: bool, best: dict, best_atomic: dict):
+    if impl == "triton_atomic":
+        return best_atomic.get((d, causal))
+    return best.get((d, causal)) if impl.startswith("triton") else None
+
+
+def run_grid(dtypes, ds, ns, best: dict, deadline: float, save, log=print, impls=IMPLS,
+             best_atomic: dict | None = None, rows=None, failures=None) -> tuple[list, dict]:
+    """Every row of the grid for ``impls`` until ``deadline`` (``time.monotonic()``), the
+    forward+backward first (the backward paths are the question), appended to ``rows``."""
     import time
 
-    import torch
-
-    rows, failures = [], {}
-    for mode in MODES:
+    rows, failures, best_atomic = rows if rows is not None else [], failures or {}, best_atomic or {}
+    for mode in reversed(MODES):
         for dtype in dtypes:
             for causal in (False, True):
                 for d in ds:
@@ -373,25 +481,34 @@ def run_grid(dtypes, ds, ns, best: dict, deadline: float, save, log=print) -> tu
                             log(f"  time budget spent: stopped before {mode} {dtype} "
                                 f"causal={causal} d={d} N={N}")
                             return rows, failures
-                        for impl in IMPLS:
-                            key = (impl, mode, dtype, causal, d, N)
-                            try:
-                                config = best.get((d, causal)) if impl.startswith("triton") else None
-                                rows.append(measure(impl, N, d, causal, mode, dtype, config))
-                            except torch.cuda.OutOfMemoryError:
-                                failures[key] = "OOM"
-                            except Exception as exc:  # noqa: BLE001  (no kernel for it, a compile error)
-                                failures[key] = "n/a"
-                                log(f"  {impl} {mode} {dtype} causal={causal} d={d} N={N}: "
-                                    f"{str(exc).splitlines()[0][:120]}")
-                            finally:
-                                torch.cuda.empty_cache()
+                        for impl in impls:
+                            if mode == "fwd" and impl in BACKWARD_ONLY:
+                                continue
+                            config = _config_for(impl, d, causal, best, best_atomic)
+                            _measure_into(rows, failures, impl, N, d, causal, mode, dtype, config, log)
                         done = [r for r in rows if (r["mode"], r["dtype"], r["causal"], r["d"], r["N"])
                                 == (mode, dtype, causal, d, N)]
                         log(f"  {mode} {dtype} causal={causal} d={d} N={N}: "
                             + ", ".join(f"{r['impl']} {r['tflops']:.1f}" for r in done))
                         save(rows, failures)
     return rows, failures
+
+
+def _measure_into(rows, failures, impl, N, d, causal, mode, dtype, config, log) -> None:
+    """:func:`measure` one row into ``rows``, or its failure ("OOM", "n/a") into ``failures``."""
+    import torch
+
+    key = (impl, mode, dtype, causal, d, N)
+    try:
+        rows.append(measure(impl, N, d, causal, mode, dtype, config))
+    except torch.cuda.OutOfMemoryError:
+        failures[key] = "OOM"
+    except Exception as exc:  # noqa: BLE001  (no kernel for it, a compile error)
+        failures[key] = "n/a"
+        log(f"  {impl} {mode} {dtype} causal={causal} d={d} N={N}: {str(exc).splitlines()[0][:120]}")
+    finally:
+        if not DRY_RUN:
+            torch.cuda.empty_cache()
 
 
 def run_checks(dtypes, ds, log=print) -> list:
@@ -409,58 +526,185 @@ def run_checks(dtypes, ds, log=print) -> list:
                 checks.append(c)
                 log(f"  relative error vs float32 ({dtype}, d={d}, causal={causal}): "
                     + "; ".join(f"{impl} " + ", ".join(f"{k} {v:.1e}" for k, v in c[impl].items())
-                                for impl in ("triton", "sdpa_flash")))
+                                for impl in ("triton", "triton_atomic", "sdpa_flash")))
     return checks
 
 
+def sdpa_baseline() -> dict:
+    """Which FlashAttention SDPA's flash backend runs, and which others torch can switch in.
+
+    ``flash_version``: the FlashAttention-2 tag torch's bundled kernels match
+    (``torch.nn.attention._get_flash_version``); ``active``: the switched-in implementation
+    (``current_flash_attention_impl``; ``None`` is the bundled FlashAttention-2); ``offered``:
+    ``list_flash_attention_impls()``; ``switchable``: for each column of
+    :data:`SWITCHED_FLASH`, whether the module it needs is installed."""
+    import importlib.util
+
+    import torch
+    import torch.nn.attention as attn
+
+    def call(name):
+        fn = getattr(attn, name, None)
+        try:
+            return fn() if fn is not None else None
+        except Exception as exc:  # noqa: BLE001  (a private helper that changed)
+            return f"error: {exc}"[:200]
+
+    version, active, offered = call("_get_flash_version"), call("current_flash_attention_impl"), \
+        call("list_flash_attention_impls") or []
+    switchable = {}
+    for column, (name, module) in SWITCHED_FLASH.items():
+        if not hasattr(attn, "activate_flash_attention_impl") or name not in offered:
+            switchable[column] = f"torch {torch.__version__} does not offer {name}"
+        elif importlib.util.find_spec(module.split(".")[0]) is None:
+            switchable[column] = f"{name} offered, but its module {module} is not installed"
+        else:
+            switchable[column] = "available"
+    sdpa_flash = (f"FlashAttention-2 as bundled with torch {torch.__version__} (flash-attention "
+                  f"{version or 'version not reported'})" if active is None else f"{active} (switched in)")
+    return {"sdpa_flash": sdpa_flash, "flash_version": version, "active": active,
+            "offered": list(offered), "switchable": switchable}
+
+
+@__import__("contextlib").contextmanager
+def switched_flash(column: str):
+    """SDPA's flash backend switched to :data:`SWITCHED_FLASH`'s ``column`` while inside."""
+    import torch.nn.attention as attn
+
+    name = SWITCHED_FLASH[column][0]
+    attn.activate_flash_attention_impl(name)
+    try:
+        if attn.current_flash_attention_impl() != name:
+            raise RuntimeError(f"{name} did not become SDPA's flash implementation")
+        yield
+    finally:
+        attn.restore_flash_attention_impl()
+
+
+def leaderboard(impls, best: dict, best_atomic: dict, log=print) -> dict:
+    """:data:`LEADERBOARD`'s configuration: milliseconds of forward+backward per implementation
+    (a failure as its reason), beside the leaderboard's best entry."""
+    import torch
+
+    c = LEADERBOARD
+    ms, failures = {}, {}
+    for impl in impls:
+        config = _config_for(impl, c["d"], c["causal"], best, best_atomic)
+        try:
+            ms[impl], _ = _time_ms(impl, c["N"], c["d"], c["causal"], c["mode"], c["dtype"], config,
+                                   with_peak=False, B=c["B"], H=c["H"])
+        except Exception as exc:  # noqa: BLE001
+            failures[impl] = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        finally:
+            if not DRY_RUN:
+                torch.cuda.empty_cache()
+    log("  CS336 leaderboard configuration (B=1, N=16384, H=16, d=64, bf16, causal, fwd+bwd): "
+        + ", ".join(f"{k} {v:.3f} ms" for k, v in ms.items())
+        + f"; the leaderboard's best entry {c['best_entry_ms']} ms (another H100)")
+    return {"config": {k: c[k] for k in ("B", "H", "N", "d", "dtype", "causal", "mode")},
+            "ms": ms, "failures": failures, "best_entry_ms": c["best_entry_ms"],
+            "best_entry_source": c["best_entry_source"]}
+
+
+def versions() -> dict:
+    """The device, date and software versions written into every record."""
+    import datetime as dt
+    import platform
+
+    import torch
+    import triton
+
+    out = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "python": platform.python_version(), "torch": torch.__version__,
+           "cuda": torch.version.cuda, "triton": triton.__version__,
+           "device": "CPU (dry run: nothing timed)" if DRY_RUN else torch.cuda.get_device_name(0)}
+    if not DRY_RUN:
+        p = torch.cuda.get_device_properties(0)
+        out["sms"] = p.multi_processor_count
+        out["memory_gib"] = round(p.total_memory / 2**30, 1)
+    return out
+
+
 def main(argv=None) -> int:
+    import os
     import time
 
     start = time.monotonic()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N in {512, 2048}, d = 64, float16 only")
-    parser.add_argument("--tune", action="store_true", help="tune the Triton settings first")
+    parser.add_argument("--tune", action="store_true", help="tune both backward paths' settings first")
+    parser.add_argument("--tune-atomic", action="store_true", help="tune the atomic backward only")
     parser.add_argument("--budget-s", type=float, default=float("inf"),
                         help="start no new configuration after this many seconds")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON path (default {DEFAULT_OUT})")
     parser.add_argument("--report", type=Path, help="print the ratios of a recorded JSON and exit")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="every step once on tiny CPU tensors, untimed (Triton's interpreter)")
     args = parser.parse_args(argv)
     if args.report is not None:
         print(ratio_grid(json.loads(args.report.read_text())))
         return 0
+    global DRY_RUN
+    DRY_RUN = args.dry_run
+    if DRY_RUN:  # before triton is first imported
+        os.environ["TRITON_INTERPRET"] = "1"
 
     import torch
 
-    if not torch.cuda.is_available():
+    if not DRY_RUN and not torch.cuda.is_available():
         print(SKIP_MESSAGE)
         return 0
     try:
-        import triton
-
         from attnmath import flash_triton
     except ImportError as exc:
         print(f"the GPU benchmark needs Triton: {exc}", file=sys.stderr)
         return 1
-    if flash_triton.INTERPRETED:
+    if flash_triton.INTERPRETED != DRY_RUN:
         print("TRITON_INTERPRET=1 is set: unset it to benchmark the compiled kernels", file=sys.stderr)
         return 1
+    return _run(args, start)
+
+
+def _run(args, start: float) -> int:
+    """The steps, in order of their worth if the budget runs out: checks, the leaderboard
+    configuration, tuning, the grid (forward+backward first), the switched-in flash columns."""
+    import time
 
     ns, ds, dtypes = ((512, 2048), (64,), ("float16",)) if args.quick else (NS, DS, DTYPES)
-    device = torch.cuda.get_device_name(0)
+    if DRY_RUN:
+        ns, ds, dtypes = (512,), (64,), ("bfloat16",)
     log = lambda line: print(line, flush=True)  # noqa: E731
-    log(f"{device}; torch {torch.__version__}, triton {triton.__version__}; "
-        f"B * N = {TOKENS} tokens, H * d = {MODEL_WIDTH}")
+    extra = {"versions": versions(), "sdpa_baseline": sdpa_baseline(), "dry_run": DRY_RUN}
+    log(f"{extra['versions']}; B * N = {TOKENS} tokens, H * d = {MODEL_WIDTH}")
+    log(f"  SDPA baseline: {extra['sdpa_baseline']}")
     checks = run_checks(dtypes, ds, log)
-    best, trials = tune(ds, (False, True), log=log) if args.tune else ({}, [])
-    versions = {"device": device, "torch_version": torch.__version__, "triton_version": triton.__version__}
+    own = [i for i in IMPLS if i not in SWITCHED_FLASH]
+    switched = [c for c, state in extra["sdpa_baseline"]["switchable"].items() if state == "available"]
+    tuned = args.tune or args.tune_atomic
+    best, best_atomic, trials = tune(ds, (False, True), log=log, atomic_only=not args.tune) if tuned else ({}, {}, [])
+    extra["leaderboard"] = leaderboard([i for i in own if i != "sdpa_math"], best, best_atomic, log)
+    extra["tuned"] = {"split": {f"d={d} causal={c}": list(v) for (d, c), v in best.items()},
+                      "atomic": {f"d={d} causal={c}": list(v) for (d, c), v in best_atomic.items()}}
+    version = extra["versions"]
 
     def save(rows, failures):
-        write_record(make_record(rows, tuning=trials, checks=checks, failures=failures, **versions),
-                     args.out)
+        write_record(make_record(rows, device=version["device"], torch_version=version["torch"],
+                                 triton_version=version["triton"], date=version["date"], tuning=trials,
+                                 checks=checks, failures=failures, extra=extra), args.out)
 
-    rows, failures = run_grid(dtypes, ds, ns, best, start + args.budget_s, save, log)
+    deadline = start + args.budget_s
+    rows, failures = run_grid(dtypes, ds, ns, best, deadline, save, log, impls=own, best_atomic=best_atomic)
+    for column in switched:  # one switch per column: the dispatcher change is process-wide
+        try:
+            with switched_flash(column):
+                extra["leaderboard"]["ms"].update(leaderboard([column], best, best_atomic, log)["ms"])
+                run_grid(dtypes, ds, ns, best, deadline, save, log, impls=[column], rows=rows,
+                         failures=failures)
+        except Exception as exc:  # noqa: BLE001  (the switch itself failed: recorded, not fatal)
+            extra["sdpa_baseline"]["switchable"][column] = f"failed: {str(exc).splitlines()[0][:200]}"
+            log(f"  {column}: the switch failed: {exc!r}"[:300])
     save(rows, failures)
-    print(format_table(rows, failures))
+    print(format_table(rows, failures, impls=own + switched))
     print(f"wrote {args.out}")
     return 0
 

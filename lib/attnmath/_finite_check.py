@@ -48,7 +48,7 @@ def extremes(tensors) -> torch.Tensor:
     tensors = list(tensors)
     out = torch.empty((len(tensors), 2), dtype=tensors[0].dtype, device=tensors[0].device)
     for i, x in enumerate(tensors):
-        torch.aminmax(x, out=(out[i, 0], out[i, 1]))
+        torch.aminmax(x.detach(), out=(out[i, 0], out[i, 1]))  # out= refuses autograd inputs
     return out
 
 

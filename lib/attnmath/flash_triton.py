@@ -58,6 +58,17 @@ launches: ``D`` (:math:`4 B H L` bytes), ``dK, dV`` (four matmuls per tile pair:
 :math:`10 B H L S D` of a backward that adds ``dQ`` with atomics, the price of deterministic
 gradients. ``D_i`` uses the stored (rounded) ``out``.
 
+**The two backward paths** (:attr:`KernelConfig.dq_atomic`). ``split`` (the default): the
+``dK, dV`` kernel, then the ``dQ`` kernel; 7 matrix products per tile pair, deterministic.
+``atomic``: the ``dK, dV`` kernel also forms this key tile's share of ``dQ``,
+:math:`s\, K_j^\top dZ^\top` (FlashAttention-2's fifth product), and adds it to a float32
+``(B, H, L, D)`` buffer of zeros with atomic additions; the buffer is rounded to the input dtype
+once at the end, and no ``dQ`` kernel runs: 5 products, :math:`10 B H L S D` flops, one
+launch fewer, ``4 B H L D`` bytes more memory, and float32 sums whose order (so whose last
+bits) may change from run to run on a GPU. It is selectable for measurement
+(``kernel_config(...)._replace(dq_atomic=True)`` as ``config``); it is not the default until a
+GPU run shows it faster (``bench/gpu_check.sh`` times both).
+
 **The finite check.** NaN or an infinity in ``q``, ``k``, ``v`` (or ``dout``) raises
 ``ValueError`` naming the tensor, as everywhere in :mod:`attnmath`, unless ``check_finite=False``.
 The check reads each tensor once (its smallest and largest element). CPU tensors (the
@@ -282,12 +293,18 @@ def _flash_bwd_delta_kernel(Out, DOut, Delta,
 
 
 @triton.jit
-def _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_qm, stride_dom,
-                    offs_n, offs_d, start, stop, L, qk_scale,
+def _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, dq_base, stride_qm,
+                    stride_dom, stride_dqm, offs_n, offs_d, start, stop, L, qk_scale, sm_scale,
                     BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr, EVEN_M: tl.constexpr,
-                    DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr, EMULATE_BF16: tl.constexpr):
-    """Accumulate ``dK_j``, ``dV_j`` of one key tile over the query tiles ``start, ..., stop - 1``
-    (``EVEN_M``: ``L`` is a multiple of ``BLOCK_M``, no query tile is ragged)."""
+                    ATOMIC_DQ: tl.constexpr, DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                    EMULATE_BF16: tl.constexpr):
+    r"""Accumulate ``dK_j``, ``dV_j`` of one key tile over the query tiles ``start, ..., stop - 1``
+    (``EVEN_M``: ``L`` is a multiple of ``BLOCK_M``, no query tile is ragged). ``ATOMIC_DQ``:
+    also add this key tile's share :math:`s\, dZ_{ij} K_j` of each ``dQ_i`` to the float32 rows
+    at ``dq_base`` with atomic additions (the fifth matrix product), formed transposed,
+    :math:`s\, K_j^\top dZ_{ij}^\top`: its ``D`` rows fill a warpgroup's matrix instruction
+    (64 rows) also for 32-row query tiles, which :math:`dZ_{ij} K_j` would not (sm_90 builds:
+    all ``HGMMA`` instead of some ``HMMA``, fewer spills; ``bench/results/compile_flash_triton.json``)."""
     offs_m0 = tl.arange(0, BLOCK_M)
     for start_m in range(start, stop, BLOCK_M):
         offs_m = start_m + offs_m0  # (BLOCK_M,)
@@ -311,14 +328,20 @@ def _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_
         dv = tl.dot(_to_dtype(pT, DTYPE, EMULATE_BF16), do, dv,
                     input_precision=DOT_PRECISION)  # (BLOCK_N, D)
         dpT = tl.dot(v, tl.trans(do), input_precision=DOT_PRECISION)  # (BLOCK_N, BLOCK_M), dP^T
-        dsT = pT * (dpT - delta[None, :])  # (BLOCK_N, BLOCK_M), dZ^T
-        dk = tl.dot(_to_dtype(dsT, DTYPE, EMULATE_BF16), tl.trans(qT), dk,
-                    input_precision=DOT_PRECISION)  # (BLOCK_N, D)
+        dsT = _to_dtype(pT * (dpT - delta[None, :]), DTYPE, EMULATE_BF16)  # (BLOCK_N, BLOCK_M), dZ^T
+        dk = tl.dot(dsT, tl.trans(qT), dk, input_precision=DOT_PRECISION)  # (BLOCK_N, D)
+        if ATOMIC_DQ:  # keys past S have k = 0 rows: they add nothing
+            dqT = tl.dot(tl.trans(k), dsT, input_precision=DOT_PRECISION) * sm_scale  # (D, BLOCK_M)
+            dq_ptrs = dq_base + offs_m[None, :] * stride_dqm + offs_d[:, None]
+            if EVEN_M:
+                tl.atomic_add(dq_ptrs, dqT, sem="relaxed")
+            else:
+                tl.atomic_add(dq_ptrs, dqT, mask=(offs_m < L)[None, :], sem="relaxed")
     return dk, dv
 
 
 @triton.jit
-def _flash_bwd_dkdv_kernel(Q, K, V, DOut, DK, DV, Lse, Delta,
+def _flash_bwd_dkdv_kernel(Q, K, V, DOut, DK, DV, Lse, Delta, DQAcc,
                            stride_qb, stride_qh, stride_qm,
                            stride_kb, stride_kh, stride_kn,
                            stride_vb, stride_vh, stride_vn,
@@ -327,10 +350,12 @@ def _flash_bwd_dkdv_kernel(Q, K, V, DOut, DK, DV, Lse, Delta,
                            stride_dvb, stride_dvh, stride_dvn,
                            H, H_kv, L, S, GROUP, qk_scale, sm_scale,
                            HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                           CAUSAL: tl.constexpr, EVEN_M: tl.constexpr, DOT_PRECISION: tl.constexpr,
-                           EMULATE_BF16: tl.constexpr):
+                           CAUSAL: tl.constexpr, EVEN_M: tl.constexpr, ATOMIC_DQ: tl.constexpr,
+                           DOT_PRECISION: tl.constexpr, EMULATE_BF16: tl.constexpr):
     """Backward: program ``(j, b * H_kv + h_kv)`` computes ``dK``, ``dV`` of key tile ``j``,
-    summing the ``GROUP = H // H_kv`` query heads of the key/value head (no atomics)."""
+    summing the ``GROUP = H // H_kv`` query heads of the key/value head (no atomics). With
+    ``ATOMIC_DQ`` it also adds its share of ``dQ`` to ``DQAcc``, a contiguous float32
+    ``(B, H, L, D)`` of zeros (atomics; no ``dQ`` kernel follows)."""
     pid_n = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H_kv).to(tl.int64)
@@ -355,21 +380,25 @@ def _flash_bwd_dkdv_kernel(Q, K, V, DOut, DK, DV, Lse, Delta,
         do_base = DOut + b * stride_dob + h * stride_doh
         lse_base = Lse + (b * H + h) * L
         delta_base = Delta + (b * H + h) * L
+        dq_base = DQAcc + (b * H + h) * L * HEAD_DIM
         if CAUSAL:
             # Query rows i >= n0 see some key of this tile; rows i >= n0 + BLOCK_N - 1 see all
             # of them. Masked tiles from the one holding row n0 to m_mid, unmasked after.
             m_lo = (n0 // BLOCK_M) * BLOCK_M
             m_mid = tl.minimum(((n0 + BLOCK_N + BLOCK_M - 1) // BLOCK_M) * BLOCK_M, L)
-            dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
-                                     stride_qm, stride_dom, offs_n, offs_d, m_lo, m_mid, L,
-                                     qk_scale, BLOCK_M, True, EVEN_M, DTYPE, DOT_PRECISION, EMULATE_BF16)
-            dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
-                                     stride_qm, stride_dom, offs_n, offs_d, m_mid, L, L,
-                                     qk_scale, BLOCK_M, False, EVEN_M, DTYPE, DOT_PRECISION, EMULATE_BF16)
+            dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, dq_base,
+                                     stride_qm, stride_dom, HEAD_DIM, offs_n, offs_d, m_lo, m_mid, L,
+                                     qk_scale, sm_scale, BLOCK_M, True, EVEN_M, ATOMIC_DQ, DTYPE,
+                                     DOT_PRECISION, EMULATE_BF16)
+            dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, dq_base,
+                                     stride_qm, stride_dom, HEAD_DIM, offs_n, offs_d, m_mid, L, L,
+                                     qk_scale, sm_scale, BLOCK_M, False, EVEN_M, ATOMIC_DQ, DTYPE,
+                                     DOT_PRECISION, EMULATE_BF16)
         else:
-            dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
-                                     stride_qm, stride_dom, offs_n, offs_d, 0, L, L,
-                                     qk_scale, BLOCK_M, False, EVEN_M, DTYPE, DOT_PRECISION, EMULATE_BF16)
+            dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, dq_base,
+                                     stride_qm, stride_dom, HEAD_DIM, offs_n, offs_d, 0, L, L,
+                                     qk_scale, sm_scale, BLOCK_M, False, EVEN_M, ATOMIC_DQ, DTYPE,
+                                     DOT_PRECISION, EMULATE_BF16)
     dk = dk * sm_scale
     dk = _to_dtype(dk, DTYPE, EMULATE_BF16).to(DTYPE)
     dv = _to_dtype(dv, DTYPE, EMULATE_BF16).to(DTYPE)
@@ -486,7 +515,7 @@ class KernelConfig(NamedTuple):
     and key tile owned by the ``dK, dV`` kernel; ``dq_m, dq_n``: query tile owned and key tile
     walked by the ``dQ`` kernel. ``*_warps`` (threads per program / 32) and ``*_stages``
     (software-pipelining depth of the loads) are GPU launch settings; the interpreter ignores
-    them.
+    them. ``dq_atomic`` picks the backward path.
     """
 
     #: Query tile length of the forward kernel.
@@ -511,6 +540,11 @@ class KernelConfig(NamedTuple):
     fwd_stages: int
     #: Software-pipelining depth of both backward kernels' loads; ignored by the interpreter.
     bwd_stages: int
+    #: The backward's ``dQ``: ``False`` (default) a kernel of its own, deterministic (7 matrix
+    #: products per tile pair); ``True`` added by the ``dK, dV`` kernel with float32 atomic
+    #: additions (5 products, one launch fewer, sums in a run-dependent order; ``dq_m``,
+    #: ``dq_n`` and ``dq_warps`` unused). Module docstring, *The two backward paths*.
+    dq_atomic: bool = False
 
 
 def kernel_config(D: int, dtype: torch.dtype = torch.float16, *, block_q: int | None = None,
@@ -530,7 +564,7 @@ def kernel_config(D: int, dtype: torch.dtype = torch.float16, *, block_q: int | 
     config : KernelConfig, optional
         Use these settings instead of the defaults for ``D`` and ``dtype`` (``block_q`` and
         ``block_k`` still override its tiles): tiles powers of two in ``[16, 256]``, warps
-        1, 2, 4, 8 or 16, stages 1 to 8. The GPU benchmark tunes with it.
+        1, 2, 4, 8 or 16, stages 1 to 8, ``dq_atomic`` a bool. The GPU benchmark tunes with it.
 
     Returns
     -------
@@ -596,7 +630,7 @@ def _check_config(config) -> KernelConfig:
         integral = isinstance(value, numbers.Integral) and not isinstance(value, bool)
         if not integral or int(value) not in allowed:
             raise ValueError(f"config.{field} must be {what}, got {value!r}")
-    return KernelConfig(*(int(x) for x in config))
+    return KernelConfig(*(int(x) for x in config[:-1]), check_bool(config.dq_atomic, "config.dq_atomic"))
 
 
 def _is_power_of_two(n: int) -> bool:
@@ -944,13 +978,16 @@ def _backward(dout: torch.Tensor, cache: TritonFlashCache, cfg: KernelConfig) ->
 
 
 def _launch_gradients(q, k, v, dout, lse, delta, grads, cfg, scale: float, causal: bool) -> None:
-    """The two gradient launches: ``dK, dV`` (one program per key tile and key/value head),
-    then ``dQ`` (one program per query tile and head), into ``grads = (dq, dk, dv)``."""
+    """The gradient launches into ``grads = (dq, dk, dv)``: ``dK, dV`` (one program per key tile
+    and key/value head), then ``dQ`` (one program per query tile and head); or, with
+    ``cfg.dq_atomic``, ``dK, dV`` adding ``dQ`` into a float32 buffer, copied into ``dq``."""
     (B, H, L, D), (H_kv, S), (dq, dk, dv) = q.shape, k.shape[1:3], grads
     precision, emulate_bf16 = _dot_settings(q.dtype)
     common = {"HEAD_DIM": D, "CAUSAL": causal, "DOT_PRECISION": precision, "EMULATE_BF16": emulate_bf16}
+    # (B, H, L, D) float32 sums of dQ, or a placeholder the kernel does not read
+    dq_acc = torch.zeros((B, H, L, D), dtype=torch.float32, device=q.device) if cfg.dq_atomic else lse
     _flash_bwd_dkdv_kernel[(triton.cdiv(S, cfg.dkdv_n), B * H_kv)](
-        q, k, v, dout, dk, dv, lse, delta,
+        q, k, v, dout, dk, dv, lse, delta, dq_acc,
         q.stride(0), q.stride(1), q.stride(2),
         k.stride(0), k.stride(1), k.stride(2),
         v.stride(0), v.stride(1), v.stride(2),
@@ -958,9 +995,12 @@ def _launch_gradients(q, k, v, dout, lse, delta, grads, cfg, scale: float, causa
         dk.stride(0), dk.stride(1), dk.stride(2),
         dv.stride(0), dv.stride(1), dv.stride(2),
         H, H_kv, L, S, H // H_kv, scale * LOG2E, scale,
-        BLOCK_M=cfg.dkdv_m, BLOCK_N=cfg.dkdv_n, EVEN_M=L % cfg.dkdv_m == 0, **common,
-        **_launch_kwargs(cfg.dkdv_warps, cfg.bwd_stages),
+        BLOCK_M=cfg.dkdv_m, BLOCK_N=cfg.dkdv_n, EVEN_M=L % cfg.dkdv_m == 0,
+        ATOMIC_DQ=cfg.dq_atomic, **common, **_launch_kwargs(cfg.dkdv_warps, cfg.bwd_stages),
     )
+    if cfg.dq_atomic:
+        dq.copy_(dq_acc)  # rounded once to the input dtype
+        return
     _flash_bwd_dq_kernel[(triton.cdiv(L, cfg.dq_m), B * H)](
         q, k, v, dout, dq, lse, delta,
         q.stride(0), q.stride(1), q.stride(2),

@@ -227,6 +227,26 @@ def test_result_does_not_depend_on_the_tiles(kernels):
             assert_close(a, e, rtol=1e-5, atol=2e-6, name=f"{name}, tiles {block_q}x{block_k}")
 
 
+@pytest.mark.parametrize("H, H_kv, L, S, D, causal, tiles, dtype", [
+    (1, 1, 64 + 7, None, 64, True, (16, 32), torch.float32),  # ragged, several tiles; d = 64 shape
+    (1, 1, 40, None, 128, False, (None, None), torch.float32),  # d = 128, its default tiles
+    (4, 2, 23, 50, 32, True, (16, 16), torch.float32),  # grouped heads, L < S, top-left causal
+    (4, 2, 50, 23, 32, False, (16, 16), torch.float32),  # grouped heads, L > S
+    (2, 2, 64 + 7, None, 64, True, (32, 16), torch.bfloat16),
+])
+def test_the_atomic_backward_matches_the_float64_reference(kernels, H, H_kv, L, S, D, causal, tiles, dtype):
+    # KernelConfig.dq_atomic: dQ added by the dK, dV kernel (5 products). Against float64
+    # SDPA and autograd on the same rounded inputs.
+    q, k, v, dout = _qkv(H=H, H_kv=H_kv, L=L, S=S, D=D, dtype=dtype, seed=L + D + causal)
+    config = dict(kernels.kernel_config(D, dtype, block_q=tiles[0], block_k=tiles[1]), dq_atomic=True)
+    out, lse, dq, dk, dv = kernels.fwd_bwd(q, k, v, dout, causal=causal, config=config)
+    expected = _sdpa_fwd_bwd(*(x.double() for x in (q, k, v, dout)), causal=causal)
+    tol = ({"rtol": 1e-5, "atol": 2e-5} if dtype == torch.float32
+           else {"rtol": 4 * EPS[dtype], "atol": 8 * EPS[dtype]})
+    for name, actual, e in zip(("out", "dq", "dk", "dv"), (out, dq, dk, dv), expected):
+        assert_close(actual.double(), e, name=f"{name} (atomic dQ)", **tol)
+
+
 def test_autograd_keeps_lse_and_never_an_l_by_s_array(kernels):
     q, k, v, _ = _qkv(L=40, D=32, seed=12)
     saved = kernels.saved_shapes(q, k, v, causal=True)
@@ -254,7 +274,8 @@ def test_kernel_config_shrinks_tiles_for_large_head_dims_and_float32(kernels):
 
 
 _TUNED = {"fwd_m": 64, "fwd_n": 32, "dkdv_m": 16, "dkdv_n": 64, "dq_m": 32, "dq_n": 16,
-          "fwd_warps": 4, "dkdv_warps": 4, "dq_warps": 4, "fwd_stages": 2, "bwd_stages": 2}
+          "fwd_warps": 4, "dkdv_warps": 4, "dq_warps": 4, "fwd_stages": 2, "bwd_stages": 2,
+          "dq_atomic": False}
 
 
 def test_a_given_config_replaces_the_defaults_and_keeps_the_result(kernels):
@@ -284,6 +305,8 @@ def test_a_bad_config_gets_a_clear_error(kernels, field, value, message):
 def test_a_config_that_is_not_a_kernel_config_is_refused(kernels):
     with pytest.raises(TypeError, match="config must be a KernelConfig, got dict"):
         kernels.kernel_config_raw(64, config=_TUNED)
+    with pytest.raises(TypeError, match="config.dq_atomic must be True or False"):
+        kernels.kernel_config(64, config=dict(_TUNED, dq_atomic=1))
 
 
 def test_check_finite_false_skips_the_check_and_keeps_the_result(kernels):
@@ -439,11 +462,16 @@ from triton.compiler import ASTSource
 
 
 def _h100_jobs(D):
-    # (kernel, block_m, block_n, warps, stages, the EVEN_* constant) of the float16 build.
+    # (label, kernel, block_m, block_n, warps, stages, constants) of the float16 build: both
+    # backward paths (the dK, dV kernel alone, and adding dQ with atomics).
     cfg = ft.kernel_config(D, torch.float16)
-    return [(ft._flash_fwd_kernel, cfg.fwd_m, cfg.fwd_n, cfg.fwd_warps, cfg.fwd_stages, "EVEN_N"),
-            (ft._flash_bwd_dkdv_kernel, cfg.dkdv_m, cfg.dkdv_n, cfg.dkdv_warps, cfg.bwd_stages, "EVEN_M"),
-            (ft._flash_bwd_dq_kernel, cfg.dq_m, cfg.dq_n, cfg.dq_warps, cfg.bwd_stages, "EVEN_N")]
+    dkdv = (ft._flash_bwd_dkdv_kernel, cfg.dkdv_m, cfg.dkdv_n, cfg.dkdv_warps, cfg.bwd_stages)
+    return [("_flash_fwd_kernel", ft._flash_fwd_kernel, cfg.fwd_m, cfg.fwd_n, cfg.fwd_warps,
+             cfg.fwd_stages, {"EVEN_N": False}),
+            ("_flash_bwd_dkdv_kernel", *dkdv, {"EVEN_M": False, "ATOMIC_DQ": False}),
+            ("_flash_bwd_dkdv_kernel, atomic dQ", *dkdv, {"EVEN_M": False, "ATOMIC_DQ": True}),
+            ("_flash_bwd_dq_kernel", ft._flash_bwd_dq_kernel, cfg.dq_m, cfg.dq_n, cfg.dq_warps,
+             cfg.bwd_stages, {"EVEN_N": False})]
 
 
 def _signature(kernel, consts):
@@ -453,7 +481,7 @@ def _signature(kernel, consts):
             signature[name] = "constexpr"
         elif name in ("Q", "K", "V", "Out", "DOut", "DK", "DV", "DQ"):
             signature[name] = "*fp16"
-        elif name in ("Lse", "Delta"):
+        elif name in ("Lse", "Delta", "DQAcc"):
             signature[name] = "*fp32"
         elif name.endswith("scale"):
             signature[name] = "fp32"
@@ -470,13 +498,13 @@ def compile_for_h100(cache_dir):
     old = os.environ.get("TRITON_CACHE_DIR")
     os.environ["TRITON_CACHE_DIR"] = cache_dir  # Triton reads it at each compile
     try:
-        for kernel, block_m, block_n, warps, stages, even in _h100_jobs(D):
+        for label, kernel, block_m, block_n, warps, stages, extra in _h100_jobs(D):
             consts = {"HEAD_DIM": D, "BLOCK_M": block_m, "BLOCK_N": block_n, "CAUSAL": True,
-                      even: False, "DOT_PRECISION": "tf32", "EMULATE_BF16": False}
+                      "DOT_PRECISION": "tf32", "EMULATE_BF16": False, **extra}
             compiled = triton.compile(ASTSource(kernel, _signature(kernel, consts), constexprs=consts),
                                       target=GPUTarget("cuda", 90, 32),
                                       options=dict(num_warps=warps, num_stages=stages))
-            shared[kernel.__name__] = int(compiled.metadata.shared)
+            shared[label] = int(compiled.metadata.shared)
     finally:
         if old is None:
             del os.environ["TRITON_CACHE_DIR"]
@@ -489,10 +517,11 @@ def tuning_candidates_by_head_dim(bench_dir):
     # {d: [default settings, *tuning candidates]} of bench/bench_flash_gpu.py, as lists.
     sys.path.insert(0, bench_dir)
     try:
-        from bench_flash_gpu import tuning_candidates
+        from bench_flash_gpu import atomic_candidates, tuning_candidates
     finally:
         sys.path.remove(bench_dir)
-    return {d: [list(ft.kernel_config(d))] + [list(c) for c in tuning_candidates(d)] for d in (64, 128)}
+    return {d: ([list(ft.kernel_config(d))] + [list(c) for c in tuning_candidates(d)],
+                [list(ft.kernel_config(d, config=c)) for c in atomic_candidates(d)]) for d in (64, 128)}
 
 
 def run_script(path, *argv):
@@ -539,7 +568,8 @@ def test_kernels_compile_for_an_h100_without_a_gpu(compiled_kernels, tmp_path):
     # with Triton's own compiler and ptxas, which need no GPU, into an empty cache (a cold compile).
     cache = tmp_path / "cache"
     shared = compiled_kernels.compile_for_h100(str(cache))
-    assert set(shared) == {"_flash_fwd_kernel", "_flash_bwd_dkdv_kernel", "_flash_bwd_dq_kernel"}
+    assert set(shared) == {"_flash_fwd_kernel", "_flash_bwd_dkdv_kernel", "_flash_bwd_dq_kernel",
+                           "_flash_bwd_dkdv_kernel, atomic dQ"}
     for name, n_bytes in shared.items():
         assert 0 < n_bytes <= 100 * 1024, f"{name} needs {n_bytes} bytes of shared memory"
     assert any(cache.rglob("*.cubin")), "nothing was compiled into the fresh cache"
@@ -605,18 +635,35 @@ def test_gpu_benchmark_writes_the_chapter_format_and_a_ratio_table(tmp_path):
                           triton_version="")
 
 
+def test_gpu_benchmark_names_the_sdpa_baseline_and_the_leaderboard_configuration():
+    bench = _load_bench()
+    baseline = bench.sdpa_baseline()  # no GPU needed: what torch offers and has switched in
+    assert baseline["active"] is None and baseline["sdpa_flash"].startswith("FlashAttention-2 as bundled")
+    assert set(baseline["switchable"]) == set(bench.SWITCHED_FLASH) <= set(bench.IMPLS)
+    assert all(isinstance(state, str) and state for state in baseline["switchable"].values())
+    assert {k: bench.LEADERBOARD[k] for k in ("B", "H", "N", "d", "dtype", "causal", "mode")} == {
+        "B": 1, "H": 16, "N": 16384, "d": 64, "dtype": "bfloat16", "causal": True, "mode": "fwd_bwd"}
+    assert set(bench.BACKWARD_ONLY) <= set(bench.IMPLS)
+
+
 def test_tuning_candidates_are_valid_distinct_settings_with_the_default_first(compiled_kernels):
     # In the child: this process never imports attnmath.flash_triton (module docstring).
     bench_dir = str(Path(__file__).resolve().parents[2] / "bench")
     by_head_dim = compiled_kernels.tuning_candidates_by_head_dim(bench_dir)
     assert sorted(by_head_dim) == [64, 128]
-    for d, (default, *candidates) in by_head_dim.items():
+    for d, ((default, *candidates), atomic) in by_head_dim.items():
         assert candidates[0] == default, d
+        # the atomic backward's: valid (kernel_config took them), the default's tiles first,
+        # and only the dK, dV tiles, their warps and the stages changed
+        assert atomic[0] == default[:11] + [True] and len({tuple(c) for c in atomic}) == len(atomic) >= 3
+        assert all(c[11] is True and c[:2] + c[4:7] + c[8:10] == default[:2] + default[4:7] + default[8:10]
+                   for c in atomic), atomic
         assert len({tuple(c) for c in candidates}) == len(candidates) >= 3
         fwd = {0, 1, 6, 9}  # fwd_m, fwd_n, fwd_warps, fwd_stages
         for c in candidates:
             assert all(16 <= b <= 256 and b & (b - 1) == 0 for b in c[:6]), c
-            assert all(w in (1, 2, 4, 8, 16) for w in c[6:9]) and all(1 <= s <= 8 for s in c[9:]), c
+            assert all(w in (1, 2, 4, 8, 16) for w in c[6:9]) and all(1 <= s <= 8 for s in c[9:11]), c
+            assert c[11] is False, c  # the tuning pass keeps the split backward
             # each candidate changes the forward side or the backward side, not both
             changed = {i for i, (x, y) in enumerate(zip(c, default)) if x != y}
             assert changed <= fwd or not (changed & fwd), c

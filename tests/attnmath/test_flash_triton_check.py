@@ -92,3 +92,6 @@ def test_cpu_tensors_are_checked_at_once_in_every_dtype():
                     _finite_check.check(named, "flash_attention_triton")
     assert _finite_check.pending() == 0
     _finite_check.check({"q": torch.empty(1, 0, 3)}, "flash_attention_triton")  # empty: nothing to check
+    leaf = torch.full((2, 3), float("nan"), requires_grad=True)  # an autograd leaf is read, not refused
+    with pytest.raises(ValueError, match="^q contains NaN"):
+        _finite_check.check({"q": leaf}, "flash_attention_triton")
