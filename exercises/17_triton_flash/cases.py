@@ -48,16 +48,16 @@ def _round(x, dtype):
     return x
 
 
-def _expected(q, k, v, causal):
-    out, _ = flash.flash_attention_forward(*(a.astype(np.float64) for a in (q, k, v)), causal=causal)
-    return out
+def _expected(q, k, v, causal, lse=False):
+    out, cache = flash.flash_attention_forward(*(a.astype(np.float64) for a in (q, k, v)), causal=causal)
+    return cache.lse if lse else out
 
 
-def _case(q, k, v, causal, dtype, kind):
+def _case(q, k, v, causal, dtype, kind, lse=False):
     q, k, v = (_round(a, dtype) for a in (q, k, v))
     H, L, D = q.shape
     label = f"H={H} L={L} S={k.shape[1]} D={D} {dtype} causal={causal}"
-    return Case((q, k, v), {"causal": causal, "dtype": dtype}, label, _expected(q, k, v, causal),
+    return Case((q, k, v), {"causal": causal, "dtype": dtype}, label, _expected(q, k, v, causal, lse),
                 tol=TOL[dtype], kind=kind)
 
 
@@ -66,20 +66,24 @@ def _qkv(rng, H, L, S, D, scale=1.0):
             rng.standard_normal((H, S, D)))
 
 
+#: (H, L, S, D, causal, dtype, kind) of the plain cases, in the order the checks meet them.
+PLAIN = [
+    (2, 32, 32, 16, False, "float32", "float32, lengths a multiple of the tile"),
+    (2, 21, 37, 16, False, "float32", "ragged lengths (not a multiple of the tile)"),
+    (1, 18, 18, 32, False, "float32", "another head size"),
+    (2, 32, 32, 16, True, "float32", "causal"),
+    (2, 27, 27, 16, True, "float32", "causal, ragged lengths"),
+    (1, 20, 45, 16, True, "float32", "causal, more keys than queries"),
+    (2, 24, 40, 16, False, "float16", "float16 input"),
+    (1, 33, 33, 16, True, "float16", "float16 input, causal"),
+    (2, 19, 29, 16, False, "bfloat16", "bfloat16 input"),
+    (1, 40, 40, 16, True, "bfloat16", "bfloat16 input, causal"),
+]
+
+
 def forward_cases(rng):
     cases = []
-    for H, L, S, D, causal, dtype, kind in [
-        (2, 32, 32, 16, False, "float32", "float32, lengths a multiple of the tile"),
-        (2, 21, 37, 16, False, "float32", "ragged lengths (not a multiple of the tile)"),
-        (1, 18, 18, 32, False, "float32", "another head size"),
-        (2, 32, 32, 16, True, "float32", "causal"),
-        (2, 27, 27, 16, True, "float32", "causal, ragged lengths"),
-        (1, 20, 45, 16, True, "float32", "causal, more keys than queries"),
-        (2, 24, 40, 16, False, "float16", "float16 input"),
-        (1, 33, 33, 16, True, "float16", "float16 input, causal"),
-        (2, 19, 29, 16, False, "bfloat16", "bfloat16 input"),
-        (1, 40, 40, 16, True, "bfloat16", "bfloat16 input, causal"),
-    ]:
+    for H, L, S, D, causal, dtype, kind in PLAIN:
         cases.append(_case(*_qkv(rng, H, L, S, D), causal, dtype, kind))
     # Scores rise from key tile to key tile: the running maximum grows at every tile.
     q = np.abs(rng.standard_normal((2, 16, 16))) * 0.5 + 0.5
@@ -179,6 +183,41 @@ HINTS_FORWARD = {
 }
 
 
+def lse_cases(rng):
+    """The log-sum-exp of every row: a few of the forward's kinds, and scores in the hundreds."""
+    cases = [_case(*_qkv(rng, H, L, S, D), causal, dtype, kind, lse=True)
+             for H, L, S, D, causal, dtype, kind in PLAIN if kind in HINTS_LSE]
+    q, k, v = _qkv(rng, 1, 20, 20, 16, scale=8.0)
+    return cases + [_case(q, k, v, True, "float32", "scores in the hundreds, causal", lse=True)]
+
+
+def _row_max(q, k, causal):
+    """Each row's largest scaled score (over the keys it may see)."""
+    q, k = (np.asarray(a, dtype=np.float64) for a in (q, k))
+    s = q @ np.swapaxes(k, 1, 2) / np.sqrt(q.shape[2])
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[1:], dtype=bool)), s, -np.inf)
+    return s.max(axis=2)
+
+
+def diagnose_lse(case, out):
+    q, k, v = case.args
+    expected = np.asarray(case.expected, dtype=np.float64)
+    if _matches(out, expected - _row_max(q, k, case.kwargs["causal"]), expected, case.tol):
+        return "the running maximum is left out: lse = m + log(l)"
+    return factor_hint(out, expected, [(1.0 / np.log(2.0), "the log-sum-exp is in base 2: use tl.log, not tl.log2")])
+
+
+HINTS_LSE = {
+    "float32, lengths a multiple of the tile": "after the loop, lse = m + log(l) for each row (natural log), float32",
+    "ragged lengths (not a multiple of the tile)": "store only rows < L: mask the store of lse too",
+    "causal, ragged lengths": "the same running m and l as the output: lse = m + log(l)",
+    "float16 input": "m and l are float32, and so is lse",
+    "bfloat16 input, causal": "m and l are float32, and so is lse",
+    "scores in the hundreds, causal": "lse = m + log(l), never log(sum of exp(s)): that overflows",
+}
+
+
 SPEED_HINTS = {leaderboard.NOT_TIMED_KIND: HINTS_FORWARD["float16 input"],
                leaderboard.TIMED_KIND: HINTS_FORWARD["float16 input"]}
 
@@ -203,6 +242,8 @@ PRECISION = ("Each output is compared with a float64 reference computed from the
 PARTS = [
     Part("test_triton_forward", function="triton_flash_forward", cases=forward_cases, forbidden=FORBIDDEN,
          precision=PRECISION, hints=HINTS_FORWARD, diagnose=diagnose_forward),
+    Part("test_triton_lse", function="triton_flash_lse", cases=lse_cases, forbidden=FORBIDDEN,
+         precision=PRECISION, hints=HINTS_LSE, diagnose=diagnose_lse),
     Part("test_triton_speed", function="fast_flash_forward", cases=speed_cases, forbidden=FORBIDDEN,
          check=leaderboard.timed(allclose_check), precision=PRECISION, hints=SPEED_HINTS,
          diagnose=diagnose_forward),

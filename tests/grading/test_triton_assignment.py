@@ -129,6 +129,7 @@ CHEATS = {
                      "    q, k, v = (torch.as_tensor(x)[None].to(getattr(torch, dtype)) for x in (q, k, v))\n"
                      "    return flash_attention_triton(q, k, v, causal=causal)[0][0].float().numpy()\n",
 }
+LSE = "def triton_flash_lse(q, k, v, causal=False, dtype='float32'):\n    return triton_flash_forward(q, k, v, causal, dtype)[:, :, 0]\n"
 FAST = "def fast_flash_forward(q, k, v, causal=False, dtype='float16'):\n    return triton_flash_forward(q, k, v, causal, dtype)\n"
 
 
@@ -139,7 +140,8 @@ def graded(isolation, tmp_path_factory):
     spec = load_assignment(load_course(gk.ROOT), A)
     notebooks = {"solution": gk.fill_any(gk.release(A), gk.solution_answers(A))}
     for name, source in CHEATS.items():
-        notebooks[name] = gk.fill_any(gk.release(A), {"triton_flash_forward": source, "fast_flash_forward": FAST})
+        notebooks[name] = gk.fill_any(gk.release(A), {"triton_flash_forward": source, "triton_flash_lse": LSE,
+                                                       "fast_flash_forward": FAST})
     results = {}
     for student, nb in notebooks.items():
         path = folder / f"{student}.ipynb"
@@ -152,7 +154,8 @@ def graded(isolation, tmp_path_factory):
 def test_the_solution_gets_full_marks_on_the_cpu_and_its_speed_part_says_not_timed_here(graded):
     res = graded["solution"]
     assert res.status == "graded", res.reason
-    assert {g: p.score for g, p in res.parts.items()} == {"test_triton_forward": 6.0, "test_triton_speed": 2.0}
+    assert {g: p.score for g, p in res.parts.items()} == {"test_triton_forward": 5.0, "test_triton_lse": 2.0,
+                                                          "test_triton_speed": 2.0}
     assert "not timed here" in res.parts["test_triton_speed"].message
     assert res.parts["test_triton_forward"].message == "passed"
 
@@ -160,6 +163,7 @@ def test_the_solution_gets_full_marks_on_the_cpu_and_its_speed_part_says_not_tim
 @pytest.mark.parametrize("student", sorted(CHEATS))
 def test_an_answer_that_calls_pytorchs_attention_or_the_course_kernel_scores_nothing(graded, student):
     res = graded[student]
-    assert {g: p.score for g, p in res.parts.items()} == {"test_triton_forward": 0.0, "test_triton_speed": 0.0}
+    assert {g: p.score for g, p in res.parts.items()} == {"test_triton_forward": 0.0, "test_triton_lse": 0.0,
+                                                          "test_triton_speed": 0.0}
     assert res.status == "flagged" and "calls reference" in res.reason, res.reason
     assert all(p.message.startswith("no credit") for p in res.parts.values())

@@ -1,10 +1,10 @@
 # Correct answers written differently: scores in base 2 (exp2 with log2(e) folded into the scale),
-# keys loaded as a transposed (D, BLOCK_N) tile, key tiles of 32, and a causal mask applied only
-# from the first tile that reaches the diagonal.
-# expect: test_triton_forward=6, test_triton_speed=2
+# keys loaded as a transposed (D, BLOCK_N) tile, key tiles of 32, and the log-sum-exp from base-2
+# running values.
+# expect: test_triton_forward=5, test_triton_lse=2, test_triton_speed=2
 # %% grade_id: triton_flash_forward
 @triton.jit
-def flash_forward_kernel(Q, K, V, Out, L, S, scale,
+def flash_forward_kernel(Q, K, V, Out, Lse, L, S, scale,
                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          CAUSAL: tl.constexpr, UPCAST: tl.constexpr):
     """Program (i, h): rows i * BLOCK_M ... of head h; q, k, v, out contiguous (H, L|S, D)."""
@@ -36,6 +36,7 @@ def flash_forward_kernel(Q, K, V, Out, L, S, scale,
         o = o * shrink[:, None] + tl.dot(w, v.to(tl.float32))
         best = new_best
     tl.store(Out + h * L * D + rows[:, None] * D + cols[None, :], o / total[:, None], mask=rows[:, None] < L)
+    tl.store(Lse + h * L + rows, (best + tl.log2(total)) * 0.6931471805599453, mask=rows < L)
 
 
 def run_kernel(q, k, v, causal, dtype, block_n):
@@ -43,13 +44,17 @@ def run_kernel(q, k, v, causal, dtype, block_n):
     q, k, v = (torch.as_tensor(a, device=DEVICE).to(getattr(torch, dtype)).contiguous() for a in (q, k, v))
     H, L, D = q.shape
     out = torch.zeros((H, L, D), device=DEVICE)
-    flash_forward_kernel[(triton.cdiv(L, 16), H)](q, k, v, out, L, k.shape[1], D ** -0.5, D=D, BLOCK_M=16,
+    lse = torch.zeros((H, L), device=DEVICE)
+    flash_forward_kernel[(triton.cdiv(L, 16), H)](q, k, v, out, lse, L, k.shape[1], D ** -0.5, D=D, BLOCK_M=16,
                                                   BLOCK_N=block_n, CAUSAL=causal, UPCAST=True)
-    return out if back else out.cpu().numpy()
+    return (out, lse) if back else (out.cpu().numpy(), lse.cpu().numpy())
 
 
 def triton_flash_forward(q, k, v, causal=False, dtype="float32"):
-    return run_kernel(q, k, v, causal, dtype, 32)
+    return run_kernel(q, k, v, causal, dtype, 32)[0]
+# %% grade_id: triton_flash_lse
+def triton_flash_lse(q, k, v, causal=False, dtype="float32"):
+    return run_kernel(q, k, v, causal, dtype, 16)[1]
 # %% grade_id: fast_flash_forward
 def fast_flash_forward(q, k, v, causal=False, dtype="float16"):
-    return run_kernel(q, k, v, causal, dtype, 16)
+    return run_kernel(q, k, v, causal, dtype, 16)[0]

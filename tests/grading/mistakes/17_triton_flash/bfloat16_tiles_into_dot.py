@@ -2,10 +2,10 @@
 # part: triton_flash_forward
 # %% grade_id: triton_flash_forward
 @triton.jit
-def flash_forward_kernel(Q, K, V, Out, L, S, scale,
+def flash_forward_kernel(Q, K, V, Out, Lse, L, S, scale,
                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          CAUSAL: tl.constexpr, UPCAST: tl.constexpr):
-    """Program (i, h): rows i * BLOCK_M ... of head h; q, k, v, out contiguous (H, L|S, D)."""
+    """Program (i, h): rows i * BLOCK_M ... of head h; q, k, v, out contiguous (H, L|S, D), lse (H, L)."""
     pid_m = tl.program_id(0)
     h = tl.program_id(1)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,) query rows
@@ -35,24 +35,29 @@ def flash_forward_kernel(Q, K, V, Out, L, S, scale,
         m_i = m_new
     out = acc / l_i[:, None]
     tl.store(Out + h * L * D + offs_m[:, None] * D + offs_d[None, :], out, mask=offs_m[:, None] < L)
+    tl.store(Lse + h * L + offs_m, m_i + tl.log(l_i), mask=offs_m < L)
 
 
 def triton_flash_forward(q, k, v, causal=False, dtype="float32"):
-    return launch_flash_forward(q, k, v, causal, dtype)
+    return launch_flash_forward(q, k, v, causal, dtype)[0]
 
 
 def launch_flash_forward(q, k, v, causal, dtype, block_m=16, block_n=16, upcast=True, **options):
-    """The kernel on (H, L, D) inputs: NumPy arrays in and out, or torch tensors in and out."""
+    """The kernel on (H, L, D) inputs: (out, lse), NumPy arrays in and out, or torch tensors in and out."""
     as_torch = isinstance(q, torch.Tensor)
     run = getattr(torch, dtype)
     q, k, v = (torch.as_tensor(x, device=DEVICE).to(run).contiguous() for x in (q, k, v))
     H, L, D = q.shape
     S = k.shape[1]
     out = torch.empty((H, L, D), dtype=torch.float32, device=DEVICE)
+    lse = torch.empty((H, L), dtype=torch.float32, device=DEVICE)
     grid = (triton.cdiv(L, block_m), H)
-    flash_forward_kernel[grid](q, k, v, out, L, S, 1.0 / D ** 0.5, D=D, BLOCK_M=block_m, BLOCK_N=block_n,
+    flash_forward_kernel[grid](q, k, v, out, lse, L, S, 1.0 / D ** 0.5, D=D, BLOCK_M=block_m, BLOCK_N=block_n,
                                CAUSAL=bool(causal), UPCAST=upcast, **options)
-    return out if as_torch else out.cpu().numpy()
+    return (out, lse) if as_torch else (out.cpu().numpy(), lse.cpu().numpy())
+# %% grade_id: triton_flash_lse
+def triton_flash_lse(q, k, v, causal=False, dtype="float32"):
+    return launch_flash_forward(q, k, v, causal, dtype)[1]
 # %% grade_id: fast_flash_forward
 def fast_flash_forward(q, k, v, causal=False, dtype="float16"):
-    return launch_flash_forward(q, k, v, causal, dtype)
+    return launch_flash_forward(q, k, v, causal, dtype)[0]
