@@ -49,7 +49,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import (FloatArray, as_array, check_int_array, check_positive_int, check_real)
+from ._validate import (FloatArray, as_array, check_int, check_int_array, check_positive_int, check_real)
 from .core import prepare
 
 __all__ = [
@@ -93,6 +93,10 @@ __all__ = [
     "FP8Attention",
     "fp8_attention",
     "fp8_attention_error_bound",
+    "FP8_OUTLIER_METHODS",
+    "FP8OutlierConfig",
+    "fp8_outlier_inputs",
+    "fp8_outlier_experiment",
     "GatedSinkConfig",
     "sink_batch",
     "gated_sink_experiment",
@@ -1326,12 +1330,13 @@ def fp8_attention_error_bound(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, fmt: 
         \delta_i &= s \max_j \sum_d \bigl(\varepsilon(q_{id})|k_{jd}| + |q_{id}|\varepsilon(k_{jd})
                     + \varepsilon(q_{id})\varepsilon(k_{jd})\bigr), \\
         \text{bound}_i &= \max_{jc}\bigl(|v_{jc}| + \varepsilon(v_{jc})\bigr)
-            \bigl(e^{2\delta_i} - 1 + u_{P} + S\,\delta^P_{\text{sub}}/2\bigr) \\
+            \bigl(e^{2\delta_i} - 1 + u_{P} + S\,\delta^P_{\text{sub}}/(2\ell_i)\bigr) \\
             &\qquad + \max_{jc} \varepsilon(v_{jc}),
         \end{aligned}
 
-    with :math:`u_P, \delta^P_{\text{sub}}` those of E4M3 for the probabilities
-    ({prf:ref}`thm-fp8-bound` in the chapter proves it). Returns ``(B, H, L)``.
+    with :math:`u_P, \delta^P_{\text{sub}}` those of E4M3 for the probabilities and
+    :math:`\ell_i = \sum_j e^{\hat z_{ij} - \max_{j'} \hat z_{ij'}} \ge 1` the row sum of the
+    rounded inputs' scores ({prf:ref}`thm-fp8-bound` in the chapter proves it). Returns ``(B, H, L)``.
     """
     fmt_qkv = _check_format(fmt)
     qf, kf, vf, s = _fp8_inputs(q, k, v, rotation, scale)
@@ -1343,8 +1348,77 @@ def fp8_attention_error_bound(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, fmt: 
     delta = dz.max(axis=-1, initial=0.0)  # (B, H, L)
     e4m3 = FP8_FORMATS["e4m3"]
     vmax = (np.abs(vf) + ev).max(axis=(-2, -1), initial=0.0)[..., None]  # (B, H, 1)
-    prob_term = np.expm1(2 * delta) + 2.0 ** -(e4m3.mantissa_bits + 1) + vf.shape[-2] * e4m3.min_subnormal / 2
+    q_hat, k_hat = fp8_quantize(qf, fmt_qkv, block=bq)[0], fp8_quantize(kf, fmt_qkv, block=bk)[0]
+    z = s * q_hat @ np.swapaxes(k_hat, -1, -2)  # the scores fp8_attention computes
+    row_sum = np.exp(z - z.max(axis=-1, keepdims=True, initial=-np.inf)).sum(axis=-1) if z.shape[-1] \
+        else np.ones(z.shape[:-1])  # l_i >= 1: the largest term is 1
+    prob_term = (np.expm1(2 * delta) + 2.0 ** -(e4m3.mantissa_bits + 1)
+                 + vf.shape[-2] * e4m3.min_subnormal / (2 * row_sum))
     return vmax * prob_term + ev.max(axis=(-2, -1), initial=0.0)[..., None]
+
+
+#: The variants of :func:`fp8_outlier_experiment`, as (name, tiles, rotation, probabilities rounded).
+FP8_OUTLIER_METHODS = (("per tensor", False, False, True), ("per tile", True, False, True),
+                       ("tile + rotation", True, True, True), ("per tensor, exact P", False, False, False),
+                       ("tile + rotation, exact P", True, True, False))
+
+
+@dataclass(frozen=True)
+class FP8OutlierConfig:
+    """Settings of :func:`fp8_outlier_experiment` (the chapter's FP8 figure and its box)."""
+
+    #: Factors that one entry in ``1/share`` of the queries, keys and values is multiplied by.
+    sizes: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0, 100.0)
+    seeds: tuple[int, ...] = tuple(range(30))
+    L: int = 256
+    D: int = 64
+    #: Rows per scale in the tiled variants.
+    block: int = 64
+    share: float = 1e-3
+
+
+def fp8_outlier_inputs(seed: int, size: float, config: FP8OutlierConfig = FP8OutlierConfig()
+                       ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Standard normal ``(1, 2, L, D)`` queries, keys and values, one entry in ``1/share``
+    multiplied by ``size`` (drawn with ``seed + 100``)."""
+    from .testing import random_qkv
+
+    q, k, v = random_qkv(B=1, H=2, L=config.L, D=config.D, seed=check_int(seed, "seed", minimum=0))
+    size = check_real(size, "size", positive=True)
+    rng = np.random.default_rng(seed + 100)
+    for x in (q, k, v):
+        x[rng.random(x.shape) < config.share] *= size
+    return q, k, v
+
+
+def fp8_outlier_experiment(config: FP8OutlierConfig = FP8OutlierConfig()) -> dict[str, Any]:
+    r"""RMSE of emulated E4M3 attention against float64 on inputs with outliers, per seed.
+
+    For each outlier size and seed (:func:`fp8_outlier_inputs`), :func:`fp8_attention` with one
+    scale per tensor, one per tile of ``block`` rows, tiles after :func:`hadamard_rotation`
+    (seeded with the seed), and the first and last again with the probabilities left unrounded
+    (:data:`FP8_OUTLIER_METHODS`). Returns ``{"config", "rmse": {method: [[per seed] per
+    size]}}``, plain data; deterministic. ``python -m attnmath.programmable --fp8-out
+    book/data/fp8_outliers.json`` writes the chapter's record (minutes of CPU).
+    """
+    from .testing import sdpa_oracle
+
+    if not isinstance(config, FP8OutlierConfig):
+        raise TypeError(f"config must be an FP8OutlierConfig, got {type(config).__name__}")
+    rmse: dict[str, list[list[float]]] = {name: [] for name, *_ in FP8_OUTLIER_METHODS}
+    for size in config.sizes:
+        rows: dict[str, list[float]] = {name: [] for name in rmse}
+        for seed in config.seeds:
+            q, k, v = fp8_outlier_inputs(seed, size, config)
+            ref = sdpa_oracle(q, k, v)
+            for name, tiles, rotate, round_p in FP8_OUTLIER_METHODS:
+                blocks = dict(block_q=config.block, block_k=config.block) if tiles else {}
+                out = fp8_attention(q, k, v, rotation=hadamard_rotation(config.D, seed) if rotate else None,
+                                    quantize_probs=round_p, **blocks).out
+                rows[name].append(float(np.sqrt(np.mean((out - ref) ** 2))))
+        for name in rmse:
+            rmse[name].append(rows[name])
+    return {"config": json.loads(json.dumps(asdict(config))), "rmse": rmse}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1503,14 +1577,19 @@ def gated_sink_experiment(config: GatedSinkConfig = GatedSinkConfig()) -> dict[s
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Command line: ``python -m attnmath.programmable --out book/data/gated_sinks.json``."""
+    """Command line: ``python -m attnmath.programmable --out book/data/gated_sinks.json`` and/or
+    ``--fp8-out book/data/fp8_outliers.json``."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", help="the gated-sink record (gated_sink_experiment)")
+    parser.add_argument("--fp8-out", help="the FP8 outlier record (fp8_outlier_experiment)")
     args = parser.parse_args(argv)
-    data = gated_sink_experiment()
-    with open(args.out, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.write("\n")
+    if not (args.out or args.fp8_out):
+        parser.error("give --out, --fp8-out or both")
+    for path, experiment in ((args.out, gated_sink_experiment), (args.fp8_out, fp8_outlier_experiment)):
+        if path:
+            with open(path, "w") as f:
+                json.dump(experiment(), f, indent=1, sort_keys=True)
+                f.write("\n")
 
 
 if __name__ == "__main__":
