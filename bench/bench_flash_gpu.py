@@ -471,7 +471,9 @@ def run_grid(dtypes, ds, ns, best: dict, deadline: float, save, log=print, impls
     forward+backward first (the backward paths are the question), appended to ``rows``."""
     import time
 
-    rows, failures, best_atomic = rows if rows is not None else [], failures or {}, best_atomic or {}
+    rows = rows if rows is not None else []
+    failures = failures if failures is not None else {}
+    best_atomic = best_atomic or {}
     for mode in reversed(MODES):
         for dtype in dtypes:
             for causal in (False, True):

@@ -381,6 +381,7 @@ def _flash_bwd_dkdv_kernel(Q, K, V, DOut, DK, DV, Lse, Delta, DQAcc,
         lse_base = Lse + (b * H + h) * L
         delta_base = Delta + (b * H + h) * L
         dq_base = DQAcc + (b * H + h) * L * HEAD_DIM
+        m_mid = n0 * 0  # the first query tile walked without the causal mask
         if CAUSAL:
             # Query rows i >= n0 see some key of this tile; rows i >= n0 + BLOCK_N - 1 see all
             # of them. Masked tiles from the one holding row n0 to m_mid, unmasked after.
@@ -390,17 +391,11 @@ def _flash_bwd_dkdv_kernel(Q, K, V, DOut, DK, DV, Lse, Delta, DQAcc,
                                      stride_qm, stride_dom, HEAD_DIM, offs_n, offs_d, m_lo, m_mid, L,
                                      qk_scale, sm_scale, BLOCK_M, True, EVEN_M, ATOMIC_DQ, DTYPE,
                                      DOT_PRECISION, EMULATE_BF16)
-            dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, dq_base,
-                                     stride_qm, stride_dom, HEAD_DIM, offs_n, offs_d, m_mid, L, L,
-                                     qk_scale, sm_scale, BLOCK_M, False, EVEN_M, ATOMIC_DQ, DTYPE,
-                                     DOT_PRECISION, EMULATE_BF16)
-        else:
-            dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, dq_base,
-                                     stride_qm, stride_dom, HEAD_DIM, offs_n, offs_d, 0, L, L,
-                                     qk_scale, sm_scale, BLOCK_M, False, EVEN_M, ATOMIC_DQ, DTYPE,
-                                     DOT_PRECISION, EMULATE_BF16)
-    dk = dk * sm_scale
-    dk = _to_dtype(dk, DTYPE, EMULATE_BF16).to(DTYPE)
+        dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, dq_base,
+                                 stride_qm, stride_dom, HEAD_DIM, offs_n, offs_d, m_mid, L, L,
+                                 qk_scale, sm_scale, BLOCK_M, False, EVEN_M, ATOMIC_DQ, DTYPE,
+                                 DOT_PRECISION, EMULATE_BF16)
+    dk = _to_dtype(dk * sm_scale, DTYPE, EMULATE_BF16).to(DTYPE)
     dv = _to_dtype(dv, DTYPE, EMULATE_BF16).to(DTYPE)
     tl.store(DK + b * stride_dkb + h_kv * stride_dkh + offs_n[:, None] * stride_dkn + offs_d[None, :],
              dk, mask=kv_ok[:, None])
@@ -656,10 +651,12 @@ def _check_block(value, name: str) -> int:
     return int(value)
 
 
-def _check_finite(named: dict, call: str = "flash_attention_triton") -> None:
+def _check_finite(named: dict, call: str = "flash_attention_triton", wait: bool = False) -> None:
     """The non-finite policy of :mod:`attnmath.core` for ``named`` (name -> tensor): NaN or an
     infinity raises ``ValueError`` naming the tensor, at once for CPU tensors and without a
-    wait for CUDA ones (:mod:`attnmath._finite_check`; ``call`` is named in a later report)."""
+    wait for CUDA ones (:mod:`attnmath._finite_check`; ``call`` is named in a later report).
+    First the checks of earlier calls are reported: those the GPU has run, or all (``wait``)."""
+    _finite_check.raise_pending(wait=wait)
     _finite_check.check(named, call)
 
 
@@ -825,9 +822,8 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
         Tiles, warps and stages instead of the defaults (:func:`kernel_config`).
     check_finite : bool
         Raise ``ValueError`` on NaN or an infinity in ``q``, ``k``, ``v`` (default; one read of
-        each). CPU tensors raise here; CUDA ones are checked on the GPU without a wait and
-        raise at a later call (module docstring, *The finite check*). ``False`` skips it, for
-        inputs known to be finite.
+        each): CPU tensors here, CUDA ones at a later call, checked on the GPU without a wait
+        (module docstring, *The finite check*). ``False`` skips it.
 
     Returns
     -------
@@ -849,7 +845,6 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     scale = check_scale(scale, D)
     cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k, config=config)
     if check_bool(check_finite, "check_finite"):
-        _finite_check.raise_pending(wait=False)  # earlier calls' checks that the GPU has run
         _check_finite({"q": q, "k": k, "v": v}, "flash_attention_triton")
     q, k, v = (_last_dim_contiguous(x) for x in (q, k, v))
     if L and S and B * H:  # the kernel writes every element of out and lse
@@ -948,9 +943,8 @@ def flash_attention_triton_backward(dout: torch.Tensor, cache: TritonFlashCache,
     finite = check_bool(check_finite, "check_finite")
     (q, k, v, out, lse, scale, causal), (B, H, H_kv, L, S, D) = _check_backward(dout, cache)
     cfg = kernel_config(D, q.dtype, block_q=block_q, block_k=block_k, config=config)
-    if finite:
-        _finite_check.raise_pending(wait=True)  # the forward's check, before its kernel on the GPU
-        _check_finite({"q": q, "k": k, "v": v, "dout": dout}, "flash_attention_triton_backward")
+    if finite:  # waits for the forward's check, which comes before its kernel on the GPU
+        _check_finite({"q": q, "k": k, "v": v, "dout": dout}, "flash_attention_triton_backward", wait=True)
     return _backward(dout, TritonFlashCache(q, k, v, out, lse, scale, causal), cfg)
 
 
@@ -1039,9 +1033,8 @@ class FlashAttentionTriton(torch.autograd.Function):
     def backward(ctx, dout):
         cache = TritonFlashCache(*ctx.saved_tensors, **ctx.settings)
         dout = dout.to(cache.q.dtype)
-        if ctx.check_finite:
-            _finite_check.raise_pending(wait=True)  # the forward's check, before its kernel
-            _check_finite({"dout": dout}, "flash_attention (its backward)")
+        if ctx.check_finite:  # waits for the forward's check, which comes before its kernel
+            _check_finite({"dout": dout}, "flash_attention (its backward)", wait=True)
         dq, dk, dv = _backward(dout, cache, ctx.config)
         return dq, dk, dv, None, None, None, None, None, None
 
