@@ -1014,7 +1014,8 @@ class FlashAttentionTriton(torch.autograd.Function):
     ``FlashAttentionTriton.apply(q, k, v, causal, scale, block_q, block_k, config, check_finite)
     -> out (B, H, L, D)``; the context keeps ``q, k, v, out`` and ``lse (B, H, L)``, never a ``(L, S)``
     array, the forward's ``scale`` and ``causal`` (the :class:`TritonFlashCache` fields) and
-    the kernel settings. The backward checks only ``dout``: the rest was checked by the forward.
+    the kernel settings. The backward checks only ``dout``: the rest was checked by the forward
+    (on a GPU, the backward first waits for that check and raises for it; module docstring).
     """
 
     @staticmethod

@@ -651,6 +651,26 @@ def test_gpu_benchmark_names_the_sdpa_baseline_and_the_leaderboard_configuration
     assert set(bench.BACKWARD_ONLY) <= set(bench.IMPLS)
 
 
+def test_gpu_benchmark_switches_flash_attention_3_in_and_back(monkeypatch):
+    # torch's switch is process-wide dispatcher state: faked here, its calls recorded.
+    import torch.nn.attention as attn
+
+    bench, calls, active = _load_bench(), [], [None]
+    monkeypatch.setattr(attn, "activate_flash_attention_impl",
+                        lambda name: calls.append(("activate", name)) or active.__setitem__(0, name), raising=False)
+    monkeypatch.setattr(attn, "current_flash_attention_impl", lambda: active[0], raising=False)
+    monkeypatch.setattr(attn, "restore_flash_attention_impl",
+                        lambda: calls.append(("restore",)) or active.__setitem__(0, None), raising=False)
+    with bench.switched_flash("sdpa_fa3"):
+        assert active[0] == "FA3"
+    assert calls == [("activate", "FA3"), ("restore",)] and active[0] is None
+    monkeypatch.setattr(attn, "activate_flash_attention_impl", lambda name: None, raising=False)
+    with pytest.raises(RuntimeError, match="FA3 did not become SDPA's flash implementation"):
+        with bench.switched_flash("sdpa_fa3"):
+            pass
+    assert calls[-1] == ("restore",)
+
+
 def test_tuning_candidates_are_valid_distinct_settings_with_the_default_first(compiled_kernels):
     # In the child: this process never imports attnmath.flash_triton (module docstring).
     bench_dir = str(Path(__file__).resolve().parents[2] / "bench")
