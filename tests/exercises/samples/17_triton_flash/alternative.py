@@ -2,7 +2,7 @@
 # keys loaded as a transposed (D, BLOCK_N) tile, key tiles of 32, and the log-sum-exp from base-2
 # running values.
 # expect: test_triton_forward=5, test_triton_lse=2, test_triton_speed=2
-# %% grade_id: triton_flash_forward
+# %% grade_id: flash_kernel
 @triton.jit
 def flash_forward_kernel(Q, K, V, Out, Lse, L, S, scale,
                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -48,8 +48,7 @@ def run_kernel(q, k, v, causal, dtype, block_n):
     flash_forward_kernel[(triton.cdiv(L, 16), H)](q, k, v, out, lse, L, k.shape[1], D ** -0.5, D=D, BLOCK_M=16,
                                                   BLOCK_N=block_n, CAUSAL=causal, UPCAST=True)
     return (out, lse) if back else (out.cpu().numpy(), lse.cpu().numpy())
-
-
+# %% grade_id: triton_flash_forward
 def triton_flash_forward(q, k, v, causal=False, dtype="float32"):
     return run_kernel(q, k, v, causal, dtype, 32)[0]
 # %% grade_id: triton_flash_lse
