@@ -3,9 +3,9 @@ names that kind (see tests/grading/test_visible_checks.py)."""
 
 KIND_MISTAKES = [
     ("01_softmax", "the global-max softmax", "test_stable_softmax",
-     {"stable_softmax": ("shifted = (work - np.max(work, axis=axis, keepdims=True)) / T", "shifted = (work - np.max(work)) / T")}),
+     {"stable_softmax": ("shifted = work - np.max(work, axis=axis, keepdims=True)", "shifted = work - np.max(work)")}),
     ("01_softmax", "no maximum subtracted", "test_stable_softmax",
-     {"stable_softmax": ("shifted = (work - np.max(work, axis=axis, keepdims=True)) / T", "shifted = work / T")}),
+     {"stable_softmax": ("shifted = work - np.max(work, axis=axis, keepdims=True)", "shifted = work")}),
     ("01_softmax", "1-D input made 2-D", "test_stable_softmax",
      {"stable_softmax": ("x = np.asarray(x)", "x = np.atleast_2d(x)")}),
     ("01_softmax", "only axis 0 or the last axis", "test_stable_softmax",
@@ -19,7 +19,7 @@ KIND_MISTAKES = [
      {"softmax_jacobian": ("p = stable_softmax(np.asarray(z, dtype=np.float64))",
                            "z = np.asarray(z, dtype=np.float64)\n    p = np.exp(z) / np.exp(z).sum()")}),
     ("01_softmax", "a VJP that builds the Jacobian of every row", "test_softmax_vjp",
-     {"softmax_vjp": ("inner = np.sum(p * g, axis=-1, keepdims=True)\n    return p * (g - inner) / T",
+     {"softmax_vjp": ("inner = np.sum(p * g, axis=-1, keepdims=True)\n    return p * (g - inner)",
                       "out = np.empty(np.shape(p))\n    for i in np.ndindex(np.shape(p)[:-1]):\n"
                       "        out[i] = (np.diag(p[i]) - np.outer(p[i], p[i])).T @ g[i]\n    return out")}),
     ("01_softmax", "a VJP for batches only", "test_softmax_vjp",
