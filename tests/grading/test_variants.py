@@ -241,18 +241,20 @@ def graded(tmp_path_factory):
     alice = _student_with(v, {"temperature": 0.5})
     bob = _student_with(v, {"temperature": 4.0})
     carol = _student_with(v, {"temperature": 2.0})
-    rel = gk.release("01_softmax")
-    ids = {g: c.metadata["nbgrader"]["grade_id"] for c in rel.cells for g in ALICE
+    base = tmp_path_factory.mktemp("variants")
+    release_class(gk.EXERCISES, ["01_softmax"], [alice, bob, carol], SECRET, base / "releases")
+    own = {s: nbformat.read(base / "releases" / s / "01_softmax" / "softmax.ipynb", as_version=4) for s in (alice, carol)}
+    ids = {g: c.metadata["nbgrader"]["grade_id"] for c in own[alice].cells for g in ALICE
            if c.cell_type == "code" and c.source.startswith(f"def {g}(")}
-    hers = {ids[g]: src.format(T=0.5) for g, src in ALICE.items()}
-    folder = tmp_path_factory.mktemp("variants") / "flat"
+    hers = gk.fill_any(own[alice], {ids[g]: src.format(T=0.5) for g, src in ALICE.items()})
+    folder = base / "flat"
     folder.mkdir()
-    nbformat.write(gk.fill_any(rel, hers), folder / f"{alice}.ipynb")
-    nbformat.write(gk.fill_any(rel, hers), folder / f"{bob}.ipynb")  # bob hands in alice's notebook
+    nbformat.write(hers, folder / f"{alice}.ipynb")
+    nbformat.write(hers, folder / f"{bob}.ipynb")  # bob hands in alice's notebook
     source = nbformat.read(gk.SOLUTIONS / "01_softmax" / "softmax.ipynb", as_version=4)
     solution = {g: src for g, src in answer_cells(render_notebook(source, v, {"temperature": 2.0})).items()
                 if g in ids.values()}
-    nbformat.write(gk.fill_any(rel, solution), folder / f"{carol}.ipynb")
+    nbformat.write(gk.fill_any(own[carol], solution), folder / f"{carol}.ipynb")
     out = folder.parent / "out"
     old = os.environ.get(SECRET_ENV)
     os.environ[SECRET_ENV] = SECRET
@@ -273,6 +275,8 @@ def test_the_grader_draws_each_student_s_variant_and_a_classmate_s_answer_scores
     assert float(rows[graded.alice]["score"]) == full, rows[graded.alice]
     assert float(rows[graded.carol]["score"]) == full, rows[graded.carol]
     assert float(rows[graded.bob]["score"]) == 0, rows[graded.bob]
+    assert {rows[s]["status"] for s in (graded.alice, graded.bob, graded.carol)} == {"graded"}, \
+        "a student's own release (its statement cells) is no change to flag"
 
 
 def test_similarity_names_the_answer_copied_across_variants(graded):
