@@ -7,9 +7,10 @@ says what is missing and how to get it; under ``CI=true`` it fails them, so that
 by skipping a whole group.
 
 Builds that several test modules share across pytest-xdist workers are in ``tests/support.py``:
-the book (``tests/book/build.py``) and the nbgrader course with every assignment generated
-(``nbgrader_course``). Each is built once per run, and started as soon as the tests are
-collected when a selected test needs it, so that it is built while other tests run.
+the book (``tests/book/build.py``), the nbgrader course with every assignment generated
+(``nbgrader_course``) and its stock nbgrader autograde (``stock_autograde``). Each is built once
+per run, and started as soon as the tests are collected when a selected test needs it, so that
+it is built while other tests run.
 """
 
 from __future__ import annotations
@@ -94,8 +95,6 @@ XDIST_GROUP_FILES = {
     "tests/grading/test_ran_corpus.py": "grading-corpus",
     # one nbgrader course graded by stock nbgrader and attngrade
     "tests/grading/test_nbgrader.py": "grading-nbgrader",
-    # every assignment autograded by one nbgrader run (fixture graded_courses, tests/exercises)
-    "tests/exercises/test_assignments.py": "exercises-graded",
     # fresh and forked kernels under nbgrader's executor, one kernel server (module fixture)
     "tests/exercises/test_forked_kernels.py": "forked-kernels",
     # the PDF printed from this run's book, and read once (module fixtures of test_pdf.py)
@@ -183,6 +182,26 @@ def nbgrader_course(tmp_path_factory) -> Path:
     return shared_build(tmp_path_factory, "nbgrader-course", _generate_course) / "course"
 
 
+def _grade_stock(factory: pytest.TempPathFactory):
+    """The build of ``stock_autograde``: the generated course (``nbgrader_course``'s shared
+    build, waited for or made) autograded by stock nbgrader (tests/stock_autograde.py)."""
+    from stock_autograde import grade_all  # tests/stock_autograde.py
+    from support import shared_build  # tests/support.py
+
+    return lambda folder: grade_all(shared_build(factory, "nbgrader-course", _generate_course) / "course", folder)
+
+
+@pytest.fixture(scope="session")
+def stock_autograde(tmp_path_factory) -> dict:
+    """Every assignment's solution, untouched release and samples autograded by one stock
+    ``nbgrader autograde`` for the whole run, whatever the xdist workers: assignment -> its
+    ``stock_autograde.GradedCourse``, or nbgrader's error for that assignment."""
+    from stock_autograde import NAME, read_graded  # tests/stock_autograde.py
+    from support import shared_build  # tests/support.py
+
+    return read_graded(shared_build(tmp_path_factory, NAME, _grade_stock(tmp_path_factory)))
+
+
 def _will_run(item: pytest.Item, found: dict[str, bool]) -> bool:
     """Whether the optional software ``item`` needs is here (else it is skipped, or fails in CI)."""
     for need in requirements_of(item):
@@ -191,16 +210,28 @@ def _will_run(item: pytest.Item, found: dict[str, bool]) -> bool:
     return all(found[need] for need in requirements_of(item))
 
 
+#: Fixtures built in the background from the start of the run (pytest_collection_finish): the
+#: tests that use them go last, in this order, so that the other tests run meanwhile.
+BACKGROUND_FIXTURES = ({"stock_autograde"}, BOOK_FIXTURES)
+
+
+def background_rank(fixturenames) -> int:
+    """0 for a test that needs no background build, else 1 + the last build it needs."""
+    names = set(fixturenames)
+    return max((rank + 1 for rank, fixtures in enumerate(BACKGROUND_FIXTURES) if fixtures & names), default=0)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests that read the book go last (in the order they were collected), so that every
-    other test runs while the book is built in the background (pytest_collection_finish)."""
-    items.sort(key=lambda item: bool(BOOK_FIXTURES & set(getattr(item, "fixturenames", ()))))
+    """The tests that read a build made in the background go last (in the order they were
+    collected): those of the stock autograde, then those of the book, so that every other test
+    runs while they are built (pytest_collection_finish)."""
+    items.sort(key=lambda item: background_rank(getattr(item, "fixturenames", ())))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the shared builds that a selected test will use at once, in the first xdist worker,
-    so that they run while the other tests do: the book (tests/book/build.py) and the nbgrader
-    course (``nbgrader_course``)."""
+    so that they run while the other tests do: the book (tests/book/build.py), the nbgrader
+    course (``nbgrader_course``) and its stock autograde (``stock_autograde``)."""
     if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0" or session.config.option.collectonly:
         return
     needed, found = set(), {}
@@ -212,10 +243,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # worker): it runs here, once, before any build thread or test could make that call at the
     # same time and remove what the other one had just made.
     factory.getbasetemp()
-    if "nbgrader_course" in needed:
-        from support import start_in_background  # tests/support.py
+    from support import start_in_background  # tests/support.py
 
+    if "nbgrader_course" in needed or "stock_autograde" in needed:
         start_in_background(factory, "nbgrader-course", _generate_course)
+    if "stock_autograde" in needed:
+        from stock_autograde import NAME  # tests/stock_autograde.py
+
+        start_in_background(factory, NAME, _grade_stock(factory))
     if BOOK_FIXTURES & needed:
         if str(ROOT / "tests" / "book") not in sys.path:
             sys.path.insert(0, str(ROOT / "tests" / "book"))

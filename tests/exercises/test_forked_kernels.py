@@ -1,4 +1,4 @@
-"""The autograde of every assignment (``graded_courses``) gives nbgrader kernels forked from the
+"""The autograde of every assignment (``stock_autograde``) gives nbgrader kernels forked from the
 kernel server (``forked_kernels``). nbgrader's own executor, configured as the course configures
 it, must then do what it does with a kernel started on its own: the same outputs, and the same
 outcome for a notebook that kills its kernel or runs past the cell timeout."""
@@ -41,7 +41,7 @@ def _execute(nb, folder) -> tuple[list, str | None]:
 
 @pytest.fixture(scope="module")
 def forked_env(tmp_path_factory):
-    """One kernel server for this module's tests, as ``graded_courses`` has one for its run."""
+    """One kernel server for this module's tests, as ``stock_autograde`` has one for its run."""
     with forked_kernels(tmp_path_factory.mktemp("jupyter")) as env:
         assert env, "the kernel server did not start"
         yield env
