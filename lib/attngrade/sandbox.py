@@ -443,8 +443,9 @@ def _root_plan(allow: tuple = ()) -> dict:
 
     Every ``site-packages``/``dist-packages`` folder under an exposed path is covered by an empty
     file system; the ones on this interpreter's path then show the entries of :func:`site_view`
-    (the course environment minus the references), so plotting and displaying work as in the
-    student's kernel. The references, the grader and the course do not exist inside the worker.
+    (the course environment minus the references, but for those in ``allow``), so plotting and
+    displaying work as in the student's kernel. The references, the grader and the course do not
+    exist inside the worker.
     """
     expose, links = _expose_paths()
     site = {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p) and p.endswith(("site-packages", "dist-packages"))}
