@@ -8,9 +8,10 @@ by skipping a whole group.
 
 Builds that several test modules share across pytest-xdist workers are in ``tests/support.py``:
 the book (``tests/book/build.py``), the nbgrader course with every assignment generated
-(``nbgrader_course``) and its stock nbgrader autograde (``stock_autograde``). Each is built once
-per run, and started as soon as the tests are collected when a selected test needs it, so that
-it is built while other tests run.
+(``nbgrader_course``), its stock nbgrader autograde (``stock_autograde``) and the grading
+corpus's batch (``corpus_run``, tests/grading/conftest.py). Each is built once per run, and
+started as soon as the tests are collected when a selected test needs it, so that it is built
+while other tests run.
 """
 
 from __future__ import annotations
@@ -85,14 +86,10 @@ def requirements_of(item: pytest.Item) -> list[str]:
 # pytest-xdist: the tests that share an expensive session- or module-scoped build run on one
 # worker, so each is built once per run (xdist's own ``--dist loadgroup`` cannot be used: with
 # pytest 9 its group suffix is lost). A group is one or more files; every other test is
-# scheduled on its own. The book is shared through a file lock instead (tests/support.py), so
-# the book and browser tests may run on every worker.
+# scheduled on its own. The builds made in the background (the book, the stock autograde, the
+# corpus batch) are shared through a file lock instead (tests/support.py), so their tests may
+# run on every worker.
 XDIST_GROUP_FILES = {
-    # the corpus batch (fixture corpus_run, tests/grading/conftest.py)
-    "tests/grading/test_corpus.py": "grading-corpus",
-    "tests/grading/test_feedback.py": "grading-corpus",
-    "tests/grading/test_gradebook.py": "grading-corpus",
-    "tests/grading/test_ran_corpus.py": "grading-corpus",
     # one nbgrader course graded by stock nbgrader and attngrade
     "tests/grading/test_nbgrader.py": "grading-nbgrader",
     # fresh and forked kernels under nbgrader's executor, one kernel server (module fixture)
@@ -106,7 +103,7 @@ XDIST_GROUP_FILES = {
 #: Groups that run where their tests stand, not first: the PDF waits for the book (so one worker
 #: waits for it while the other goes on), and the forked-kernels tests spend most of their 15 s
 #: waiting on purpose (a cell past its timeout, a kernel that dies), which leaves a CPU idle if
-#: they run beside the autograde, whose one nbgrader process keeps at most one CPU busy. The other
+#: they run beside a long wait of the other worker. The other
 #: groups go out first, the largest first, so that their long set-ups run beside the many short tests.
 XDIST_IN_PLACE = {"book-pdf", "forked-kernels"}
 
@@ -212,7 +209,7 @@ def _will_run(item: pytest.Item, found: dict[str, bool]) -> bool:
 
 #: Fixtures built in the background from the start of the run (pytest_collection_finish): the
 #: tests that use them go last, in this order, so that the other tests run meanwhile.
-BACKGROUND_FIXTURES = ({"stock_autograde"}, BOOK_FIXTURES)
+BACKGROUND_FIXTURES = ({"stock_autograde", "corpus_run"}, BOOK_FIXTURES)
 
 
 def background_rank(fixturenames) -> int:
@@ -223,15 +220,15 @@ def background_rank(fixturenames) -> int:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tests that read a build made in the background go last (in the order they were
-    collected): those of the stock autograde, then those of the book, so that every other test
-    runs while they are built (pytest_collection_finish)."""
+    collected): those of the stock autograde and the corpus batch, then those of the book, so
+    that every other test runs while they are built (pytest_collection_finish)."""
     items.sort(key=lambda item: background_rank(getattr(item, "fixturenames", ())))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the shared builds that a selected test will use at once, in the first xdist worker,
-    so that they run while the other tests do: the book (tests/book/build.py), the nbgrader
-    course (``nbgrader_course``) and its stock autograde (``stock_autograde``)."""
+    so that they run while the other tests do: the book (tests/book/build.py) in one thread, and
+    the grading builds (``_grading_builds``) one after the other in another."""
     if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0" or session.config.option.collectonly:
         return
     needed, found = set(), {}
@@ -243,20 +240,32 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # worker): it runs here, once, before any build thread or test could make that call at the
     # same time and remove what the other one had just made.
     factory.getbasetemp()
-    from support import start_in_background  # tests/support.py
+    from support import start_in_order  # tests/support.py
 
-    if "nbgrader_course" in needed or "stock_autograde" in needed:
-        start_in_background(factory, "nbgrader-course", _generate_course)
-    if "stock_autograde" in needed:
-        from stock_autograde import NAME  # tests/stock_autograde.py
-
-        start_in_background(factory, NAME, _grade_stock(factory))
+    start_in_order(factory, _grading_builds(factory, needed))
     if BOOK_FIXTURES & needed:
         if str(ROOT / "tests" / "book") not in sys.path:
             sys.path.insert(0, str(ROOT / "tests" / "book"))
         from build import start_in_background as start_book  # tests/book/build.py
 
         start_book(factory, [item.nodeid for item in session.items if _will_run(item, found)])
+
+
+def _grading_builds(factory: pytest.TempPathFactory, needed: set[str]) -> list[tuple[str, object]]:
+    """The grading builds the selected tests use (their fixtures ``needed``), in the order their
+    tests run: the generated course, its stock autograde, the corpus batch (tests/grading)."""
+    builds: list[tuple[str, object]] = []
+    if {"nbgrader_course", "stock_autograde"} & needed:
+        builds.append(("nbgrader-course", _generate_course))
+    if "stock_autograde" in needed:
+        from stock_autograde import NAME  # tests/stock_autograde.py
+
+        builds.append((NAME, _grade_stock(factory)))
+    if "corpus_run" in needed:
+        from grading.conftest import build_corpus  # tests/grading/conftest.py
+
+        builds.append(("corpus", build_corpus(factory)))
+    return builds
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

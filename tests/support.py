@@ -4,7 +4,8 @@
 pytest-xdist spreads the tests over several worker processes: the first worker to ask builds under
 a file lock, the others wait and reuse the folder (or get the same error without building again).
 ``start_in_background`` makes that first request from a thread, as soon as the tests are
-collected, so that the build runs while other tests do.
+collected, so that the build runs while other tests do (``start_in_order``: several builds one
+after the other).
 
 ``course_copy`` gives a test a course of its own from the nbgrader course that every assignment
 is generated into once per run (the ``nbgrader_course`` fixture of ``tests/conftest.py``).
@@ -61,14 +62,22 @@ def start_in_background(tmp_path_factory: pytest.TempPathFactory, name: str,
     """``shared_build(tmp_path_factory, name, build)`` in a daemon thread, started now; a test
     that asks for the same build later waits for it. A failure is recorded by ``shared_build``
     and raised in the tests that ask."""
+    return start_in_order(tmp_path_factory, [(name, build)])
+
+
+def start_in_order(tmp_path_factory: pytest.TempPathFactory,
+                   builds: list[tuple[str, Callable[[Path], object]]]) -> threading.Thread:
+    """``start_in_background`` for several builds ((name, build) pairs), one after the other in
+    one thread: each waits for the one before it, so that they take one CPU between them."""
 
     def run() -> None:
-        try:
-            shared_build(tmp_path_factory, name, build)
-        except RuntimeError:
-            pass
+        for name, build in builds:
+            try:
+                shared_build(tmp_path_factory, name, build)
+            except RuntimeError:
+                pass
 
-    thread = threading.Thread(target=run, name=f"shared-{name}", daemon=True)
+    thread = threading.Thread(target=run, name="shared-" + "+".join(name for name, _ in builds), daemon=True)
     thread.start()
     return thread
 

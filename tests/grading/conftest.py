@@ -1,9 +1,11 @@
-"""Fixtures of the grading tests: an empty gradebook to copy, the isolation level, the corpus run."""
+"""Fixtures of the grading tests: an empty gradebook to copy, the isolation level, the corpus run
+(built once per run, in the background from the start: ``build_corpus``)."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,14 +23,20 @@ def _stamp_gradebook(folder: Path) -> None:
         pass
 
 
+def _empty_gradebook(factory: pytest.TempPathFactory) -> Path:
+    from support import shared_build  # tests/support.py
+
+    bindir = os.path.dirname(sys.executable)  # alembic, which nbgrader runs, is there
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    return shared_build(factory, "empty-gradebook", _stamp_gradebook) / "empty.db"
+
+
 @pytest.fixture(scope="session")
 def empty_gradebook(tmp_path_factory) -> Path:
     """A new nbgrader gradebook, made once per run for every xdist worker (stamping one runs
     alembic, which is slow; ``support.shared_build``): copy it per test, never write to it."""
-    from support import shared_build  # tests/support.py
-
-    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-    return shared_build(tmp_path_factory, "empty-gradebook", _stamp_gradebook) / "empty.db"
+    return _empty_gradebook(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
@@ -75,23 +83,43 @@ class CorpusRun:
 CORPUS_TIMEOUT, CORPUS_JOBS = 8, 4
 
 
+def build_corpus(factory: pytest.TempPathFactory):
+    """The shared build ``corpus``: every corpus case built in nbgrader's layout under
+    ``folder/<assignment>/submitted`` and graded by one ``attngrade`` command per assignment into
+    ``folder/<assignment>/out`` and ``gradebook.db``; each command's exit status and output in
+    ``folder/<assignment>/proc.json``."""
+
+    def build(base: Path) -> None:
+        empty = _empty_gradebook(factory)
+        cases = gk.corpus_cases()
+        for assignment in sorted({c.assignment for c in cases}):
+            submitted = base / assignment / "submitted"
+            for case in cases:
+                if case.assignment == assignment:
+                    gk.build_case(case, assignment, submitted)
+            db_url = gk.copy_gradebook(empty, base / assignment / "gradebook.db")
+            proc = gk.run_attngrade(
+                assignment, submitted, "--out", base / assignment / "out", "--db", db_url,
+                "--jobs", str(CORPUS_JOBS), "--timeout", str(CORPUS_TIMEOUT),
+            )
+            (base / assignment / "proc.json").write_text(json.dumps(
+                {"args": proc.args, "returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}))
+
+    return build
+
+
 @pytest.fixture(scope="session")
-def corpus_run(tmp_path_factory, empty_gradebook) -> CorpusRun:
-    """Every corpus case built in nbgrader's layout and graded by one ``attngrade`` command per assignment."""
-    base = tmp_path_factory.mktemp("corpus")
+def corpus_run(tmp_path_factory) -> CorpusRun:
+    """Every corpus case graded by one ``attngrade`` command per assignment, once per test run
+    for every xdist worker (the shared build ``corpus``, started in the background as soon as the
+    tests are collected: tests/conftest.py)."""
+    from support import shared_build  # tests/support.py
+
+    base = shared_build(tmp_path_factory, "corpus", build_corpus(tmp_path_factory))
     cases = gk.corpus_cases()
     runs, db_urls = {}, {}
     for assignment in sorted({c.assignment for c in cases}):
-        submitted = base / assignment / "submitted"
-        for case in cases:
-            if case.assignment == assignment:
-                gk.build_case(case, assignment, submitted)
-        db_url = gk.copy_gradebook(empty_gradebook, base / assignment / "gradebook.db")
-        out = base / assignment / "out"
-        proc = gk.run_attngrade(
-            assignment, submitted, "--out", out, "--db", db_url, "--jobs", str(CORPUS_JOBS),
-            "--timeout", str(CORPUS_TIMEOUT),
-        )
-        runs[assignment] = (out, proc)
-        db_urls[assignment] = db_url
+        ran = json.loads((base / assignment / "proc.json").read_text())
+        runs[assignment] = (base / assignment / "out", subprocess.CompletedProcess(**ran))
+        db_urls[assignment] = f"sqlite:///{base / assignment / 'gradebook.db'}"
     return CorpusRun(runs, cases, db_urls)
