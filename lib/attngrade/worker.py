@@ -862,19 +862,22 @@ class _Device:
     :mod:`attngrade.leaderboard`). Made before any student code: torch, its synchronisation and
     the clock are taken then. A timed case's inputs become torch tensors on the GPU; one call warms
     up (Triton compiles), then ``repeats`` calls run between two synchronisations; the output
-    comes back as a NumPy array and the seconds per call with it."""
+    comes back as a NumPy array and the seconds per call with it. Without CUDA (a test of this
+    path on a CPU host) the tensors stay on the CPU and nothing needs synchronising."""
 
     def __init__(self):
         import time
 
         import torch
 
-        self.torch, self.sync, self.clock = torch, torch.cuda.synchronize, time.perf_counter
+        cuda = torch.cuda.is_available()
+        self.torch, self.clock, self.device = torch, time.perf_counter, "cuda" if cuda else "cpu"
+        self.sync = torch.cuda.synchronize if cuda else (lambda: None)
         self.tensor_type = torch.Tensor
 
     def timed(self, runner, fn, args: tuple, kwargs: dict, repeats: int):
         try:
-            inputs = tuple(self.torch.from_numpy(a).cuda() if hasattr(a, "dtype") else a for a in args)
+            inputs = tuple(self.torch.tensor(a, device=self.device) if hasattr(a, "dtype") else a for a in args)
             with runner.student:
                 fn(*inputs, **kwargs)
             self.sync()

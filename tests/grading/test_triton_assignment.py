@@ -167,3 +167,30 @@ def test_an_answer_that_calls_pytorchs_attention_or_the_course_kernel_scores_not
                                                           "test_triton_speed": 0.0}
     assert res.status == "flagged" and "calls reference" in res.reason, res.reason
     assert all(p.message.startswith("no credit") for p in res.parts.values())
+
+
+def test_a_timed_speed_part_is_measured_by_the_worker_and_scored_by_the_grader(isolation, tmp_path, monkeypatch):
+    """The GPU path on this CPU host: the worker times the calls (its tensors stay on the CPU
+    without CUDA), the grader checks the outputs and scores the time against a stand-in for the
+    course kernel's; the leaderboard ranks it."""
+    import attngrade.running as running
+
+    monkeypatch.setattr(running, "repeats", lambda part: 2 if leaderboard.is_speed_part(part) else 0)
+    monkeypatch.setattr(leaderboard, "course_seconds", lambda case: 1e-3)
+    spec = load_assignment(load_course(gk.ROOT), A)
+    path = tmp_path / "timed.ipynb"
+    nbformat.write(gk.fill_any(gk.release(A), gk.solution_answers(A)), path)
+    res = grade_submission(spec, Submission("timed", path, "flat", source=path.name), isolation,
+                           Limits(timeout=60), tmp_root=str(tmp_path))
+    speed = res.parts["test_triton_speed"]
+    ratio = leaderboard.speed_ratio(speed.detail)
+    assert speed.passed and ratio is not None and ratio > 0, (res.status, res.reason, speed.detail)
+    assert speed.score == leaderboard.speed_points(2.0, ratio) and "the course kernel's time" in speed.message
+    assert res.parts["test_triton_forward"].score == 5.0
+    assert [row["ratio"] for row in leaderboard.board(spec, [res], "s")] == [ratio]
+
+
+@pytest.mark.skipif(not leaderboard.gpu_available(), reason="no GPU here: the speed part is not timed")
+def test_on_a_gpu_the_solution_is_timed_against_the_course_kernel(graded):
+    speed = graded["solution"].parts["test_triton_speed"]
+    assert speed.passed and leaderboard.speed_ratio(speed.detail) is not None, speed.detail
