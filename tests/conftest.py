@@ -248,7 +248,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             sys.path.insert(0, str(ROOT / "tests" / "book"))
         from build import start_in_background as start_book  # tests/book/build.py
 
-        start_book(factory, [item.nodeid for item in session.items if _will_run(item, found)])
+        start_book(factory, [item.nodeid for item in session.items if _will_run(item, found)],
+                   pdf="pdf_path" in needed)
 
 
 def _grading_builds(factory: pytest.TempPathFactory, needed: set[str]) -> list[tuple[str, object]]:

@@ -7,7 +7,8 @@ the same message) without building again, in every pytest-xdist worker (``tests/
 ``shared_build``).
 
 ``tests/conftest.py`` starts that build in the background as soon as the tests are collected
-(``start_in_background``), when some selected test needs the book. When the selected tests hold
+(``start_in_background``), when some selected test needs the book, and the PDF's print
+(``print_pdf``, tests/book/test_pdf.py) right after it when a selected test reads the PDF. When the selected tests hold
 every claim test, the build runs none of them (``claims.IN_SUITE``): the run itself does, and the
 claims appendix says so; otherwise the build runs them, as ``make book`` does.
 
@@ -88,15 +89,30 @@ def _build(out: Path) -> Path:
     return out / "_build" / "html"
 
 
-def start_in_background(tmp_path_factory, test_ids=()) -> threading.Thread | None:
-    """Start this run's book build now in a thread (``support.start_in_background``), unless
-    ``ATTNMATH_BOOK_HTML`` names a build. ``test_ids``: the run's selected tests; when they hold
-    every claim test, the build runs none of them."""
+def print_pdf(folder: Path, html: Path) -> None:
+    """The shared build ``pdf``: ``make pdf``'s print (book/_ext/make_pdf.py) of the HTML build
+    ``html`` into ``folder/book.pdf``."""
+    proc = subprocess.run([sys.executable, str(ROOT / "book" / "_ext" / "make_pdf.py"),
+                           "--html", str(html), "--out", str(folder / "book.pdf")],
+                          capture_output=True, text=True, timeout=1200, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
+
+
+def start_in_background(tmp_path_factory, test_ids=(), pdf: bool = False) -> threading.Thread | None:
+    """Start this run's book build now in a thread (``support.start_in_order``), unless
+    ``ATTNMATH_BOOK_HTML`` names a build; with ``pdf``, the PDF's print (``print_pdf``) follows it
+    in that thread. ``test_ids``: the run's selected tests; when they hold every claim test, the
+    build runs none of them."""
     global _claims_in_suite
     if os.environ.get(ENV_HTML):
         return None
     _claims_in_suite = runs_every_claim_test(test_ids, ROOT / "tests")
-    return support.start_in_background(tmp_path_factory, "book", _build)
+
+    def print_book(folder: Path) -> None:
+        print_pdf(folder, shared_build(tmp_path_factory, "book", _build) / "_build" / "html")
+
+    return support.start_in_order(tmp_path_factory, [("book", _build), *([("pdf", print_book)] if pdf else [])])
 
 
 def stop_background_build() -> None:

@@ -1,6 +1,7 @@
 """The whole book as a PDF (``make pdf``, book/_ext/make_pdf.py), read as a printed book is read.
 
-The PDF is printed once per run from this run's HTML build (``support.shared_build``). Its pages
+The PDF is printed once per run from this run's HTML build (``support.shared_build``), in the
+background right after the book is built when the run reads the PDF (tests/conftest.py). Its pages
 are read with PDFium (pypdfium2): the text of each page and of its head and foot margins, and
 pages rendered to images, on which the title page, the contents and the chapter openings are
 checked as a reader sees them, and every page is checked for blank pages and for code boxes
@@ -13,7 +14,6 @@ from __future__ import annotations
 import collections
 import html
 import re
-import subprocess
 import sys
 import unicodedata
 from pathlib import Path
@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 import yaml
-from build import ROOT, book_html, toc_files  # tests/book/build.py
+from build import ROOT, book_html, print_pdf, toc_files  # tests/book/build.py
 
 sys.path.insert(0, str(ROOT / "tests"))
 import support  # noqa: E402  (tests/support.py)
@@ -46,14 +46,6 @@ TOP = 45 * MM
 CODE_BOX = np.array([245, 245, 242])
 
 
-def _print(folder: Path, html_dir: Path) -> None:
-    proc = subprocess.run([sys.executable, str(ROOT / "book" / "_ext" / "make_pdf.py"),
-                           "--html", str(html_dir), "--out", str(folder / "book.pdf")],
-                          capture_output=True, text=True, timeout=1200, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     return book_html(tmp_path_factory)
@@ -61,7 +53,7 @@ def built(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pdf_path(built, tmp_path_factory) -> Path:
-    folder = support.shared_build(tmp_path_factory, "pdf", lambda folder: _print(folder, built))
+    folder = support.shared_build(tmp_path_factory, "pdf", lambda folder: print_pdf(folder, built))
     return folder / "book.pdf"
 
 
