@@ -81,6 +81,14 @@ PLAIN = [
 ]
 
 
+def _hundreds(rng):
+    """Causal scores in the hundreds (e^s overflows float32), and for every row but the last a
+    masked key far above its visible ones: a maximum taken before the mask underflows them all."""
+    q, k, v = _qkv(rng, 1, 20, 20, 16, scale=8.0)
+    k[:, -1, :] = 3.0 * q[:, 0, :]  # key 19: score about 3 |q_0|^2 / 4, seen by row 19 only
+    return q, k, v
+
+
 def forward_cases(rng):
     cases = []
     for H, L, S, D, causal, dtype, kind in PLAIN:
@@ -90,7 +98,7 @@ def forward_cases(rng):
     k = rng.standard_normal((1, 64, 16)) * 0.2 + np.linspace(0.0, 4.0, 64)[None, :, None]
     cases.append(_case(q, k, rng.standard_normal((1, 64, 16)), False, "float32",
                        "a larger maximum in every key tile"))
-    q, k, v = _qkv(rng, 1, 20, 20, 16, scale=8.0)  # scores in the hundreds: e^s overflows float32
+    q, k, v = _hundreds(rng)
     cases.append(_case(q, k, v, True, "float32", "scores in the hundreds, causal"))
     # Nearly uniform weights over 48 positive values near 1500: P V summed in float16 overflows.
     q, k = rng.standard_normal((1, 16, 16)) * 0.05, rng.standard_normal((1, 48, 16)) * 0.05
@@ -178,7 +186,8 @@ HINTS_FORWARD = {
                       "bfloat16 tiles wrongly",
     "bfloat16 input, causal": "convert each loaded tile to float32 before tl.dot; return float32",
     "a larger maximum in every key tile": "when the maximum grows, rescale l and acc by exp(m_old - m_new)",
-    "scores in the hundreds, causal": "subtract the running maximum before exp, and start it at -inf",
+    "scores in the hundreds, causal": "subtract the running maximum before exp, start it at -inf, and take it "
+                                      "over the visible keys only (mask before the maximum)",
     "float16 input, large values": "accumulate P V in float32: in float16 the sum overflows",
 }
 
@@ -187,7 +196,7 @@ def lse_cases(rng):
     """The log-sum-exp of every row: a few of the forward's kinds, and scores in the hundreds."""
     cases = [_case(*_qkv(rng, H, L, S, D), causal, dtype, kind, lse=True)
              for H, L, S, D, causal, dtype, kind in PLAIN if kind in HINTS_LSE]
-    q, k, v = _qkv(rng, 1, 20, 20, 16, scale=8.0)
+    q, k, v = _hundreds(rng)
     return cases + [_case(q, k, v, True, "float32", "scores in the hundreds, causal", lse=True)]
 
 
@@ -217,18 +226,24 @@ HINTS_LSE = {
 }
 
 
+UNTIMED_RAGGED = f"{leaderboard.NOT_TIMED}, no GPU: ragged lengths, causal"
+UNTIMED_LARGE = f"{leaderboard.NOT_TIMED}, no GPU: scores in the hundreds, causal"
 SPEED_HINTS = {leaderboard.NOT_TIMED_KIND: HINTS_FORWARD["float16 input"],
+               UNTIMED_RAGGED: HINTS_FORWARD["causal, ragged lengths"],
+               UNTIMED_LARGE: HINTS_FORWARD["scores in the hundreds, causal"],
                leaderboard.TIMED_KIND: HINTS_FORWARD["float16 input"]}
 
 
 def speed_cases(rng):
     """On a host with a GPU: the fixed sizes the speed is timed at (:data:`leaderboard.SPEED_SIZES`).
-    Elsewhere: a correct forward pass at a small size earns the points (the task says so)."""
+    Elsewhere: a correct forward pass at small sizes earns the points (the task says so), on the
+    kinds a tuned kernel gets wrong most easily."""
     if leaderboard.gpu_available():
         return [_case(*_qkv(rng, H, N, N, D), causal, "float16", leaderboard.TIMED_KIND)
                 for H, N, D, causal in leaderboard.SPEED_SIZES]
-    return [_case(*_qkv(rng, 1, 32, 32, 16), causal, "float16", leaderboard.NOT_TIMED_KIND)
-            for causal in (False, True)]
+    return [_case(*_qkv(rng, 1, 32, 32, 16), False, "float16", leaderboard.NOT_TIMED_KIND),
+            _case(*_qkv(rng, 1, 27, 40, 16), True, "float16", UNTIMED_RAGGED),
+            _case(*_hundreds(rng), True, "float16", UNTIMED_LARGE)]
 
 
 PRECISION = ("Each output is compared with a float64 reference computed from the inputs as your kernel "
