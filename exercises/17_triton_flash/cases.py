@@ -69,7 +69,7 @@ def _qkv(rng, H, L, S, D, scale=1.0):
 #: (H, L, S, D, causal, dtype, kind) of the plain cases, in the order the checks meet them.
 PLAIN = [
     (2, 32, 32, 16, False, "float32", "float32, lengths a multiple of the tile"),
-    (1, 21, 37, 16, False, "float32", "ragged lengths (not a multiple of the tile)"),
+    (1, 21, 37, 16, False, "float32", "ragged lengths, not a multiple of the tile"),
     (1, 18, 18, 32, False, "float32", "another head size"),
     (2, 32, 32, 16, True, "float32", "causal"),
     (1, 27, 27, 16, True, "float32", "causal, ragged lengths"),
@@ -174,7 +174,7 @@ def _matches(out, variant, expected, tol) -> bool:
 HINTS_FORWARD = {
     "float32, lengths a multiple of the tile": "one program per (query tile, head); loop over the key tiles with "
                                                "a running maximum m, sum l and output acc, all float32",
-    "ragged lengths (not a multiple of the tile)": "mask the loads past L and S (other=0.0) and give the scores of "
+    "ragged lengths, not a multiple of the tile": "mask the loads past L and S (other=0.0) and give the scores of "
                                                    "keys past S the value -inf; store only rows < L",
     "another head size": "D is a tl.constexpr: use tl.arange(0, D) for the columns, never a fixed 16",
     "causal": "query i attends to keys j <= i: tl.where(offs_n[None, :] <= offs_m[:, None], s, -inf)",
@@ -219,7 +219,7 @@ def diagnose_lse(case, out):
 
 HINTS_LSE = {
     "float32, lengths a multiple of the tile": "after the loop, lse = m + log(l) for each row (natural log), float32",
-    "ragged lengths (not a multiple of the tile)": "store only rows < L: mask the store of lse too",
+    "ragged lengths, not a multiple of the tile": "store only rows < L: mask the store of lse too",
     "float16 input": "m and l are float32, and so is lse",
     "bfloat16 input, causal": "m and l are float32, and so is lse",
     "scores in the hundreds, causal": "lse = m + log(l), never log(sum of exp(s)): that overflows",
