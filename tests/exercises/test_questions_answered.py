@@ -20,7 +20,7 @@ from conftest import ASSIGNMENTS, EXERCISES, notebook_name
 # taken out.
 OPEN = {
     "02_attention", "03_gradients", "04_masking", "06_positional", "07_efficiency", "09_moe", "10_theory",
-    "12_induction", "13_serving", "14_long_context", "15_recurrence", "16_programmable",
+    "12_induction", "13_serving", "14_long_context", "15_recurrence",
 }
 
 _NOT_PROSE = re.compile(r"```.*?```|\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\]\([^)]*\)|https?://\S+", re.S)
