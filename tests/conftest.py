@@ -92,6 +92,10 @@ def requirements_of(item: pytest.Item) -> list[str]:
 XDIST_GROUP_FILES = {
     # one nbgrader course graded by stock nbgrader and attngrade
     "tests/grading/test_nbgrader.py": "grading-nbgrader",
+    # each mistake's one Run All, read by two tests (_mistake_run); the fresh mistakes' measures,
+    # read by two tests (measured_corpus): caches of the module, so one worker each
+    "tests/grading/test_visible_checks.py": "grading-visible",
+    "tests/grading/test_mistakes.py": "grading-mistakes",
     # fresh and forked kernels under nbgrader's executor, one kernel server (module fixture)
     "tests/exercises/test_forked_kernels.py": "forked-kernels",
     # the PDF printed from this run's book, and read once (module fixtures of test_pdf.py)

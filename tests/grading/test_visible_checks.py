@@ -388,14 +388,13 @@ def _fails_hidden(assignment: str, cell: str, kind: str | None, namespace: dict)
     return any(not check_outputs(part, [c], [o])[0] for c, o in zip(cases, outcomes))
 
 
-@functools.lru_cache(maxsize=None)
 def _verdict(index: int) -> tuple[str, str, bool]:
     """For mistake ``index``: its visible message, the kind that message names, and whether the
-    mistake fails a hidden case of that kind."""
-    assignment, _name, cell, change = ALL_MISTAKES[index]
-    message, namespace = _run(assignment, change)
-    kind = _named_kind(message)
-    return message, kind, _fails_hidden(assignment, cell, kind, namespace)
+    mistake fails a hidden case of that kind (from its one Run All, :func:`_mistake_run`)."""
+    verdict = _mistake_run(index)[2]
+    if isinstance(verdict, Exception):
+        raise verdict
+    return verdict
 
 
 def _recorded(index: int) -> tuple[set[tuple[str, str]], dict]:
@@ -496,15 +495,16 @@ def _samples(assignment: str) -> list[tuple[str, dict]]:
 
 PREDICTED = [(a, "the solution", {}) for a in DRAWN]
 PREDICTED += [(a, name, {"answers": s["answers"]}) for a in DRAWN for name, s in _samples(a)]
-PREDICTED += [(m[0], m[1], {"change": m[3]}) for m in ALL_MISTAKES if m[0] in DRAWN]
+PREDICTED += [(m[0], m[1], {"mistake": i}) for i, m in enumerate(ALL_MISTAKES) if m[0] in DRAWN]
 
 
-def _student_run(assignment: str, change=None, answers=None) -> tuple[dict[str, bool], dict]:
+def _student_run(assignment: str, change=None, answers=None) -> tuple[dict[str, bool], dict, tuple | None]:
     """Run All, as a student does (a failing cell does not stop the rest), in the release's
     folder: test cell -> whether its visible checks failed (not attempted counts as failed),
-    and the namespace the cells left."""
+    the namespace the cells left, and the first cell that raised with its error (or None)."""
     namespace: dict = {}
     labels = {}
+    first = None
     # ungraded demos (11's training run) skip under autograde; the visible checks run either way
     with contextlib.chdir(gk.EXERCISES / assignment), mock.patch.dict(os.environ, {"NBGRADER_EXECUTION": "autograde"}):
         for gid, source in _cells(assignment, change, answers):
@@ -513,10 +513,31 @@ def _student_run(assignment: str, change=None, answers=None) -> tuple[dict[str, 
                 labels[gid] = found.group(1)
             try:
                 _exec(compile(source, gid or "cell", "exec"), namespace)
-            except Exception:  # noqa: BLE001 - Run All goes on
-                pass
+            except Exception as exc:  # noqa: BLE001 - Run All goes on
+                first = first or (gid, exc)
     results = namespace["self_check"].results
-    return {gid: results.get(label) != "passed" for gid, label in labels.items()}, namespace
+    return {gid: results.get(label) != "passed" for gid, label in labels.items()}, namespace, first
+
+
+@functools.lru_cache(maxsize=None)
+def _mistake_run(index: int) -> tuple[dict[str, bool], dict[str, bool], tuple[str, str, bool] | Exception | None]:
+    """Mistake ``index`` run once for both tests that read it (so a mistake costs one Run All):
+    each test cell's visible verdict (:func:`_student_run`) and hidden verdict
+    (:func:`_hidden_failed`), and for a kind mistake its :func:`_verdict`: the first failed
+    check's message (``"passed"`` if none), the kind it names, whether the mistake fails a hidden
+    case of that kind; or the error a cell raised before any check failed, which a run that stops
+    at the first failure (:func:`_run`) raises."""
+    assignment, _name, cell, change = ALL_MISTAKES[index]
+    visible, namespace, first = _student_run(assignment, change)
+    verdict: tuple[str, str, bool] | Exception | None = None
+    if index >= len(MISTAKES):
+        if first is not None and not isinstance(first[1], AssertionError):
+            verdict = first[1]
+        else:
+            message = f"{first[0]}: {first[1]}" if first else "passed"
+            kind = _named_kind(message)
+            verdict = (message, kind, _fails_hidden(assignment, cell, kind, namespace))
+    return visible, _hidden_failed(assignment, namespace), verdict
 
 
 def _hidden_failed(assignment: str, namespace: dict) -> dict[str, bool]:
@@ -536,8 +557,11 @@ def _hidden_failed(assignment: str, namespace: dict) -> dict[str, bool]:
 def test_the_visible_checks_predict_the_hidden_verdict(assignment, name, edit):
     """Every part fails its visible checks exactly where it fails its hidden tests: no false
     alarm, no miss, for right answers, wrong ones and the sample submissions."""
-    visible, namespace = _student_run(assignment, **edit)
-    hidden = _hidden_failed(assignment, namespace)
+    if "mistake" in edit:
+        visible, hidden, _ = _mistake_run(edit["mistake"])
+    else:
+        visible, namespace, _first = _student_run(assignment, **edit)
+        hidden = _hidden_failed(assignment, namespace)
     assert visible == hidden, {gid: ("visible fails" if v else "visible passes",
                                      "hidden fails" if hidden[gid] else "hidden passes")
                                for gid, v in visible.items() if v != hidden[gid]}
