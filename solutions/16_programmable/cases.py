@@ -78,7 +78,7 @@ def _pair_case(rng, n_sink, window, where):
     allowed = where in ("a sink", "the diagonal", "the window's oldest key")
     args = (np.array(int(rng.integers(0, 2))), np.array(int(rng.integers(0, 4))), np.array(i), np.array(j))
     return Case(args, {"n_sink": n_sink, "window": window, "offset": 0}, f"pair: {where}", np.array(allowed),
-                kind="one query-key pair at a time (as torch calls it)")
+                kind="one query-key pair at a time, as torch calls it")
 
 
 def sink_cases(rng):
@@ -154,7 +154,7 @@ HINTS_SINK = {
     "every key a sink": "sinks stay causal: a sink after the query's position is hidden",
     "the grids of one tile of queries": "a kernel may call the function on the indices of one tile: q_idx need "
                                         "not start at 0, so use the indices, not the grid's shape",
-    "one query-key pair at a time (as torch calls it)": "torch calls the function with one index of each "
+    "one query-key pair at a time, as torch calls it": "torch calls the function with one index of each "
                                                         "kind at a time: write it with operators only",
 }
 
