@@ -11,7 +11,10 @@ when the page is written. Two things are missing for a page of records that a ch
   wrap in its box that scrolls a wide table by itself, and that the print styles do not know.
   :class:`PasteMarkdown` parses such a value (GitHub-flavoured Markdown, as the chapter's own
   outputs are rendered with ``markdown_format: gfm``) into docutils nodes before myst-nb's own
-  replacement runs, so that the pasted table is a table of the book like any other.
+  replacement runs, so that the pasted table is a table of the book like any other. Its class,
+  ``pasted-table``, gives it fixed columns on paper: paged.js does not carry a table's column
+  widths (book/_ext/print_book.js sets them as a ``colgroup``) to the part of it that a page
+  break moves to the next page, so the widths come from the styles instead.
 - **Staleness.** Sphinx does not know that the page depends on the notebook: after the notebook
   is executed again (its code or its data changed) the page would keep the old values. The
   page's sources are recorded when it is read, and every build that reads one of them reads the
@@ -32,13 +35,20 @@ logger = logging.getLogger(__name__)
 MARKDOWN = "text/markdown"
 
 
+#: The class of a pasted table, which the print styles lay out (book/_static/attnmath.css).
+TABLE_CLASS = "pasted-table"
+
+
 def markdown_nodes(text: str) -> list[nodes.Node]:
-    """The block nodes of ``text`` read as GitHub-flavoured Markdown (paragraphs, pipe tables)."""
+    """The block nodes of ``text`` read as GitHub-flavoured Markdown (paragraphs, pipe tables),
+    each table of class TABLE_CLASS."""
     tree = publish_doctree(text, parser=Parser(), settings_overrides={
         "myst_gfm_only": True, "report_level": 2, "halt_level": 5, "warning_stream": False})
     problems = [n.astext() for n in tree.findall(nodes.system_message)]
     if problems:
         raise ValueError("; ".join(problems))
+    for table in tree.findall(nodes.table):
+        table["classes"].append(TABLE_CLASS)
     return list(tree.children)
 
 

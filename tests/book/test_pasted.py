@@ -74,4 +74,5 @@ def test_glued_markdown_is_pasted_as_a_table(tmp_path):
     cells = [entry.astext() for entry in table.findall(nodes.entry)]
     assert cells == ["setting", "512", "1024", "bf16, 64", "1.23", "–"]
     assert [entry.get("classes") for entry in table.findall(nodes.entry)][4] == ["text-right"]
+    assert pasted.TABLE_CLASS in table["classes"]
     assert section.children[2].astext() == "A note."
