@@ -1,6 +1,6 @@
 # bug: the tiles go to tl.dot in the dtype they were loaded in; Triton's CPU interpreter multiplies bfloat16 tiles wrongly, which the task warns about
 # part: triton_flash_forward
-# %% grade_id: triton_flash_forward
+# %% grade_id: flash_kernel
 @triton.jit
 def flash_forward_kernel(Q, K, V, Out, Lse, L, S, scale,
                          D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -38,6 +38,7 @@ def flash_forward_kernel(Q, K, V, Out, Lse, L, S, scale,
     tl.store(Lse + h * L + offs_m, m_i + tl.log(l_i), mask=offs_m < L)
 
 
+# %% grade_id: triton_flash_forward
 def triton_flash_forward(q, k, v, causal=False, dtype="float32"):
     return launch_flash_forward(q, k, v, causal, dtype)[0]
 
