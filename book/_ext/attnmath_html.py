@@ -114,13 +114,16 @@ def make_standalone(app, pagename, templatename, context, doctree):
         return
     import nbformat
     from attnmath_listing import cell_width, fit_code
-    from attnmath_notebook import MARK, Resolver, chapter_zip, myst_text, standalone_notebook
+    from attnmath_notebook import MARK, Resolver, chapter_zip, myst_text, page_glue, standalone_notebook
 
     nb = nbformat.read(path, as_version=4)  # as myst-nb wrote it: left as it is for the next build
     macros = ((app.config.mathjax3_config or {}).get("tex") or {}).get("macros") or {}
     repository = (app.config.html_context or {}).get("attnmath_repository") or {}
     name = Path(pagename).name
-    standalone_notebook(nb, source.parent, macros, Resolver(app.env, docname=pagename), repository, name)
+    # the glued values as myst-nb saved them: a chapter executed afresh (not from the cache) is
+    # written to the output folder without them
+    resolver = Resolver(app.env, docname=pagename, glue=page_glue(config.output_folder, pagename))
+    standalone_notebook(nb, source.parent, macros, resolver, repository, name)
     for cell in nb.cells:  # the code as the page shows it, in lines that fit the column
         if cell.cell_type == "code":
             cell.source = fit_code(cell.source, cell_width(cell.metadata.get("tags", [])))

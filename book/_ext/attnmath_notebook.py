@@ -7,7 +7,7 @@ book's TeX macros, none of which JupyterLab knows. :func:`standalone_notebook` r
 cells as plain Markdown that reads as the page does:
 
 - the values the chapter's code glues into its text are written in, formatted as on the page
-  (read from the executed notebook's outputs);
+  (read from myst-nb's glue file of the page, :func:`page_glue`, or the executed notebook's outputs);
 - theorems, exercises, figures and equations carry the numbers of the page ("Theorem 3.1",
   "Exercise 1.1", "Fig. 3.2", "Eq. 3.4"), and references to them read the same; a figure's
   caption follows its cell;
@@ -153,6 +153,19 @@ def glue_values(nb) -> dict[str, str]:
             if record and text is not None:
                 values[record["name"]] = text
     return values
+
+
+def page_glue(folder, docname: str) -> dict[str, str]:
+    """The ``text/plain`` of every value the page ``docname`` glued, by its key, from the file
+    myst-nb writes into its output ``folder`` each time it reads the page
+    (``<docname>.glue.json``), whether it executed the page or took its outputs from the cache.
+    The executed notebook myst-nb writes beside it holds them only in the second case: a page
+    executed afresh is written with its glue outputs taken out (:func:`glue_values` finds none)."""
+    from myst_nb.ext.glue.crossref import read_glue_cache
+
+    saved = read_glue_cache(str(folder), docname)
+    return {key: output["data"]["text/plain"] for key, output in saved.items()
+            if "text/plain" in (output.get("data") or {})}
 
 
 def _reference(role: str, text: str | None, target: str, resolver: Resolver) -> str:
