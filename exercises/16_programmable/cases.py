@@ -267,6 +267,37 @@ def _moba(q, k, block, top_k):
     return ref.moba_attention(q64, k64, k64, block=block, top_k=top_k).keys[0, 0]
 
 
+#: How far apart (in float64) any two scores that decide a choice of blocks are, unless equal on purpose.
+MOBA_MARGIN = 1e-3
+
+
+def _decided(q, k, block, top_k) -> bool:
+    """Whether every query's choice among its earlier blocks is decided by scores at least
+    :data:`MOBA_MARGIN` apart: float32 arithmetic or another order of summation then picks the
+    same blocks as the float64 reference."""
+    q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    means = np.stack([k[s:s + block].mean(axis=0) for s in range(0, len(k), block)])
+    scores = q @ means.T
+    for t in range(len(q)):
+        earlier = np.sort(scores[t, :t // block])[::-1]
+        if 1 < top_k <= len(earlier) and earlier[top_k - 2] - earlier[top_k - 1] < MOBA_MARGIN:
+            return False
+    return True
+
+
+def _moba_inputs(rng, L, D, block, top_k, dtype=np.float64):
+    """Random q and k whose choices no rounding can change (drawn again until they are decided)."""
+    while True:
+        q, k = (rng.standard_normal((L, D)).astype(dtype) for _ in range(2))
+        if _decided(q, k, block, top_k):
+            return q, k
+
+
+def _eighths(rng, shape):
+    """Multiples of 1/8 in [-2, 2]: sums of a few of them, and their products, are exact in float32."""
+    return rng.integers(-16, 17, shape) / 8.0
+
+
 def moba_cases(rng):
     cases = []
 
@@ -274,18 +305,18 @@ def moba_cases(rng):
         cases.append(Case((q, k, block, top_k), {}, label, _moba(q, k, block, top_k), kind=kind))
 
     for L, D, block, top_k in [(24, 4, 4, 3), (16, 8, 4, 2), (30, 3, 5, 4)]:
-        add(rng.standard_normal((L, D)), rng.standard_normal((L, D)), block, top_k, f"L={L} block={block}",
+        add(*_moba_inputs(rng, L, D, block, top_k), block, top_k, f"L={L} block={block}",
             "blocks that divide the length")
-    add(rng.standard_normal((22, 4)), rng.standard_normal((22, 4)), 5, 3, "L=22 block=5", "a short last block")
-    add(rng.standard_normal((12, 4)), rng.standard_normal((12, 4)), 4, 6, "top_k 6 of 3 blocks",
-        "more blocks wanted than there are")
-    add(rng.standard_normal((12, 4)), rng.standard_normal((12, 4)), 3, 1, "top_k 1", "top-1: the own block only")
-    add(rng.standard_normal((10, 3)), rng.standard_normal((10, 3)), 1, 4, "block 1", "blocks of one key")
-    one = rng.standard_normal((4, 4))
-    k = np.concatenate([one, one, one, rng.standard_normal((4, 4))])  # three earlier blocks alike
-    add(rng.standard_normal((16, 4)), k, 4, 3, "ties", "equal scores: ties go to the earlier block")
-    add(rng.standard_normal((20, 8)).astype(np.float32), rng.standard_normal((20, 8)).astype(np.float32), 4, 3,
-        "float32", "float32 input")
+    add(*_moba_inputs(rng, 22, 4, 5, 3), 5, 3, "L=22 block=5", "a short last block")
+    add(*_moba_inputs(rng, 12, 4, 4, 6), 4, 6, "top_k 6 of 3 blocks", "more blocks wanted than there are")
+    add(*_moba_inputs(rng, 12, 4, 3, 1), 3, 1, "top_k 1", "top-1: the own block only")
+    add(*_moba_inputs(rng, 10, 3, 1, 4), 1, 4, "block 1", "blocks of one key")
+    # Three earlier blocks with identical keys, multiples of 1/8 as q is: their scores are exact and
+    # equal whatever the order of summation, so the tie is real in any precision.
+    one = _eighths(rng, (4, 4))
+    k = np.concatenate([one, one, one, _eighths(rng, (4, 4))])
+    add(_eighths(rng, (16, 4)), k, 4, 3, "ties", "equal scores: ties go to the earlier block")
+    add(*_moba_inputs(rng, 20, 8, 4, 3, np.float32), 4, 3, "float32", "float32 input")
     return cases
 
 
@@ -518,7 +549,11 @@ PARTS = [
          precision="Exact: the integer tile kinds equal the expected ones, and `computed` is the expected int.",
          hints=HINTS_BLOCK, diagnose=diagnose_block),
     Part("test_moba_selection", function="moba_selection", cases=moba_cases, check=moba_check,
-         precision="Exact: a boolean `(L, L)` array equal to the expected selection entry by entry.",
+         precision="Exact: a boolean `(L, L)` array equal to the expected selection entry by entry. The expected "
+                   "selection ranks the scores in float64 (from float32 inputs converted first). In every case "
+                   "equal scores are exactly equal (the tied blocks hold identical keys, multiples of 1/8, as "
+                   "are the queries) and any two other scores that decide a choice differ by at least 0.001: "
+                   "float32 or float64 scores, summed in any order, choose the same blocks.",
          hints=HINTS_MOBA, diagnose=diagnose_moba),
     Part("test_fp8_quantize_blocks", function="fp8_quantize_blocks", cases=fp8_cases,
          check=tuple_check(("x_hat", "scales"), (_close, _close)), outputs=("x_hat", "scales"),
