@@ -9,7 +9,9 @@ The download menu offers each chapter as an ``.ipynb`` notebook, copied by sphin
 from ``_build/jupyter_execute/``. With ``execute_notebooks: cache``, myst-nb 1.4 writes that
 notebook without the outputs it took from the execution cache; this extension merges them in
 first, so that the downloaded notebook shows the same results as the page, and then rewrites its
-Markdown for JupyterLab (``attnmath_notebook.py``), so that it runs and reads on its own.
+Markdown for JupyterLab (``attnmath_notebook.py``), so that it runs and reads on its own. The values
+glued into the text come from the page's ``.glue.json`` beside that notebook, which myst-nb writes
+in both cases: a chapter it has just executed is written without its hidden glue outputs.
 
 The repository URL (``repository: url:`` in ``_config.yml``) is the one setting for links to the
 repository. With a URL, every page has the repository button, and every chapter launch buttons
