@@ -142,7 +142,11 @@ class Measured:
 
     @property
     def predicted(self) -> bool:
+        """The part's visible verdict is its hidden one; for an answer cell that no test cell checks
+        on its own (17's kernel, which Parts 1 and 2 launch), every test cell's is."""
         cell = self.test_cell
+        if cell is None:
+            return all(self.visible.get(t) == self.hidden.get(t) for t in _test_cells(self.mistake.assignment))
         return self.visible.get(cell) == self.hidden.get(cell)
 
     @property

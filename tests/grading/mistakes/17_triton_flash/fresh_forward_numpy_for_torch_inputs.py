@@ -1,5 +1,5 @@
-# bug: the output is always converted with .cpu().numpy(), also when the inputs were torch tensors
-# part: triton_flash_forward
+# honest: the output is always converted with .cpu().numpy(), as Parts 1 and 2 promise NumPy outputs only (written as a bug before the task said so)
+# part: none
 # %% grade_id: flash_kernel
 import math
 

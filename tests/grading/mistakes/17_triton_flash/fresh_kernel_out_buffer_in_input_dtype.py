@@ -1,5 +1,5 @@
-# bug: the launcher allocates the output with torch.empty_like(qt), in the dtype the kernel reads, so the float32 result is stored rounded to float16 or bfloat16
-# part: flash_kernel
+# honest: the launcher allocates the output with torch.empty_like(qt), in the dtype the kernel reads, so the float32 result is stored rounded to float16 or bfloat16, which the precision contract allows (written as a bug before the contract said so)
+# part: none
 # %% grade_id: flash_kernel
 import math
 
