@@ -15,11 +15,6 @@ import pytest
 
 from conftest import ASSIGNMENTS, EXERCISES, notebook_name
 
-# Releases whose questions still lack an answer cell, found by this test and left to the
-# assignments' owners (issue 40). Strict: an entry fails once its release is fixed, so that it is
-# taken out.
-OPEN: set[str] = set()
-
 _NOT_PROSE = re.compile(r"```.*?```|\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\]\([^)]*\)|https?://\S+", re.S)
 
 
@@ -94,9 +89,7 @@ def test_question_marks_in_code_maths_and_links_ask_nothing():
         "Explain why (what constraint on does it express?)."]
 
 
-@pytest.mark.parametrize("assignment", [
-    pytest.param(a, marks=pytest.mark.xfail(strict=True, reason="a question without an answer cell (issue 40)"))
-    if a in OPEN else a for a in ASSIGNMENTS])
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_every_question_of_a_release_has_an_answer_cell(assignment):
     release = nbformat.read(EXERCISES / assignment / notebook_name(assignment), as_version=4)
     assert unanswered(release) == [], f"{assignment}: questions without an answer cell"
