@@ -12,8 +12,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -599,6 +601,16 @@ def test_every_score_and_mask_function_runs_in_torchs_flex_attention_with_the_sa
             assert (block_mask.full_kv_num_blocks.numpy() == (ours == P.FULL).sum(-1)).all(), name
 
 
+def _fla_naive(module: str):
+    """fla-core's naive reference ``module``, imported with Triton's interpreter switched on: fla's
+    package imports Triton's gluon, which refuses interpreted kernels unless the interpreter is on,
+    and a notebook run earlier in this process (exercise 17's setup cell) may have imported Triton
+    interpreted and then had its environment restored."""
+    pytest.importorskip("einops")
+    with mock.patch.dict(os.environ, {"TRITON_INTERPRET": "1"}):
+        return pytest.importorskip(module, reason="fla-core (pip install fla-core==0.6.0 einops)")
+
+
 def _fla(x):
     """(B, H, L, D) NumPy -> fla's (B, L, H, D) torch layout."""
     import torch
@@ -608,7 +620,7 @@ def _fla(x):
 
 def test_nsa_branches_and_selection_match_fla_cores_naive_reference():
     pytest.importorskip("einops")
-    naive = pytest.importorskip("fla.ops.nsa.naive", reason="fla-core (pip install fla-core==0.6.0 einops)")
+    naive = _fla_naive("fla.ops.nsa.naive")
     L, block, n_select = 32, 4, 4
     q, k, v = random_qkv(B=2, H=4, L=L, D=8, H_kv=2, seed=11)
     res = P.nsa_attention(q, k, v, np.ones((2, 4, L, 3)), block=block, n_select=n_select, window=L)
@@ -627,7 +639,7 @@ def test_nsa_branches_and_selection_match_fla_cores_naive_reference():
 
 def test_dsa_matches_fla_cores_naive_reference_and_zero_ties_are_broken_differently():
     pytest.importorskip("einops")
-    naive = pytest.importorskip("fla.ops.dsa.naive", reason="fla-core (pip install fla-core==0.6.0 einops)")
+    naive = _fla_naive("fla.ops.dsa.naive")
     import torch
 
     L, top_k = 24, 6
