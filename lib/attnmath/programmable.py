@@ -1383,6 +1383,8 @@ def fp8_outlier_inputs(seed: int, size: float, config: FP8OutlierConfig = FP8Out
     multiplied by ``size`` (drawn with ``seed + 100``)."""
     from .testing import random_qkv
 
+    if not isinstance(config, FP8OutlierConfig):
+        raise TypeError(f"config must be an FP8OutlierConfig, got {type(config).__name__}")
     q, k, v = random_qkv(B=1, H=2, L=config.L, D=config.D, seed=check_int(seed, "seed", minimum=0))
     size = check_real(size, "size", positive=True)
     rng = np.random.default_rng(seed + 100)

@@ -125,6 +125,7 @@ TOKENS = torch.tensor([[0, 1, 2, 3, 1], [0, 4, 5, 6, 4]])
 
 QS, KS, VS = testing.random_qkv(B=1, H=2, L=4, D=2, D_v=3, H_kv=1, seed=1)  # self-attention, L = S = 4
 QI, KI, WI = _a(1, 2, 4, 3), _a(1, 4, 3), np.abs(_a(1, 2, 4))
+FP8_TINY = programmable.FP8OutlierConfig(sizes=(1.0, 10.0), seeds=(0,), L=8, D=4, block=4, share=0.1)
 SINK_TINY = dict(steps=1, batch=2, seeds=(0,), gates=("headwise",), V=5, L=4, C=4, H=2)
 # attnmath.recurrence: q (1, 2, 5, 3), k and v (1, 1, 5, ...): grouped heads, one length
 RQ, RK, RV = testing.random_qkv(B=1, H=2, L=5, D=3, D_v=2, H_kv=1, seed=1)
@@ -193,6 +194,8 @@ PROGRAMMABLE = {
     _method(programmable.GatedSinkConfig, "__init__"): ((), {**SINK_TINY, "p_trigger": 0.2, "lr": 1e-3}),
     programmable.sink_batch: ((3, programmable.GatedSinkConfig(**SINK_TINY), 0), {}),
     programmable.gated_sink_experiment: ((programmable.GatedSinkConfig(**SINK_TINY),), {}),
+    programmable.fp8_outlier_inputs: ((0, 10.0, FP8_TINY), {}),
+    programmable.fp8_outlier_experiment: ((FP8_TINY,), {}),
 }
 
 
