@@ -21,7 +21,7 @@ Nothing here imports Triton, so the parent test process can test the mechanism o
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 
@@ -35,7 +35,7 @@ MAX_PENDING = 64
 class _Pending(NamedTuple):
     names: tuple       # the tensors' names, in the order of the rows of ``host``
     host: torch.Tensor  # (n, 2) smallest and largest element, filled by an asynchronous copy
-    event: object       # a torch.cuda.Event recorded after the copy; None: ``host`` is filled
+    event: Any          # a torch.cuda.Event recorded after the copy; None: ``host`` is filled
     call: str          # the function that received the tensors
 
 

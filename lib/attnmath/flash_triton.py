@@ -625,7 +625,7 @@ def _check_config(config) -> KernelConfig:
         integral = isinstance(value, numbers.Integral) and not isinstance(value, bool)
         if not integral or int(value) not in allowed:
             raise ValueError(f"config.{field} must be {what}, got {value!r}")
-    return KernelConfig(*(int(x) for x in config[:-1]), check_bool(config.dq_atomic, "config.dq_atomic"))
+    return KernelConfig._make([*(int(x) for x in config[:-1]), check_bool(config.dq_atomic, "config.dq_atomic")])
 
 
 def _is_power_of_two(n: int) -> bool:
@@ -847,14 +847,21 @@ def flash_attention_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     if check_bool(check_finite, "check_finite"):
         _check_finite({"q": q, "k": k, "v": v}, "flash_attention_triton")
     q, k, v = (_last_dim_contiguous(x) for x in (q, k, v))
-    if L and S and B * H:  # the kernel writes every element of out and lse
-        out = torch.empty((B, H, L, D), dtype=q.dtype, device=q.device)  # (B, H, L, D)
-        lse = torch.empty((B, H, L), dtype=torch.float32, device=q.device)  # (B, H, L)
-        _launch_forward(q, k, v, out, lse, cfg, scale, causal)
-    else:  # nothing to attend: zeros and -inf, as torch, and no launch
-        out = torch.zeros((B, H, L, D), dtype=q.dtype, device=q.device)
-        lse = torch.full((B, H, L), float("-inf"), dtype=torch.float32, device=q.device)
+    out, lse = _forward(q, k, v, cfg, scale, causal)
     return out, TritonFlashCache(q, k, v, out, lse, scale, causal)
+
+
+def _forward(q, k, v, cfg, scale: float, causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(out, lse)``: launched when there is something to attend; zeros and -inf, as torch,
+    without a launch when ``L``, ``S`` or ``B * H`` is 0."""
+    (B, H, L, D), S = q.shape, k.shape[2]
+    if not (L and S and B * H):
+        return (torch.zeros((B, H, L, D), dtype=q.dtype, device=q.device),
+                torch.full((B, H, L), float("-inf"), dtype=torch.float32, device=q.device))
+    out = torch.empty((B, H, L, D), dtype=q.dtype, device=q.device)  # the kernel writes every element
+    lse = torch.empty((B, H, L), dtype=torch.float32, device=q.device)  # (B, H, L)
+    _launch_forward(q, k, v, out, lse, cfg, scale, causal)
+    return out, lse
 
 
 def _launch_forward(q, k, v, out, lse, cfg, scale: float, causal: bool) -> None:

@@ -1414,9 +1414,9 @@ def fp8_outlier_experiment(config: FP8OutlierConfig = FP8OutlierConfig()) -> dic
             q, k, v = fp8_outlier_inputs(seed, size, config)
             ref = sdpa_oracle(q, k, v)
             for name, tiles, rotate, round_p in FP8_OUTLIER_METHODS:
-                blocks = dict(block_q=config.block, block_k=config.block) if tiles else {}
+                block = config.block if tiles else None
                 out = fp8_attention(q, k, v, rotation=hadamard_rotation(config.D, seed) if rotate else None,
-                                    quantize_probs=round_p, **blocks).out
+                                    quantize_probs=round_p, block_q=block, block_k=block).out
                 rows[name].append(float(np.sqrt(np.mean((out - ref) ** 2))))
         for name in rmse:
             rmse[name].append(rows[name])
