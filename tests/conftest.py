@@ -24,8 +24,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Under pytest-xdist the suite runs more workers than CPUs (`-n auto`, pytest_xdist_auto_num_workers),
-# so a worker's own math-library threads only take CPU time from the other workers, and OpenMP's threads spin while they wait
+# Under pytest-xdist the suite runs one worker per CPU (`-n auto`), so a worker's own math-library
+# threads only take CPU time from the other workers, and OpenMP's threads spin while they wait
 # for work: tests/attnmath alone took 95 CPU seconds with torch's default threads and 76 with one,
 # on 2 CPUs. Set before torch or NumPy is imported; the processes a test starts (the book's
 # kernels, nbgrader's, the grader's) inherit it. A value set by the caller is kept.
@@ -116,23 +116,6 @@ def xdist_scope(nodeid: str) -> str:
     """The scheduling unit of a test: its group, or the test itself."""
     path = nodeid.partition("::")[0]
     return XDIST_GROUP_FILES.get(path, nodeid)
-
-
-#: Workers per CPU under ``-n auto``. A whole run kept its two CPUs 66 % busy with one worker
-#: each (640 CPU seconds in 482 s): the browser tests wait on Chromium about half of their time
-#: (tests/browser/test_book_reading.py alone: 52 CPU seconds in 96 s), the grading tests on the
-#: processes they start, so one worker per CPU leaves a CPU idle while another test waits.
-WORKERS_PER_CPU = 1.5
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_auto_num_workers(config) -> int | None:
-    """``-n auto``: ``WORKERS_PER_CPU`` workers per CPU (at least one), unless
-    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` says how many, as it does for xdist's own count."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None  # xdist's own hook reads it
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, int(cpus * WORKERS_PER_CPU))
 
 
 @pytest.hookimpl(optionalhook=True)
