@@ -44,9 +44,9 @@ from .spec import (
     visible_cases,
 )
 
-__all__ = ["HELPER_CELL", "HINT_MARK", "MESSAGE_WIDTH", "NOT_ATTEMPTED", "NotAttempted", "SelfCheck",
-           "SelfCheckFailed", "check_part", "explain", "failure_text", "hint_text", "factor_hint", "find_part", "like",
-           "message_lines", "run_visible", "visible_source"]
+__all__ = ["HELPER_CELL", "HINT_MARK", "MESSAGE_WIDTH", "NOT_ATTEMPTED", "NotAttempted", "check_part", "explain",
+           "failure_text", "hint_text", "factor_hint", "find_part", "like", "message_lines", "run_visible",
+           "visible_source"]
 
 _LOADED: dict = {}  # cases.py path -> (its modification time, the module)
 
@@ -111,7 +111,7 @@ def check_part(check, function: str, answer, folder: str | Path | None = None) -
     cases = visible_cases(part)
     try:
         failed = run_visible(part, answer, cases, on_case=lambda case: setattr(check, "kind", case.kind))
-    except NotImplementedError:  # one line, also under the helper of a copy made before SelfCheck
+    except NotImplementedError:  # one line, which the helper lets through as it is
         raise NotAttempted(f"{getattr(check, 'part', function)} {NOT_ATTEMPTED}") from None
     check.seconds = time.perf_counter() - start
     if failed is None:
@@ -359,72 +359,23 @@ def message_lines(text: str) -> list[str]:
             for line in textwrap.wrap(paragraph, MESSAGE_WIDTH, break_long_words=False, break_on_hyphens=False)]
 
 
-class _ShownShort:
-    """An exception that IPython shows as its message alone (:func:`message_lines`), without a
-    traceback: in the cell's output, and so in the error nbgrader's Validate reads from it."""
-
-    def _render_traceback_(self) -> list[str]:
-        return message_lines(str(self)) or [type(self).__name__]
-
-
-class SelfCheckFailed(_ShownShort, AssertionError):
-    """A part's visible checks failed: ``"Part 1 failed [kind]: what failed. Hint: ..."``."""
-
-
-class NotAttempted(_ShownShort, NotImplementedError):
-    """A part's answer still raises ``NotImplementedError``: ``"Part 2 not attempted (...)"``."""
-
-
 #: What a part not attempted reads as (in its cell, in Validate and in the summary).
 NOT_ATTEMPTED = "not attempted (it still raises NotImplementedError)"
 
 
-class SelfCheck:
-    """The runner of a notebook's test cells, ``with self_check("Part 1") as check:``. The
-    notebook's helper cell (:data:`HELPER_CELL`) makes ``self_check``, a subclass with its own
-    ``results`` (part -> "passed", "failed ...: message" or "not attempted ...") and ``inputs``
-    (part -> the failing case's ``(args, kwargs)``). A part that passes prints one line; one
-    that fails or is not attempted raises :class:`SelfCheckFailed` or :class:`NotAttempted`,
-    which stop the cell (Validate and the grader see it) and show their message alone."""
+class NotAttempted(NotImplementedError):
+    """A part's answer still raises ``NotImplementedError``: ``"Part 2 not attempted (...)"``,
+    which IPython shows alone (one line, no traceback), in the cell and so in Validate."""
 
-    results: dict = {}
-    inputs: dict = {}
-
-    def __init__(self, part: str):
-        self.part, self.kind = part, ""
-
-    def __enter__(self):
-        return self
-
-    def run(self, name: str, function) -> None:
-        """Check ``function`` (the answer named ``name``) on its part's visible cases."""
-        check_part(self, name, function)
-
-    def __exit__(self, kind, error, traceback):
-        where = f" [{self.kind}]" if self.kind else ""
-        if kind is None:
-            status = "passed"
-        elif issubclass(kind, NotImplementedError):
-            status = NOT_ATTEMPTED
-        elif issubclass(kind, AssertionError):
-            status = f"failed{where}: {error}"
-        else:
-            status = f"failed{where}: {kind.__name__}: {error}"
-        self.results[self.part] = status
-        if kind is None:
-            print(f"{self.part}: visible checks passed")
-            return False
-        shown = NotAttempted if issubclass(kind, NotImplementedError) else SelfCheckFailed
-        raise shown(f"{self.part} {status}") from None
-
-    @classmethod
-    def summary(cls, parts) -> None:
-        """One line for each of ``parts``: passed, failed with its message, or not attempted."""
-        for part in parts:
-            print(f"{part}: {cls.results.get(part, 'not run: run the test cell under its task')}")
+    def _render_traceback_(self) -> list[str]:
+        return message_lines(str(self))
 
 
 #: The ``self_check`` helper cell of every released notebook (a test checks that each carries it).
+#: It defines its runner itself: the grader's worker runs the notebook without the course library,
+#: where each check then fails at once and ``check`` is bound all the same. A failed check raises
+#: ``SelfCheckFailed``, shown as :func:`message_lines`; a part not attempted lets
+#: :class:`NotAttempted` (from :func:`check_part`) through.
 HELPER_CELL = """\
 # The self-check helper. Each test cell below runs its part's visible checks inside
 # `with self_check("Part N") as check:` and prints one line; the last cell prints the summary.
@@ -434,11 +385,53 @@ HELPER_CELL = """\
 # Validate and the grader see it, with the message the cell shows) but not Run All, and keeps
 # that case's inputs in `self_check.inputs["Part N"]` (a pair: positional arguments, keyword
 # arguments).
-from attngrade.visible import SelfCheck  # the course's library, installed with attnmath
 
 
-class self_check(SelfCheck):  # this notebook's own record of its parts
-    results, inputs = {}, {}"""
+def _course():
+    import attngrade.visible  # the course's library, installed with attnmath
+
+    return attngrade.visible
+
+
+class SelfCheckFailed(AssertionError):
+    def _render_traceback_(self):  # IPython shows these short lines instead of a traceback
+        return _course().message_lines(str(self))
+
+
+class self_check:
+    results = {}
+    inputs = {}
+
+    def __init__(self, part):
+        self.part, self.kind = part, ""
+
+    def __enter__(self):
+        return self
+
+    def run(self, name, function):
+        _course().check_part(self, name, function)
+
+    def __exit__(self, kind, error, traceback):
+        where = f" [{self.kind}]" if self.kind else ""
+        if kind is None:
+            status = "passed"
+        elif issubclass(kind, NotImplementedError):
+            status = "not attempted (it still raises NotImplementedError)"
+        elif issubclass(kind, AssertionError):
+            status = f"failed{where}: {error}"
+        else:
+            status = f"failed{where}: {kind.__name__}: {error}"
+        self.results[self.part] = status
+        if kind is None:
+            print(f"{self.part}: visible checks passed")
+        elif not issubclass(kind, NotImplementedError):
+            raise SelfCheckFailed(f"{self.part} {status}") from None
+        return False
+
+    @classmethod
+    def summary(cls, parts):
+        for part in parts:
+            print(f"{part}: {cls.results.get(part, 'not run: run the test cell under its task')}")"""
 
 
 def visible_source(part_label: str, function: str) -> str:

@@ -3,15 +3,16 @@ the same in the cell, in Validate's dialog and from ``nbgrader validate``.
 
 IPython shows an exception that has ``_render_traceback_`` as the lines it returns instead of a
 traceback; those lines are the cell's error output, which nbgrader's Validate reads back as "The
-error was". So the message is decided by :class:`attngrade.visible.SelfCheck` and
-:func:`attngrade.visible.message_lines`, tested here on the released helper cell, and
-``tests/browser/test_lab.py`` reads both in a real lab.
+error was". So the message is decided by the released helper cell (``SelfCheckFailed``),
+:class:`attngrade.visible.NotAttempted` and :func:`attngrade.visible.message_lines`, tested here,
+and ``tests/browser/test_lab.py`` reads both in a real lab.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import sys
 
 import nbformat
 import numpy as np
@@ -19,8 +20,7 @@ import pytest
 from nbgrader.validator import Validator
 
 import gradingkit as gk
-from attngrade.visible import (HELPER_CELL, MESSAGE_WIDTH, NOT_ATTEMPTED, NotAttempted, SelfCheckFailed, check_part,
-                               message_lines)
+from attngrade.visible import HELPER_CELL, MESSAGE_WIDTH, NOT_ATTEMPTED, NotAttempted, check_part, message_lines
 
 WRONG = "def stable_softmax(x, axis=-1):\n    e = np.exp(x - np.max(x))\n    return e / e.sum(axis=axis, keepdims=True)\n"
 STUB = "def softmax_jacobian(z):\n    raise NotImplementedError()\n"
@@ -45,7 +45,7 @@ def notebook(monkeypatch) -> dict:
 
 def test_a_failed_check_shows_its_message_alone_in_short_lines(notebook):
     error = _raised('with self_check("Part 1") as check:\n    check.run("stable_softmax", stable_softmax)', notebook)
-    assert isinstance(error, SelfCheckFailed) and isinstance(error, AssertionError)
+    assert isinstance(error, notebook["SelfCheckFailed"]) and isinstance(error, AssertionError)
     text = str(error)
     assert text.startswith("Part 1 failed [float16 input, rows of ±1e4]: the output has NaN")
     shown = error._render_traceback_()
@@ -64,9 +64,9 @@ def test_a_part_not_attempted_shows_one_line(notebook):
     assert error.__cause__ is None and error.__suppress_context__
 
 
-def test_a_copy_made_before_the_runner_moved_gets_the_one_line_too(notebook):
-    """Students keep their notebooks (``make lab-work`` never replaces one): an older helper
-    calls ``check_part`` and lets a ``NotImplementedError`` through as it is."""
+def test_check_part_says_not_attempted_in_one_line_to_any_helper(notebook):
+    """Students keep their notebooks (``make lab-work`` never replaces one): whatever helper their
+    copy carries lets a ``NotImplementedError`` through as it is, so ``check_part`` makes it short."""
 
     class OldHelper:
         part, kind = "Part 2", ""
@@ -74,6 +74,17 @@ def test_a_copy_made_before_the_runner_moved_gets_the_one_line_too(notebook):
     with pytest.raises(NotAttempted) as caught:
         check_part(OldHelper(), "softmax_jacobian", notebook["softmax_jacobian"])
     assert caught.value._render_traceback_() == [f"Part 2 {NOT_ATTEMPTED}"]
+
+
+def test_the_helper_runs_without_the_course_library(monkeypatch):
+    """The grader's worker runs the notebook without ``attngrade``: each check fails at once, and
+    ``check`` is bound (an answer cell may use it)."""
+    monkeypatch.setitem(sys.modules, "attngrade.visible", None)  # import attngrade.visible fails
+    namespace = {}
+    exec(HELPER_CELL, namespace)  # noqa: S102
+    error = _raised('with self_check("Part 1") as check:\n    check.run("stable_softmax", len)', namespace)
+    assert isinstance(error, namespace["SelfCheckFailed"]) and namespace["check"].part == "Part 1"
+    assert namespace["self_check"].results["Part 1"].startswith("failed: ModuleNotFoundError")
 
 
 def test_each_notebook_keeps_its_own_record(notebook):
