@@ -274,8 +274,10 @@ def _grading_builds(factory: pytest.TempPathFactory, needed: set[str]) -> list[t
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    if "support" in sys.modules and hasattr(sys.modules["support"], "stop_started"):
+        sys.modules["support"].stop_started()  # the background builds, with their processes
     if "build" in sys.modules and hasattr(sys.modules["build"], "stop_background_build"):
-        sys.modules["build"].stop_background_build()
+        sys.modules["build"].stop_background_build()  # a book build this process started itself
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -3,7 +3,7 @@
 ``shared_build(tmp_path_factory, name, build)`` runs ``build(folder)`` once per test run, even when
 pytest-xdist spreads the tests over several worker processes: the first worker to ask builds under
 a file lock, the others wait and reuse the folder (or get the same error without building again).
-``start_in_background`` makes that first request from a thread, as soon as the tests are
+``start_in_background`` makes that first request from a forked child process, as soon as the tests are
 collected, so that the build runs while other tests do (``start_in_order``: several builds one
 after the other).
 
@@ -14,9 +14,10 @@ is generated into once per run (the ``nbgrader_course`` fixture of ``tests/conft
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
-import threading
+import signal
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -58,28 +59,50 @@ def shared_build(tmp_path_factory: pytest.TempPathFactory, name: str,
 
 
 def start_in_background(tmp_path_factory: pytest.TempPathFactory, name: str,
-                        build: Callable[[Path], object]) -> threading.Thread:
-    """``shared_build(tmp_path_factory, name, build)`` in a daemon thread, started now; a test
+                        build: Callable[[Path], object]) -> multiprocessing.process.BaseProcess:
+    """``shared_build(tmp_path_factory, name, build)`` in a forked child, started now; a test
     that asks for the same build later waits for it. A failure is recorded by ``shared_build``
     and raised in the tests that ask."""
     return start_in_order(tmp_path_factory, [(name, build)])
 
 
+#: The background builds started by this process (forked children, each its own process group).
+_STARTED: list[multiprocessing.process.BaseProcess] = []
+
+
 def start_in_order(tmp_path_factory: pytest.TempPathFactory,
-                   builds: list[tuple[str, Callable[[Path], object]]]) -> threading.Thread:
+                   builds: list[tuple[str, Callable[[Path], object]]]) -> multiprocessing.process.BaseProcess:
     """``start_in_background`` for several builds ((name, build) pairs), one after the other in
-    one thread: each waits for the one before it, so that they take one CPU between them."""
+    one forked child process: each waits for the one before it, so that they take one CPU
+    between them. A process, not a thread: tracemalloc counts every thread's allocations, and
+    the tests that measure peak memory in this process must not count a build's (a book build's
+    captured log alone is megabytes). The results travel by ``shared_build``'s files."""
 
     def run() -> None:
+        os.setpgrp()  # the build's own subprocesses go with it when it is stopped (stop_started)
         for name, build in builds:
             try:
                 shared_build(tmp_path_factory, name, build)
             except RuntimeError:
                 pass
 
-    thread = threading.Thread(target=run, name="shared-" + "+".join(name for name, _ in builds), daemon=True)
-    thread.start()
-    return thread
+    context = multiprocessing.get_context("fork")  # forked: the builds are closures, not pickled
+    child = context.Process(target=run, name="shared-" + "+".join(name for name, _ in builds), daemon=True)
+    child.start()
+    _STARTED.append(child)
+    return child
+
+
+def stop_started() -> None:
+    """End the background builds still running when the session ends (an interrupted or ``-x``
+    run), with the processes they started."""
+    for child in _STARTED:
+        if child.is_alive() and child.pid is not None:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            child.join(timeout=5)
 
 
 def course_copy(course: Path, target: Path, assignment: str) -> Path:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -99,8 +98,8 @@ def print_pdf(folder: Path, html: Path) -> None:
         raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
 
 
-def start_in_background(tmp_path_factory, test_ids=(), pdf: bool = False) -> threading.Thread | None:
-    """Start this run's book build now in a thread (``support.start_in_order``), unless
+def start_in_background(tmp_path_factory, test_ids=(), pdf: bool = False):
+    """Start this run's book build now in a forked child (``support.start_in_order``), unless
     ``ATTNMATH_BOOK_HTML`` names a build; with ``pdf``, the PDF's print (``print_pdf``) follows it
     in that thread. ``test_ids``: the run's selected tests; when they hold every claim test, the
     build runs none of them."""

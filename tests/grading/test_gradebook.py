@@ -50,12 +50,14 @@ def test_the_autograded_notebooks_are_the_rebuilt_release(corpus_run):
         nb = nbformat.read(path, as_version=4)
         release = gk.release("01_softmax")
         tracked = [c for c in nb.cells if "nbgrader" in c.metadata]  # the cells a student added show too
-        assert [c.metadata.nbgrader for c in tracked] == [c.metadata.nbgrader for c in release.cells]
-        for ours, theirs in zip(tracked, release.cells):
+        # the release's own cells without nbgrader metadata (a variant's statement) are not tracked
+        graded = [c for c in release.cells if "nbgrader" in c.metadata]
+        assert [c.metadata.nbgrader for c in tracked] == [c.metadata.nbgrader for c in graded]
+        for ours, theirs in zip(tracked, graded):
             if not theirs.metadata.nbgrader.get("solution"):
                 assert ours.source == theirs.source and ours.cell_type == theirs.cell_type
     nb = nbformat.read(folder / "39_warnings_and_prints" / "01_softmax" / "softmax.ipynb", as_version=4)
-    answer = next(c for c in nb.cells if c.metadata.nbgrader["grade_id"] == "stable_softmax")
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "stable_softmax")
     assert "warnings.warn" in answer.source
 
 
