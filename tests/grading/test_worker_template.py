@@ -23,7 +23,9 @@ def _job(source: str) -> WorkerJob:
 
 def _out(run) -> dict:
     assert run.end == "done", (run.end, run.detail, run.stderr[-2000:])
-    return json.loads(run.parts["p"].records[0]["out"])
+    record = run.parts["p"].records[0]
+    assert record["out"] is not None, (record, run.memory, run.stderr[-2000:])  # a lost case says why
+    return json.loads(record["out"])
 
 
 #: What one student's worker leaves behind, where the next one would see it if they shared anything.
@@ -128,9 +130,11 @@ def test_thread_pools_made_before_a_memory_case_work_in_the_cases_process(isolat
         inputs=plain.pack({"p": [((), {})]}),
         blocked=["attnmath", "attngrade", "torch"],
         held={"p": {0: plain.pack(((4,), {}))}},
-        allowed={"p": {0: 64 << 20}},
+        # room to spare: what is tested is that the pools work, not a budget (the pages a fork
+        # touches on a busy host are charged to the case's group; 64 MiB lost the case once in CI)
+        allowed={"p": {0: 512 << 20}},
     )
-    run = run_worker(job, isolation, Limits(timeout=5))
+    run = run_worker(job, isolation, Limits(timeout=20))
     assert _out(run) == [[0, 1, 4, 9], [4, 3, 2, 1]]
     assert run.memory[("p", 0)]["peak_call"] is not None, "the case ran in its own memory group"
 
