@@ -497,12 +497,45 @@ def _restart_pool_threads(threads: list) -> None:
         if (getattr(target, "__module__", None), getattr(target, "__qualname__", None)) not in _POOL_LOOPS:
             continue
         try:
-            new = threading.Thread(target=target, args=old._args, kwargs=old._kwargs, daemon=True)
+            args = _fresh_executor_state(old, threading)
+            if getattr(target, "__name__", "") == "_handle_workers":
+                # multiprocessing's ThreadPool: its worker threads start again now, before the
+                # call (which would otherwise find the pool's list of workers empty for a moment);
+                # its handler of workers does not, as it waits on a lock shared with the worker's
+                # process, which a fork killed while holding it would leave taken there
+                target.__self__._maintain_pool(*args[2:12])
+                continue
+            new = threading.Thread(target=target, args=args, kwargs=old._kwargs, daemon=True)
             if hasattr(old, "_state"):
                 new._state = old._state  # multiprocessing's handlers read their pool's state there
             new.start()
         except Exception:  # noqa: BLE001 - a thread that cannot start: the call goes on without it
             continue
+
+
+def _fresh_executor_state(old, threading) -> tuple:
+    """The arguments a pool thread starts again with. For a ``ThreadPoolExecutor``, its executor's
+    work queue and locks are made anew, once: at the fork a thread of the parent may have held one
+    of them (the idle semaphore it releases after each task, or the queue's lock, taken by a thread
+    woken for a task and still waiting for the interpreter), and in the fork that lock stays taken
+    for ever, so the next call waits for ever (one fork in three, measured). Nothing else holds
+    them in the fork, where only the forking thread runs; the tasks queued at the fork move over."""
+    args = old._args
+    if old._target.__module__ != "concurrent.futures.thread" or len(args) < 2:
+        return args
+    executor = args[0]() if callable(args[0]) else None  # the thread holds a weak reference
+    if executor is None or getattr(executor, "_work_queue", None) is not args[1]:
+        return args
+    if not getattr(executor, "_attngrade_fresh", False):
+        queue = sys.modules["queue"].SimpleQueue()
+        while True:
+            try:
+                queue.put(args[1].get_nowait())
+            except Exception:  # noqa: BLE001 - queue.Empty: every task moved
+                break
+        executor._work_queue, executor._attngrade_fresh = queue, True
+        executor._idle_semaphore, executor._shutdown_lock = threading.Semaphore(0), threading.Lock()
+    return (args[0], executor._work_queue, *args[2:])
 
 
 #: What the worker's own code uses (its loop, :mod:`attngrade.plain`, :mod:`attngrade.spec`, the

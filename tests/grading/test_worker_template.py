@@ -139,6 +139,53 @@ def test_thread_pools_made_before_a_memory_case_work_in_the_cases_process(isolat
     assert run.memory[("p", 0)]["peak_call"] is not None, "the case ran in its own memory group"
 
 
+
+def _forks_that_fail(pool, call, forks: int) -> dict[str, int]:
+    """Fork ``forks`` times right after a call on ``pool`` (its threads still busy finishing it),
+    restart the pool's threads in the fork as a memory case's process does, and call again there:
+    how many forks raised, and how many waited past 2 s."""
+    import os
+    import signal
+
+    from attngrade.worker import _other_threads, _restart_pool_threads
+
+    failed = {"raised": 0, "waited": 0}
+    for _ in range(forks):
+        call(pool)
+        threads = _other_threads()
+        pid = os.fork()
+        if pid == 0:  # the fork: exit 0 when the call returns, 3 when it raises, SIGALRM when it waits
+            code = 3
+            try:
+                signal.alarm(2)
+                _restart_pool_threads(threads)
+                call(pool)
+                code = 0
+            finally:
+                os._exit(code)
+        status = os.waitpid(pid, 0)[1]
+        if os.WIFSIGNALED(status):
+            failed["waited"] += 1
+        elif os.WEXITSTATUS(status):
+            failed["raised"] += 1
+    return failed
+
+
+def test_a_thread_pool_works_in_every_fork_made_right_after_it_ran():
+    """A fork made while an executor's thread still finishes a task (it releases the executor's idle
+    semaphore, or waits for the interpreter holding the work queue's lock) kept that lock taken for
+    ever: one fork in three waited until the part timed out (an honest student's 3 points, corpus
+    case 240 on a busy host). Every fork works now; the ThreadPool's list of workers is never
+    empty when the call comes (it raised ZeroDivisionError in one fork in fifteen)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from multiprocessing.pool import ThreadPool
+
+    with ThreadPoolExecutor(2) as executor:
+        assert _forks_that_fail(executor, lambda e: list(e.map(abs, [-1, -2])), 150) == {"raised": 0, "waited": 0}
+    with ThreadPool(2) as pool:
+        assert _forks_that_fail(pool, lambda p: p.map(abs, [-1, -2]), 60)["raised"] == 0
+
+
 SHELL = """
 import json
 listed = !echo one; echo two
