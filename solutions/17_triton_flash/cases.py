@@ -100,11 +100,14 @@ def forward_cases(rng):
                        "a larger maximum in every key tile"))
     q, k, v = _hundreds(rng)
     cases.append(_case(q, k, v, True, "float32", "scores in the hundreds, causal"))
-    # Nearly uniform weights over 48 positive values near 1500: P V summed in float16 overflows.
-    q, k = rng.standard_normal((1, 16, 16)) * 0.05, rng.standard_normal((1, 48, 16)) * 0.05
-    v = rng.uniform(1000.0, 2000.0, (1, 48, 16))
-    cases.append(_case(q, k, v, False, "float16", "float16 input, large values"))
+    cases.append(_case(*_large_values(rng), False, "float16", "float16 input, large values"))
     return cases
+
+
+def _large_values(rng):
+    """Nearly uniform weights over 48 positive values near 1500: P V summed in float16 overflows."""
+    q, k = rng.standard_normal((1, 16, 16)) * 0.05, rng.standard_normal((1, 48, 16)) * 0.05
+    return q, k, rng.uniform(1000.0, 2000.0, (1, 48, 16))
 
 
 def _blocked(q, k, v, causal, scale=None, offset=0, pad=0, rescale=True, block=BLOCK):
@@ -228,9 +231,11 @@ HINTS_LSE = {
 
 UNTIMED_RAGGED = f"{leaderboard.NOT_TIMED}, no GPU: ragged lengths, causal"
 UNTIMED_LARGE = f"{leaderboard.NOT_TIMED}, no GPU: scores in the hundreds, causal"
+UNTIMED_VALUES = f"{leaderboard.NOT_TIMED}, no GPU: float16 input, large values"
 SPEED_HINTS = {leaderboard.NOT_TIMED_KIND: HINTS_FORWARD["float16 input"],
                UNTIMED_RAGGED: HINTS_FORWARD["causal, ragged lengths"],
                UNTIMED_LARGE: HINTS_FORWARD["scores in the hundreds, causal"],
+               UNTIMED_VALUES: HINTS_FORWARD["float16 input, large values"],
                leaderboard.TIMED_KIND: HINTS_FORWARD["float16 input"]}
 
 
@@ -243,7 +248,8 @@ def speed_cases(rng):
                 for H, N, D, causal in leaderboard.SPEED_SIZES]
     return [_case(*_qkv(rng, 1, 32, 32, 16), False, "float16", leaderboard.NOT_TIMED_KIND),
             _case(*_qkv(rng, 1, 27, 40, 16), True, "float16", UNTIMED_RAGGED),
-            _case(*_hundreds(rng), True, "float16", UNTIMED_LARGE)]
+            _case(*_hundreds(rng), True, "float16", UNTIMED_LARGE),
+            _case(*_large_values(rng), False, "float16", UNTIMED_VALUES)]
 
 
 PRECISION = ("Each output is compared with a float64 reference computed from the inputs as your kernel "
