@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import tripwire
 from .leaderboard import repeats
 from .notebooks import ran_notebook, run_plan
 from .reading import Prepared, SubmissionError
@@ -119,7 +120,8 @@ def run_parts(
     while todo:
         job = WorkerJob(
             cells=cells,
-            parts=[{**ps.payload, "after": plan.after[ps.grade_id], "timed": repeats(ps.part)} for ps in todo],
+            parts=[{**ps.payload, "after": plan.after[ps.grade_id], "timed": repeats(ps.part),
+                    "watch": tripwire.applies(spec.allowed)} for ps in todo],
             inputs=spec.inputs,
             blocked=spec.blocked,
             held={ps.grade_id: spec.held.get(ps.grade_id, {}) for ps in todo},

@@ -26,12 +26,14 @@ from __future__ import annotations
 import copy
 import inspect
 import re
+import sys
 import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 
+from . import tripwire
 from .spec import (
     CASES_FILE,
     Case,
@@ -86,13 +88,36 @@ def run_visible(part: Part, answer, cases: list[Case] | None = None, on_case=Non
     for index, case in enumerate(cases):
         if on_case is not None:
             on_case(case)
-        outcome, args, kwargs = run_case(answer, case, detail=True)
+        outcome, args, kwargs = _watched_case(part, answer, case)
         if index == 0 and outcome.error == "NotImplementedError":
             raise NotImplementedError(outcome.detail)
         passed, reason = check_outputs(part, [case], [outcome])
         if not passed:
             return index, case, outcome, reason, args, kwargs
     return None
+
+
+_TRIPWIRE: list = []  # the notebook's one attngrade.tripwire.Tripwire, made at its first use
+
+
+def _watched_case(part: Part, answer, case: Case):
+    """:func:`~attngrade.spec.run_case`, under the tripwire where the part's assignment lets its
+    answers use torch only to allocate and launch (:func:`attngrade.tripwire.applies`): a call
+    that returned but computed with torch, or launched no Triton kernel, fails as it does in grading."""
+    allowed = getattr(part.cases, "__globals__", {}).get("ALLOWED_MODULES", ())
+    if not tripwire.applies(allowed):
+        return run_case(answer, case, detail=True)
+    if not _TRIPWIRE:
+        import torch
+
+        _TRIPWIRE.append(tripwire.Tripwire(torch, sys.modules))
+    watch = _TRIPWIRE[0].watch()
+    with watch:
+        outcome, args, kwargs = run_case(answer, case, detail=True)
+    verdict = watch.verdict()
+    if verdict is not None and call_notes(outcome.error) is not None:
+        outcome = Outcome(None, verdict)
+    return outcome, args, kwargs
 
 
 def check_part(check, function: str, answer, folder: str | Path | None = None) -> None:
@@ -152,7 +177,8 @@ def failure_text(part: Part, case: Case, outcome: Outcome, reason: str, args=(),
     notes = call_notes(outcome.error)
     budget = case.max_peak_bytes
     if notes is None:
-        what = f"raised {outcome.error}" + (f": {outcome.detail}" if outcome.detail else "")
+        raised = f"raised {outcome.error}" + (f": {outcome.detail}" if outcome.detail else "")
+        what = tripwire.describe(outcome.error) or raised  # a rule of the assignment's, broken at run time
     elif part.keeps_inputs and "inputs" in notes:
         what = (f"changed {_changed(case, args, kwargs or {}, answer)} in place: the task says the "
                 "inputs must not be modified (work on a copy)")

@@ -29,6 +29,10 @@ cases. Then it
    grader then says so, and the worker goes on with the next case). The student's namespace (builtins included) stays as the student's code
    left it; the worker's own code keeps the builtins it took before any student code.
 
+For an assignment whose answers may use torch only to allocate and launch (a part's ``watch``),
+each call runs under :mod:`attngrade.tripwire`: a call that computed with torch or launched no
+Triton kernel fails there, with the tripwire's error name.
+
 It never sees expected values, tolerances or case labels, never measures anything, and never
 decides a score: the grader checks the outputs, and reads memory from the kernel, in its own
 process. Everything written to ``RESULT_FD`` is untrusted there.
@@ -382,6 +386,42 @@ class _StudentBuiltins:
         return False
 
 
+class _Watched:
+    """The student's builtins and a tripwire's watch (:mod:`attngrade.tripwire`) around one call:
+    the watch's mode goes on torch's dispatch stack last and comes off first."""
+
+    def __init__(self, student: _StudentBuiltins, watch):
+        self.student, self.watch = student, watch
+
+    def __enter__(self):
+        self.student.__enter__()
+        try:
+            self.watch.__enter__()
+        except BaseException:
+            self.student.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.watch.__exit__(*exc)
+        finally:
+            self.student.__exit__(*exc)
+        return False
+
+
+def _tripwire(tripwire):
+    """The run-time check of an assignment whose answers may import torch (exercise 17's
+    ``ALLOWED_MODULES``: torch only to allocate and launch, the attention in a Triton kernel),
+    made before any student code, with torch imported now, for a job whose parts say ``watch``
+    (:mod:`attngrade.running`); None where torch does not import (then no answer can use it)."""
+    try:
+        import torch
+    except Exception:  # noqa: BLE001
+        return None
+    return tripwire.Tripwire(torch, sys.modules)
+
+
 class _Channel:
     """Length-prefixed frames of plain data to the grader, written with references taken before
     any student code. Only the process that owns it reports: a forked copy of the student's code
@@ -560,9 +600,9 @@ def _trusted_imports(lib: str):
         sys.path.insert(0, lib)
     for name in _OWN_MODULES:
         importlib.import_module(name)
-    from attngrade import plain, spec
+    from attngrade import plain, spec, tripwire
 
-    return _private_copy(plain), _private_copy(spec)
+    return _private_copy(plain), _private_copy(spec), _private_copy(tripwire)
 
 
 def _private_copy(module):
@@ -631,7 +671,7 @@ def main() -> None:
     _run_job(config, inputs_blob, fds, *_trusted_imports(config["lib"]))
 
 
-def _run_job(config: dict, inputs_blob: bytes, fds: tuple, plain, spec) -> None:
+def _run_job(config: dict, inputs_blob: bytes, fds: tuple, plain, spec, tripwire) -> None:
     """Isolate this process, then run the job: the worker's life after its imports."""
     report = _isolate(config, fds)
     channel = _Channel(fds[0])
@@ -641,6 +681,7 @@ def _run_job(config: dict, inputs_blob: bytes, fds: tuple, plain, spec) -> None:
     inputs = plain.unpack(inputs_blob, max_bytes=1 << 62)
     del inputs_blob
     blocked = set(config["blocked"]) | {"attngrade"}
+    watcher = _tripwire(tripwire) if any(part.get("watch") for part in config["parts"]) else None
     if not report.get("private_root"):
         sys.meta_path.insert(0, _Blocker(blocked))
     for name in [n for n in sys.modules if n.split(".")[0] in blocked]:
@@ -649,7 +690,7 @@ def _run_job(config: dict, inputs_blob: bytes, fds: tuple, plain, spec) -> None:
 
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # a file past RLIMIT_FSIZE ends the worker
-    runner = _Runner(config, inputs, channel, fds[2], plain, spec)
+    runner = _Runner(config, inputs, channel, fds[2], plain, spec, watcher)
     channel.send({"ev": "boot", "report": report})
     _read_exact(fds[2], 1)  # the grader has read the memory in use before any student code
     runner.run()
@@ -671,7 +712,7 @@ def _template(lib: str) -> None:
     once the grader is done with it; until then its pid and process group cannot be reused)."""
     import socket
 
-    plain, spec = _trusted_imports(lib)
+    trusted = _trusted_imports(lib)
     control = socket.socket(fileno=0)
     while True:
         try:
@@ -687,13 +728,13 @@ def _template(lib: str) -> None:
         pid = os.fork()
         if pid == 0:
             control.close()
-            _forked_worker(request, fds, plain, spec)
+            _forked_worker(request, fds, trusted)
         for fd in fds:
             os.close(fd)
         control.send(json.dumps({"pid": pid}).encode())
 
 
-def _forked_worker(request: dict, fds: list, plain, spec) -> None:
+def _forked_worker(request: dict, fds: list, trusted: tuple) -> None:
     """A fork of the template becomes what ``unshare --fork --kill-child`` makes of a started
     worker: a session of its own, its memory group, new namespaces, and its child as process 1
     there, which reads the job and runs it; this process waits and ends as that child did."""
@@ -719,7 +760,7 @@ def _forked_worker(request: dict, fds: list, plain, spec) -> None:
     if child == 0:
         libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG: it dies with this process
         config, inputs_blob = _read_job()
-        _run_job(config, inputs_blob, channel, plain, spec)
+        _run_job(config, inputs_blob, channel, *trusted)
     for fd in channel:
         os.close(fd)
     _, status = os.waitpid(child, 0)
@@ -732,12 +773,13 @@ class _Runner:
     """Runs the cells in order in a real ``__main__`` module (as in a kernel: functions defined
     there pickle by name, so multiprocessing works) and computes each part at its place."""
 
-    def __init__(self, config: dict, inputs: dict, channel: _Channel, go_fd: int, plain, spec):
+    def __init__(self, config: dict, inputs: dict, channel: _Channel, go_fd: int, plain, spec, watcher=None):
         import gc
         import types
 
         self.config, self.inputs, self.channel, self.go_fd = config, inputs, channel, go_fd
         self.plain, self.call_case, self.Outcome = plain, spec.call_case, spec.Outcome
+        self.watcher, self.watching, self.returned = watcher, False, spec.call_notes
         self.result_limit = int(config.get("result_bytes", 1 << 62))
         self.fork_cases = bool(config.get("case_groups"))
         self.freeze, self.fork, self.waitpid = gc.freeze, os.fork, os.waitpid
@@ -781,6 +823,7 @@ class _Runner:
     def run_parts(self, position: int) -> None:
         for part in self.parts_after.get(position, []):
             self.channel.send({"ev": "start", "part": part["id"]})
+            self.watching = bool(part.get("watch"))
             fn = self.namespace.get(part["function"])
             outcomes = []
             for index, ((args, kwargs), trace) in enumerate(zip(self.inputs[part["id"]], part["trace"])):
@@ -797,11 +840,22 @@ class _Runner:
                 records.append(self.record(outcome, used))
             self.channel.send({"ev": "part", "part": part["id"], "defined": callable(fn)}, self.pack(records))
 
-    def call(self, fn, args: tuple, kwargs: dict):
-        outcome = self.call_case(fn, args, kwargs, guard=self.student)
+    def call(self, fn, args: tuple, kwargs: dict, watched: bool = True):
+        """One call of the answer, under the tripwire where the assignment has one (``watched``;
+        a call that returned but broke the assignment's rule fails with the tripwire's error)."""
+        watch = self.new_watch() if watched else None
+        guard = self.student if watch is None else _Watched(self.student, watch)
+        outcome = self.call_case(fn, args, kwargs, guard=guard)
+        verdict = watch.verdict() if watch is not None else None
+        if verdict is not None and self.returned(outcome.error) is not None:
+            return self.Outcome(None, verdict)  # an exception's name stays what the call raised
         if outcome.error is None and _nbytes(outcome.output) > self.result_limit:
             return self.Outcome(None, "OutputTooLarge")  # freed now, never packed
         return outcome
+
+    def new_watch(self):
+        """A fresh watch of :mod:`attngrade.tripwire` for one call of a part that has one, else None."""
+        return self.watcher.watch() if self.watching and self.watcher is not None else None
 
     def record(self, outcome, used: list) -> dict:
         """An outcome as plain data, counted with the part's others under the packing bounds (a
@@ -911,8 +965,12 @@ class _Device:
     def timed(self, runner, fn, args: tuple, kwargs: dict, repeats: int):
         try:
             inputs = tuple(self.torch.tensor(a, device=self.device) if hasattr(a, "dtype") else a for a in args)
-            with runner.student:
-                fn(*inputs, **kwargs)
+            watch = runner.new_watch()
+            with runner.student if watch is None else _Watched(runner.student, watch):
+                fn(*inputs, **kwargs)  # the warm-up call, watched as every untimed call is
+            verdict = watch.verdict() if watch is not None else None
+            if verdict is not None:
+                return runner.Outcome(None, verdict)
             self.sync()
             start = self.clock()
             with runner.student:
@@ -926,7 +984,7 @@ class _Device:
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             return runner.Outcome(None, _safe_name(exc))
-        outcome = runner.call(lambda: out, (), {})
+        outcome = runner.call(lambda: out, (), {}, watched=False)
         outcome.seconds = float(seconds)
         return outcome
 
