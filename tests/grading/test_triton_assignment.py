@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
 import pytest
+import triton.language as tl
 
 import gradingkit as gk
 from attngrade import leaderboard
@@ -118,6 +120,95 @@ def test_a_call_of_pytorchs_attention_or_the_course_kernels_is_a_reference_findi
     assert not analyse_cell("x = torch.empty(3).to(torch.float16)", reference=reference).findings
 
 
+# ---- the run-time tripwire (attngrade.tripwire): torch only to allocate and launch -----------------
+
+def _tripwire():
+    import torch
+
+    from attngrade.tripwire import Tripwire
+
+    return torch, Tripwire(torch, sys.modules)
+
+
+def _watched(call):
+    """``call(torch, q, k, v)`` on tiny tensors under a fresh watch: (its verdict, the watch)."""
+    torch, tripwire = _tripwire()
+    q, k, v = (torch.randn(1, 3, 4) for _ in range(3))
+    watch = tripwire.watch()
+    with watch:
+        call(torch, q, k, v)
+    return watch.verdict(), watch
+
+
+def _identity_mha(torch, q, k, v):
+    eye = torch.eye(4)
+    return torch.nn.functional.multi_head_attention_forward(
+        q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), 4, 1, torch.cat([eye] * 3), torch.zeros(12),
+        None, None, False, 0.0, eye, torch.zeros(4), training=False)
+
+
+EVASIONS = {  # the red team's ways to reach PyTorch's attention at run time (issue 43), on tiny tensors
+    "sdpa_by_built_name": (lambda t, q, k, v: getattr(t.nn.functional, "scaled_dot" + "_product_attention")(q, k, v),
+                           None),  # its math or its flash path, as torch picks
+    "aten_by_char_codes": (lambda t, q, k, v: getattr(t.ops.aten, "".join(map(chr, [
+        95, 115, 99, 97, 108, 101, 100, 95, 100, 111, 116, 95, 112, 114, 111, 100, 117, 99, 116, 95, 102, 108,
+        97, 115, 104, 95, 97, 116, 116, 101, 110, 116, 105, 111, 110, 95, 102, 111, 114, 95, 99, 112, 117])))(q[None], k[None], v[None]),
+                           "_scaled_dot_product_flash_attention_for_cpu"),
+    "mha_forward_by_vars": (lambda t, q, k, v: vars(t.nn.functional)["".join(reversed(
+        "drawrof_noitnetta_daeh_itlum"))] and _identity_mha(t, q, k, v), None),
+    "native_mha": (lambda t, q, k, v: t._native_multi_head_attention(
+        q, k, v, 4, 1, t.cat([t.eye(4)] * 3), t.zeros(12), t.eye(4), t.zeros(4)), "_native_multi_head_attention"),
+    "plain_matmul": (lambda t, q, k, v: t.softmax(q @ k.transpose(1, 2), -1) @ v, "bmm"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVASIONS))
+def test_the_tripwire_fails_a_call_that_computes_attention_with_torch_however_it_is_reached(name):
+    from attngrade.tripwire import TORCH, describe, forbidden
+
+    call, op = EVASIONS[name]
+    verdict, watch = _watched(call)
+    assert verdict is not None and verdict.startswith(TORCH), (verdict, sorted(watch.ops))
+    assert op is None or op in watch.ops, sorted(watch.ops)
+    assert verdict.isidentifier() and len(verdict) <= 60 and forbidden(verdict[len(TORCH):])
+    assert describe(verdict).startswith(f"computed with torch (aten::{verdict[len(TORCH):]})")
+
+
+def _double_kernel(X, Y, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(Y + offs, tl.load(X + offs) * 2.0)
+
+
+def test_the_tripwire_passes_a_triton_launch_and_fails_a_call_without_one_or_without_its_mode():
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from attngrade.tripwire import NO_KERNEL, POPPED
+
+    kernel = InterpretedFunction(_double_kernel)  # what @triton.jit gives under TRITON_INTERPRET=1
+
+    def honest(torch, q, k, v):
+        x = torch.from_numpy(q.numpy().ravel()[:8].copy()).to(torch.float16).float()
+        y = torch.empty_like(x)
+        kernel[(1,)](x, y, N=8)
+        assert torch.equal(y, 2 * x)
+
+    verdict, watch = _watched(honest)
+    assert verdict is None and watch.launches == 1, (verdict, sorted(watch.ops))
+    assert _watched(lambda torch, q, k, v: torch.empty(3).copy_(q[0, 0, :3]))[0] == NO_KERNEL
+    torch, _ = _tripwire()
+    depth = torch._C._len_torch_dispatch_stack()
+    popped = _watched(lambda torch, q, k, v: (torch.utils._python_dispatch._pop_mode(), honest(torch, q, k, v)))
+    assert popped[0] == POPPED and torch._C._len_torch_dispatch_stack() == depth
+
+
+def test_the_worker_watches_only_an_assignment_that_lets_its_answers_use_torch():
+    from attngrade.tripwire import applies
+
+    assert applies(load_cases(gk.SOLUTIONS / A).ALLOWED_MODULES)
+    assert not any(applies(getattr(load_cases(gk.SOLUTIONS / a), "ALLOWED_MODULES", ())) for a in gk.ASSIGNMENTS
+                   if a != A)
+
+
 # ---- end to end: one grading, in the grader's sandbox -------------------------------------------
 
 CHEATS = {
@@ -131,6 +222,27 @@ CHEATS = {
                      "    return flash_attention_triton(q, k, v, causal=causal)[0][0].float().numpy()\n",
 }
 LSE = "def triton_flash_lse(q, k, v, causal=False, dtype='float32'):\n    return triton_flash_forward(q, k, v, causal, dtype)[:, :, 0]\n"
+#: One answer that reaches PyTorch's attention only at run time (names built from pieces, which no
+#: source check finds) behind a Triton kernel launched for show, and one NumPy-only part (issue 43).
+RUNTIME_CHEAT = {
+    "flash_kernel": "@triton.jit\ndef show_kernel(X):\n    tl.store(X, tl.load(X))\n",
+    "triton_flash_forward": "def triton_flash_forward(q, k, v, causal=False, dtype='float32'):\n"
+                            "    show_kernel[(1,)](torch.zeros(1))\n"
+                            "    attend = getattr(torch.nn.functional, 'scaled_dot' + '_product_attention')\n"
+                            "    q, k, v = (torch.as_tensor(x)[None] for x in (q, k, v))\n"
+                            "    return attend(q, k, v, is_causal=causal)[0].numpy()\n",
+    "triton_flash_lse": "def triton_flash_lse(q, k, v, causal=False, dtype='float32'):\n"
+                        "    show_kernel[(1,)](torch.zeros(1))\n"
+                        "    op = getattr(torch.ops.aten, ''.join(reversed('upc_rof_noitnetta_hsalf_tcudorp_tod_delacs_')))\n"
+                        "    q, k, v = (torch.as_tensor(x)[None] for x in (q, k, v))\n"
+                        "    return op(q, k, v, is_causal=causal)[1][0].numpy()\n",
+    "fast_flash_forward": "def fast_flash_forward(q, k, v, causal=False, dtype='float16'):\n"
+                          "    s = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[2])\n"
+                          "    if causal:\n"
+                          "        s = np.where(np.tril(np.ones(s.shape[1:], dtype=bool)), s, -np.inf)\n"
+                          "    p = np.exp(s - s.max(axis=2, keepdims=True))\n"
+                          "    return (p / p.sum(axis=2, keepdims=True)) @ v\n",
+}
 FAST = "def fast_flash_forward(q, k, v, causal=False, dtype='float16'):\n    return triton_flash_forward(q, k, v, causal, dtype)\n"
 
 
@@ -143,6 +255,7 @@ def graded(isolation, tmp_path_factory):
     for name, source in CHEATS.items():
         notebooks[name] = gk.fill_any(gk.release(A), {"triton_flash_forward": source, "triton_flash_lse": LSE,
                                                        "fast_flash_forward": FAST})
+    notebooks["runtime_cheat"] = gk.fill_any(gk.release(A), RUNTIME_CHEAT)
     results = {}
     for student, nb in notebooks.items():
         path = folder / f"{student}.ipynb"
@@ -168,6 +281,17 @@ def test_an_answer_that_calls_pytorchs_attention_or_the_course_kernel_scores_not
                                                           "test_triton_speed": 0.0}
     assert res.status == "flagged" and "calls reference" in res.reason, res.reason
     assert all(p.message.startswith("no credit") for p in res.parts.values())
+
+
+def test_an_answer_that_reaches_pytorchs_attention_at_run_time_or_launches_no_kernel_scores_nothing(graded):
+    """Names no source check finds, caught by the worker's tripwire (attngrade.tripwire), with
+    the student's sentence; the solution in the same grading keeps its marks (above)."""
+    parts = graded["runtime_cheat"].parts
+    assert {g: p.score for g, p in parts.items()} == {"test_triton_forward": 0.0, "test_triton_lse": 0.0,
+                                                      "test_triton_speed": 0.0}, {g: p.message for g, p in parts.items()}
+    assert "computed with torch (aten::" in parts["test_triton_forward"].message
+    assert "computed with torch (aten::_scaled_dot_product_flash_attention_for_cpu)" in parts["test_triton_lse"].message
+    assert "launched no Triton kernel" in parts["test_triton_speed"].message
 
 
 def test_a_timed_speed_part_is_measured_by_the_worker_and_scored_by_the_grader(isolation, tmp_path, monkeypatch):
