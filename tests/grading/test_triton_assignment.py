@@ -201,6 +201,23 @@ def test_the_tripwire_passes_a_triton_launch_and_fails_a_call_without_one_or_wit
     assert popped[0] == POPPED and torch._C._len_torch_dispatch_stack() == depth
 
 
+def test_the_visible_check_tells_the_student_that_torch_computed_the_attention(monkeypatch):
+    from attngrade.visible import check_part
+
+    def plain_torch(q, k, v, causal=False, dtype="float32"):
+        import torch
+
+        q, k, v = (torch.as_tensor(x) for x in (q, k, v))
+        s = (q @ k.transpose(1, 2)) / q.shape[2] ** 0.5
+        if causal:
+            s = s.masked_fill(torch.ones(s.shape[1:], dtype=torch.bool).triu(1), float("-inf"))
+        return (torch.softmax(s, -1) @ v).numpy()
+
+    monkeypatch.chdir(gk.EXERCISES / A)
+    with pytest.raises(AssertionError, match=r"computed with torch \(aten::_softmax\): the attention must be"):
+        check_part(SimpleNamespace(part="Part 1"), "triton_flash_forward", plain_torch)
+
+
 def test_the_worker_watches_only_an_assignment_that_lets_its_answers_use_torch():
     from attngrade.tripwire import applies
 
