@@ -20,7 +20,6 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
-import triton.language as tl
 
 import gradingkit as gk
 from attngrade import leaderboard
@@ -174,9 +173,21 @@ def test_the_tripwire_fails_a_call_that_computes_attention_with_torch_however_it
     assert describe(verdict).startswith(f"computed with torch (aten::{verdict[len(TORCH):]})")
 
 
-def _double_kernel(X, Y, N: tl.constexpr):
+DOUBLE_KERNEL = """
+def double_kernel(X, Y, N: tl.constexpr):
     offs = tl.arange(0, N)
     tl.store(Y + offs, tl.load(X + offs) * 2.0)
+"""
+
+
+def _double_kernel():
+    """The kernel, its ``tl`` the triton.language loaded now: the interpreter wants its own module
+    there, and a notebook run in this process earlier may have imported Triton again."""
+    import importlib
+
+    namespace = {"tl": importlib.import_module("triton.language")}
+    exec(DOUBLE_KERNEL, namespace)  # noqa: S102 - the test's own kernel
+    return namespace["double_kernel"]
 
 
 def test_the_tripwire_passes_a_triton_launch_and_fails_a_call_without_one_or_without_its_mode():
@@ -184,7 +195,7 @@ def test_the_tripwire_passes_a_triton_launch_and_fails_a_call_without_one_or_wit
 
     from attngrade.tripwire import NO_KERNEL, POPPED
 
-    kernel = InterpretedFunction(_double_kernel)  # what @triton.jit gives under TRITON_INTERPRET=1
+    kernel = InterpretedFunction(_double_kernel())  # what @triton.jit gives under TRITON_INTERPRET=1
 
     def honest(torch, q, k, v):
         x = torch.from_numpy(q.numpy().ravel()[:8].copy()).to(torch.float16).float()
