@@ -10,9 +10,14 @@ systems leave an empty cell alone.
 
 * **Canvas** (Grades > Import): ``Student, ID, SIS User ID, SIS Login ID, Section`` and the
   assignment's column with the ``Points Possible`` row that Canvas's own export has under the
-  header. Canvas's importer matches a column to an assignment by the id in ``Title (id)``, then
-  by its exact title, and otherwise creates a new assignment; so the column is ``--column``, or
-  the roster's column for this assignment (:func:`canvas_column`). ``ID`` is the Canvas user id,
+  header, in the dialect of the roster's export (:class:`Roster`): ``;`` and decimal commas and a
+  byte-order mark where Canvas wrote them (its importer reads either separator and decimal mark,
+  canvas-lms ``lib/gradebook_importer.rb`` ``identify_delimiter``, ``decimal_comma_to_period``; a
+  spreadsheet of the teacher's locale opens the file as it opened the export). Canvas's test
+  student (Student View) is not exported. Canvas's importer matches a column to an assignment
+  by the id in ``Title (id)``, then by its exact title, and otherwise creates a new assignment;
+  so the column is ``--column``, or the roster's column for this assignment
+  (:func:`canvas_column`). ``ID`` is the Canvas user id,
   the first number of Canvas's download names (``name[_late]_<user id>_<attachment id>_<file>``).
 * **Moodle** (assignment, *Upload grading worksheet*; the offline-grading-worksheet feedback
   type): ``Identifier`` (``Participant <id>``, the number of Moodle's download names
@@ -22,13 +27,16 @@ systems leave an empty cell alone.
 
 The LMS user id comes from the submission's file name, or from a roster (:class:`Roster`): the
 system's own export (Canvas's gradebook CSV, Moodle's grading worksheet) or any CSV with a
-``student`` column (attngrade's id) and ``id``, ``name``, ``email``, ``section`` columns. Every
-roster row is written, graded or not.
+``student`` column (attngrade's id) and ``id``, ``name``, ``email``, ``section`` columns; the
+separator, ``,`` or ``;``, is the one that splits the header line into more columns. Every roster
+row is written, graded or not.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
 import re
 import sys
 from dataclasses import dataclass, field
@@ -92,6 +100,7 @@ class Person:
     sis_user_id: str = ""
     sis_login_id: str = ""
     section: str = ""
+    test_student: bool = False  # Canvas's test student (Student View): never exported
 
 
 def lms_id_from_filename(filename: str, notebook: str, assignment: str, system: str | None = None) -> str | None:
@@ -115,26 +124,48 @@ class Roster:
 
     ``columns``: Canvas's assignment columns (header -> its ``Points Possible``), the columns
     Canvas's importer reads as assignments (not its student, total or override columns);
-    ``max_grade``: the ``Maximum Grade`` of Moodle's worksheet.
+    ``max_grade``: the ``Maximum Grade`` of Moodle's worksheet. ``delimiter``, ``decimal`` and
+    ``bom``: the file's dialect (Canvas writes ``;``, decimal commas and a byte-order mark by the
+    exporting teacher's features and locale, canvas-lms ``lib/csv_with_i18n.rb``); the Canvas
+    import file is written in it. ``columns`` hold their points with a decimal point.
     """
 
     people: list = field(default_factory=list)
     kind: str = "plain"  # "canvas", "moodle" or "plain"
     columns: dict = field(default_factory=dict)
     max_grade: str = ""
+    delimiter: str = ","
+    decimal: str = "."
+    bom: bool = False
 
 
-def _roster_row(get) -> Person | None:
-    if get("identifier") is not None:  # Moodle's grading worksheet
+#: Canvas's test student (Student View): its sortable name, no login; Canvas's export lists it
+#: after the students (``enrollments_for_csv`` puts ``StudentViewEnrollment`` last).
+CANVAS_TEST_STUDENT = "Student, Test"
+
+
+def _canvas_person(get) -> Person | None:
+    """A row of Canvas's gradebook export (``Student`` = the sortable name ``Last, First``, or
+    ``LastName`` and ``FirstName``), or None for its ``Manual Posting``/``Points Possible`` rows."""
+    name = get("student")
+    if name is None:
+        name = ", ".join(part for part in (get("lastname") or "", get("firstname") or "") if part)
+    if "points possible" in name.lower() or not get("id"):
+        return None
+    person = Person("", get("id") or "", name, "", get("sis user id") or "", get("sis login id") or "",
+                    get("section") or "")
+    person.test_student = name == CANVAS_TEST_STUDENT and not person.sis_login_id
+    return person
+
+
+def _roster_row(get, kind: str) -> Person | None:
+    if kind == "moodle":  # Moodle's grading worksheet
         ident = get("identifier") or ""
         if not ident.startswith(MOODLE_PREFIX):
             return None
         return Person("", ident[len(MOODLE_PREFIX):].strip(), get("full name") or "", get("email address") or "")
-    if get("sis user id") is not None:  # Canvas's gradebook export
-        if "points possible" in (get("student") or "").lower() or not get("id"):
-            return None
-        return Person("", get("id") or "", get("student") or "", "", get("sis user id") or "",
-                      get("sis login id") or "", get("section") or "")
+    if kind == "canvas":
+        return _canvas_person(get)
     return Person(get("student") or "", get("id") or get("lms_id") or "", get("name") or "",
                   get("email") or "", get("sis_user_id") or "", get("sis_login_id") or "", get("section") or "")
 
@@ -143,45 +174,79 @@ def _getter(row: dict):
     return {k.strip().lower(): csv_cell_text((v or "").strip()) for k, v in row.items() if k}.get
 
 
+def _roster_kind(header: list[str]) -> str:
+    """``moodle`` (an ``Identifier`` column), ``canvas`` (``ID`` and ``SIS Login ID``, which
+    Canvas's export always has, with or without ``SIS User ID``) or ``plain``."""
+    names = {h.strip() for h in header}
+    if "identifier" in {n.lower() for n in names}:
+        return "moodle"
+    return "canvas" if {"ID", "SIS Login ID"} <= names else "plain"
+
+
+def _decimal_point(text: str) -> str:
+    """A number written with a decimal comma (``12,50``) with a decimal point; other text as is."""
+    return text.replace(",", ".") if re.fullmatch(r"-?\d+,\d+", text.strip()) else text
+
+
+def _points_row(header: list[str], rows: list[dict]) -> dict:
+    """Canvas's ``    Points Possible`` row (``{}`` without one)."""
+    return next((r for r in rows if header and "points possible" in (r.get(header[0]) or "").lower()), {})
+
+
 def _canvas_columns(header: list[str], rows: list[dict]) -> dict:
     """Canvas's assignment columns and their points: its importer skips the student columns
     (``GRADEBOOK_IMPORTER_RESERVED_NAMES``) and the totals (``NON_ASSIGNMENT_COLUMN_HEADERS``,
     with their "Unposted" forms) and reads every other column as an assignment
     (canvas-lms ``app/models/gradebook_importer.rb``); custom columns such as ``Notes`` have no
     ``Points Possible`` and are left out here too."""
-    points = next((r for r in rows if "points possible" in (r.get(header[0]) or "").lower()), {})
+    points = _points_row(header, rows)
     columns = {}
     for name in header:
         if name.strip() in CANVAS_RESERVED or CANVAS_TOTALS.search(name):
             continue
-        value = (points.get(name) or "").strip()
+        value = _decimal_point((points.get(name) or "").strip())
         if value and not value.lower().startswith("(read only"):
             columns[name] = value
     return columns
 
 
-def read_roster(path: Path) -> Roster:
-    """The students of a roster CSV: Canvas's gradebook export, Moodle's grading worksheet, or a
-    CSV with ``student``, ``id``, ``name``, ``email``, ``section`` columns."""
+def _read_csv(path: Path) -> tuple[list[str], list[dict], str, bool]:
+    """``(header, rows, delimiter, bom)`` of a UTF-8 CSV: the delimiter, ``,`` or ``;``, is the one
+    that splits the header line into more columns (as Canvas's importer decides between them)."""
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            rows, header = list(reader), list(reader.fieldnames or [])
+        raw = path.read_bytes()
+        text = raw.decode("utf-8-sig")
+        counts = {d: len(next(csv.reader(io.StringIO(text), delimiter=d), [])) for d in ",;"}
+        delimiter = ";" if counts[";"] > counts[","] else ","
+        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+        rows = list(reader)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ValueError(f"--roster {path}: cannot read it as a UTF-8 CSV ({exc})") from exc
-    people = [p for p in (_roster_row(_getter(r)) for r in rows) if p is not None]
+    return list(reader.fieldnames or []), rows, delimiter, raw.startswith(codecs.BOM_UTF8)
+
+
+def read_roster(path: Path) -> Roster:
+    """The students of a roster CSV (``,`` or ``;``, with or without a byte-order mark): Canvas's
+    gradebook export (``Student`` or ``LastName``/``FirstName``, decimal points or commas),
+    Moodle's grading worksheet, or a CSV with ``student``, ``id``, ``name``, ``email``,
+    ``section`` columns."""
+    header, rows, delimiter, bom = _read_csv(path)
+    kind = _roster_kind(header)
+    people = [p for p in (_roster_row(_getter(r), kind) for r in rows) if p is not None]
     if rows and not any(p.student or p.lms_id for p in people):
         raise ValueError(
             f"--roster {path}: no student column found; give Canvas's gradebook export, Moodle's "
-            "grading worksheet, or a CSV with a 'student' or 'id' column"
+            "grading worksheet, or a CSV with a 'student' or 'id' column, separated by ',' or ';'"
         )
-    lowered = {h.strip().lower() for h in header}
-    if "identifier" in lowered:
+    roster = Roster(people, kind, delimiter=delimiter, bom=bom)
+    if kind == "moodle":
         grades = {(_getter(r)("maximum grade") or "").strip() for r in rows} - {""}
-        return Roster(people, "moodle", max_grade=grades.pop() if len(grades) == 1 else "")
-    if "sis user id" in lowered:
-        return Roster(people, "canvas", _canvas_columns(header, rows))
-    return Roster(people)
+        roster.max_grade = grades.pop() if len(grades) == 1 else ""
+    elif kind == "canvas":
+        roster.columns = _canvas_columns(header, rows)
+        cells = [v for v in _points_row(header, rows).values() if isinstance(v, str)]
+        roster.decimal = "," if any(_decimal_point(v) != v for v in cells) else "."
+    return roster
 
 
 def roster_for(kind: str | None, path: str | None) -> Roster | None:
@@ -351,15 +416,22 @@ def lms_points(kind: str, roster: Roster | None, column: str | None, points: flo
     return value
 
 
-def _canvas_rows(pairs, column: str, points: float | None, own: float, problems: list):
+def _canvas_rows(pairs, column: str, points: float | None, own: float, problems: list, decimal: str = "."):
+    """The rows of Canvas's import file; numbers with the roster's ``decimal`` mark."""
+    def mark(text: str) -> str:
+        return text.replace(".", decimal) if re.fullmatch(r"-?\d+\.\d+", text) else text
+
     yield [*CANVAS_HEADER, column]
-    yield ["Points Possible", "", "", "", "", _number(points if points is not None else own)]
+    yield ["Points Possible", "", "", "", "", mark(_number(points if points is not None else own))]
     for person, row in pairs:
+        if person.test_student:
+            problems.append(f"{person.name}: Canvas's test student (Student View); not exported")
+            continue
         if not (person.lms_id or person.sis_user_id or person.sis_login_id):
             problems.append(f"{person.student or person.name}: no Canvas id; not exported")
             continue
         yield [person.name or person.student, person.lms_id, person.sis_user_id, person.sis_login_id,
-               person.section, _grade(row, points)]
+               person.section, mark(_grade(row, points))]
 
 
 def _moodle_rows(pairs, points: float | None, own: float, when: datetime, problems: list):
@@ -400,7 +472,8 @@ def write(
     """Write the ``kind`` (``canvas`` or ``moodle``) import file of ``rows`` (``grades.csv``'s
     rows) for everyone on ``roster`` (a :class:`Roster`, a list of :class:`Person`, or None) to
     ``path``: into ``column`` (:func:`canvas_column`), each total scaled from the assignment's own
-    points to ``points`` (:func:`lms_points`).
+    points to ``points`` (:func:`lms_points`). Canvas's file takes the roster's separator, decimal
+    mark and byte-order mark; Moodle's is always ``,`` and ``.``.
 
     Returns the problems (students that could not be exported, and why), for the instructor.
     """
@@ -417,11 +490,13 @@ def write(
     own = _own_points(rows, points)
     pairs, problems = match(rows, roster.people, notebook, assignment, kind)
     if kind == "canvas":
-        out = _canvas_rows(pairs, column, points, own, problems)
+        out = _canvas_rows(pairs, column, points, own, problems, roster.decimal)
+        dialect = roster  # Canvas's import reads what its export wrote
     else:
         out = _moodle_rows(pairs, points, own, when or datetime.now().astimezone(), problems)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
+        dialect = Roster()
+    with open(path, "w", newline="", encoding="utf-8-sig" if dialect.bom else "utf-8") as fh:
+        w = csv.writer(fh, delimiter=dialect.delimiter)
         for line in out:
             w.writerow([csv_cell(x) for x in line])
     return notes + problems

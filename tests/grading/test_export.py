@@ -360,3 +360,83 @@ def test_moodle_worksheet_of_a_class_takes_each_grade_out_of_its_maximum(tmp_pat
     rows = [dict(zip(X.MOODLE_HEADER, r)) for r in _read(out)[1:]]
     assert {r["Identifier"]: (r["Grade"], r["Maximum Grade"]) for r in rows} == {
         f"Participant {pids[s.user_id]}": (X._number(s.user_id % 11 * 10), "100") for s in students}
+
+
+# ---- Canvas's export in its other dialects (canvas-lms lib/gradebook_exporter.rb, csv_with_i18n.rb) --
+# A teacher with the "semicolon separators" and "byte-order mark" features and a German locale,
+# the "separate first and last names" view and no SIS permission (no SIS User ID column); the
+# Manual Posting row before the Points Possible row; Canvas's test student (Student View) last.
+CANVAS_SEMICOLON = (
+    "\ufeffLastName;FirstName;ID;SIS Login ID;Section;Softmax (881);Attention (882);Current Score\r\n"
+    ";;;;;Manual Posting;;\r\n"
+    "    Points Possible;;;;;12,50;10,00;(read only)\r\n"
+    "Müller;Anna;4711;amuller;ATTN 101, Lecture A;;7,50;75,00\r\n"
+    "Smith;John;12345;jsmith;ATTN 101, Lecture A;;;0,00\r\n"
+    "Student;Test;99;;ATTN 101, Lecture A;;;0,00\r\n"
+)
+CANVAS_COMMA = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,Softmax (881),Attention (882),Current Score\r\n"
+    ",,,,,Manual Posting,,\r\n"
+    "    Points Possible,,,,,12.50,10.00,(read only)\r\n"
+    '"Müller, Anna",4711,s2,amuller,"ATTN 101, Lecture A",,7.50,75.00\r\n'
+    '"Smith, John",12345,s1,jsmith,"ATTN 101, Lecture A",,,0.00\r\n'
+    '"Student, Test",99,,,"ATTN 101, Lecture A",,,0.00\r\n'
+)
+DIALECT_GRADES = [
+    _row("mullerann", "mullerann_4711_222_softmax.ipynb", total="7.25"),  # 7.25 of 10 is 9.0625 of 12.5
+    _row("testerst", "studenttest_99_333_softmax.ipynb", total="10"),  # the teacher's own try
+]
+
+
+@pytest.mark.parametrize("text, sis", [(CANVAS_SEMICOLON, ("", "")), (CANVAS_COMMA, ("s2", "s1"))],
+                         ids=["semicolon", "comma"])
+def test_canvas_export_in_either_dialect_is_the_same_roster(tmp_path, text, sis):
+    path = tmp_path / "Grades export.csv"
+    path.write_bytes(text.encode())
+    roster = X.read_roster(path)
+    assert roster.kind == "canvas"
+    assert roster.columns == {"Softmax (881)": "12.50", "Attention (882)": "10.00"}  # no totals
+    # Manual Posting and Points Possible are no students; the test student is marked, not dropped.
+    assert [(p.lms_id, p.name, p.sis_user_id, p.sis_login_id, p.test_student) for p in roster.people] == [
+        ("4711", "Müller, Anna", sis[0], "amuller", False),
+        ("12345", "Smith, John", sis[1], "jsmith", False),
+        ("99", "Student, Test", "", "", True)]
+    assert X.lms_points("canvas", roster, "Softmax (881)") == 12.5
+
+
+def test_canvas_import_file_is_written_in_the_dialect_of_its_roster(tmp_path):
+    (tmp_path / "semi.csv").write_bytes(CANVAS_SEMICOLON.encode())
+    roster = X.read_roster(tmp_path / "semi.csv")
+    out = tmp_path / "canvas.csv"
+    problems = X.write("canvas", DIALECT_GRADES, roster, out, notebook=NB, assignment="softmax")
+    assert problems == ["Student, Test: Canvas's test student (Student View); not exported"]
+    raw = out.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")  # the roster had Canvas's byte-order mark
+    rows = list(csv.reader(raw.decode("utf-8-sig").splitlines(), delimiter=";"))
+    assert rows == [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Softmax (881)"],
+        ["Points Possible", "", "", "", "", "12,5"],
+        ["Müller, Anna", "4711", "", "amuller", "ATTN 101, Lecture A", "9,0625"],  # decimal comma
+        ["Smith, John", "12345", "", "jsmith", "ATTN 101, Lecture A", ""],  # submitted nothing
+    ]
+    assert [p.lms_id for p in X.read_roster(out).people] == ["4711", "12345"]  # reads back as written
+    (tmp_path / "comma.csv").write_bytes(CANVAS_COMMA.encode())
+    comma = X.read_roster(tmp_path / "comma.csv")
+    X.write("canvas", DIALECT_GRADES, comma, out, notebook=NB, assignment="softmax")
+    assert not out.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert _read(out)[1:3] == [["Points Possible", "", "", "", "", "12.5"],
+                               ["Müller, Anna", "4711", "s2", "amuller", "ATTN 101, Lecture A", "9.0625"]]
+
+
+def test_roster_delimiter_comes_from_the_header_line_not_the_data(tmp_path):
+    # A comma file whose names and sections hold semicolons, and a plain roster separated by ';'.
+    comma = "Student,ID,SIS Login ID,Section,Softmax (881)\n    Points Possible,,,,10.00\nA;B,7,ab,S;1,\n"
+    (tmp_path / "c.csv").write_text(comma, encoding="utf-8")
+    roster = X.read_roster(tmp_path / "c.csv")
+    assert [(p.name, p.lms_id, p.section) for p in roster.people] == [("A;B", "7", "S;1")]
+    (tmp_path / "p.csv").write_text("student;id;name\nanna;4711;Anna Müller\n", encoding="utf-8")
+    assert [(p.student, p.lms_id, p.name) for p in X.read_roster(tmp_path / "p.csv").people] == [
+        ("anna", "4711", "Anna Müller")]
+    (tmp_path / "t.csv").write_text("student\tid\nanna\t4711\n", encoding="utf-8")  # tabs: neither
+    with pytest.raises(ValueError, match=r"--roster .*t\.csv: no student column .*';'"):
+        X.read_roster(tmp_path / "t.csv")
