@@ -26,6 +26,7 @@ part's points are given, and the failing inputs only where the assignment reveal
 
 from __future__ import annotations
 
+import builtins
 import functools
 import html
 import inspect
@@ -35,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import tripwire
 from .names import shown
 from .notebooks import cell_grade_id
 from .spec import Outcome, call_notes, visible_cases
@@ -69,8 +71,7 @@ def hidden_message(part, cases: list, outcomes: list, reason: str, stopped=froze
         return None
     case, got = cases[index], outcomes[index]
     error = got.error
-    named = isinstance(error, str) and error.isidentifier() and len(error) <= 60
-    if call_notes(error) is None and not named:
+    if call_notes(error) is None and not shown_error_name(error):
         error = "an exception"
     outcome = Outcome(got.output, error, got.peak_bytes)  # no detail: never the student's own text
     keep = functools.partial(safe_sentence, part=part, case=case)
@@ -80,6 +81,21 @@ def hidden_message(part, cases: list, outcomes: list, reason: str, stopped=froze
                 "grader stopped it there: avoid the large intermediate arrays")
     hint = hint_text(part, case, outcome, keep)
     return FAILED + what.rstrip(".") + "." + (f"{HINT_MARK}{hint}" if hint else "")
+
+
+#: Exceptions of libraries an answer uses, whose names the feedback may repeat besides Python's own.
+LIBRARY_ERRORS = frozenset({"AxisError", "LinAlgError", "ComplexWarning", "TooHardError", "OutOfMemoryError"})
+
+
+def shown_error_name(error) -> bool:
+    """Whether the feedback may name the exception ``error`` a hidden case raised: one of Python's
+    own, a library's (:data:`LIBRARY_ERRORS`), or an outcome the grader names itself. A name the
+    answer made at run time could carry what it read of the hidden inputs (a class named
+    ``LEAK_<hex of the inputs>``, clean-room red team): it is "an exception"."""
+    if not isinstance(error, str):
+        return False
+    own = isinstance(getattr(builtins, error, None), type) and issubclass(getattr(builtins, error), BaseException)
+    return own or error in LIBRARY_ERRORS or error in _SPECIAL or tripwire.describe(error) is not None
 
 
 def safe_sentence(text, part, case) -> bool:

@@ -490,6 +490,28 @@ def test_a_sentence_that_would_show_a_hidden_value_gives_way_to_the_kinds_hint()
     assert hidden_message(part, cases, outs, reason) == refused
 
 
+def test_an_exception_class_made_at_run_time_is_not_named_in_the_feedback():
+    """A clean-room red team named an exception class after the hidden inputs' bytes
+    (``LEAK_<hex>``) and read them in its feedback: only Python's own exceptions, a library's and
+    the grader's own outcomes are named; any other is "an exception"."""
+    part = Part("test_toy", "toy", _toy_cases)
+    cases = make_cases(part)
+
+    def leaking(x):
+        raise type("LEAK_" + x.tobytes()[:8].hex(), (ValueError,), {})("no")
+
+    outs, reason = _first_failure(part, cases, leaking)
+    message = hidden_message(part, cases, outs, reason)
+    assert "LEAK_" not in message and cases[0].args[0].tobytes()[:8].hex() not in message, message
+    assert "an exception" in message, message
+
+    def plain(x):
+        raise ZeroDivisionError("no")
+
+    outs, reason = _first_failure(part, cases, plain)
+    assert "ZeroDivisionError" in hidden_message(part, cases, outs, reason)
+
+
 def test_no_named_mistake_reads_a_hidden_value_and_its_diagnosis_shows():
     """01–03's named mistakes on their hidden cases: every message is the visible checks' kind of
     message without a value of the case that failed, and the diagnoses get through."""
