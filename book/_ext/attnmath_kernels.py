@@ -94,8 +94,14 @@ def _run_kernel(request: dict) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         _as_fresh_process(request["argv"])
+        import logging
+
         from ipykernel.kernelapp import IPKernelApp
 
+        # its sockets listen on the loopback interface only and every message is signed with the
+        # session's key: ipykernel's warning about TCP without encryption says nothing here, and
+        # it was printed once per chapter into the build's and the tests' output
+        logging.getLogger("IPKernelApp").addFilter(lambda record: "without encryption" not in record.getMessage())
         app = IPKernelApp.instance()
         # the server is the parent: the kernel exits when the server does
         app.initialize([*request["argv"], f"--IPKernelApp.parent_handle={os.getppid()}"])
