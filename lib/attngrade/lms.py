@@ -8,7 +8,9 @@ download, not of the submission: they are never evidence (:mod:`attngrade.submis
 * **Canvas** (``ContentZipper``): ``<name>[_LATE]_<user id>_<file id>_<file>``, only the current
   attempt; ``<name>`` is the sortable name in lower case without non-word characters; an
   anonymous assignment writes ``anon_<anonymous id>`` for the name and user id. Identity: the
-  user id. ``LATE`` (any case) is Canvas's late verdict; the file id orders uploads.
+  user id. ``LATE`` (any case) is Canvas's late verdict; the file id orders uploads. An
+  online-text or URL entry has no file id: ``<name>[_LATE]_<user id>_text.html`` or
+  ``…_link.html`` (``[LATE_]anon_<anonymous id>_text.html``); it is the student's, not a notebook.
 * **Moodle** (``mod_assign``, *Download all submissions*): a folder per participant and plugin,
   ``<Full Name>_<participant id>_assignsubmission_file[_]/<file>`` (the trailing ``_`` before
   Moodle 4.1), or flat, ``<Full Name>_<participant id>_assignsubmission_file_<file>``. Identity:
@@ -79,10 +81,13 @@ class Placed:
 
 # Canvas: the name has only word characters (Ruby's [[:word:]] keeps the combining marks that
 # Python's \w lacks: any non-ASCII character that is not a space is let in); LATE and the ids follow.
+# An anonymous assignment puts LATE first (``LATE_anon_<id>_...``) and may draw an all-digit id
+# (``anon_48213_<file id>_...``): ``anon_`` at the start is always the anonymous id, never a name.
 _WORD = r"(?:\w|[^\x00-\x7f\s])"
-_CANVAS = re.compile(
-    rf"(?:(?P<name>{_WORD}*?)_)?(?:(?P<late>(?i:late))_)?(?P<user>anon_[A-Za-z0-9]+|\d+)_(?P<file>\d+)_(?P<own>.+)"
-)
+_CANVAS_WHO = (rf"(?:(?P<lead>(?i:late))_(?=anon_))?(?:(?!anon_)(?P<name>{_WORD}*?)_)?(?:(?P<late>(?i:late))_)?"
+               r"(?P<user>anon_[A-Za-z0-9]+|\d+)_")
+_CANVAS = re.compile(_CANVAS_WHO + r"(?P<file>\d+)_(?P<own>.+)")
+_CANVAS_ENTRY = re.compile(_CANVAS_WHO + r"(?P<own>(?:text|link)\.html)")  # online text, URL: no file id
 _MOODLE_FOLDER = re.compile(r"(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?")
 _MOODLE_FLAT = re.compile(r"(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?P<plugin>file|onlinetext)_(?P<own>.+)")
 _BLACKBOARD = re.compile(r"(?P<prefix>.+)_attempt_(?P<when>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)(?:_(?P<own>.+))?")
@@ -92,13 +97,16 @@ _GRADESCOPE = re.compile(r"submission_(?P<id>\d+)")
 
 
 def canvas_name(filename: str) -> Placed | None:
-    """A Canvas download name's reading, or None when it is not one (module docstring)."""
-    m = _CANVAS.fullmatch(unicodedata.normalize("NFC", filename))
+    """A Canvas download name's reading, or None when it is not one (module docstring): an
+    upload's (with its file id) or an online-text or URL entry's (``own`` ``text.html``/``link.html``)."""
+    text = unicodedata.normalize("NFC", filename)
+    m = _CANVAS.fullmatch(text) or _CANVAS_ENTRY.fullmatch(text)
     if m is None or (not m.group("name") and not m.group("user").startswith("anon_")):
         return None
-    late = bool(m.group("late"))
+    late = bool(m.group("late") or m.group("lead"))
+    order = int(m.group("file")) if "file" in m.re.groupindex else None
     return Placed(
-        "canvas", m.group("user"), m.group("name") or "", m.group("own"), order=int(m.group("file")), late=late,
+        "canvas", m.group("user"), m.group("name") or "", m.group("own"), order=order, late=late,
         evidence="Canvas's LATE marker in the file name" if late else "no LATE marker in Canvas's file name",
     )
 

@@ -11,7 +11,9 @@ Discovery (:func:`discover`) accepts, for ``SUBMISSIONS`` (a folder or a zip of 
   flat), Blackboard, Brightspace and Gradescope. The identity is the LMS's user id wherever the
   download holds one, and the student's own file name never makes a new student.
 * **flat folder** of notebooks named by student (rules in :func:`parse_filename`).
-* **zip** of any of these (enclosing folders are fine).
+* **zip** of any of these (enclosing folders are fine). A member name without the zip's UTF-8
+  flag that is UTF-8 (macOS's Archive Utility) is read as UTF-8; names are taken in NFC
+  (:func:`_member_names`).
 
 Every notebook becomes a row: one that no rule places is a ``malformed`` row naming the file.
 The discovery stage never follows a link and keeps whatever one entry holds (a name that is not
@@ -230,6 +232,30 @@ class Unpacked:
     listed: dict = field(default_factory=dict)  # Path -> its size in the zip
 
 
+def _raw_name(info: zipfile.ZipInfo) -> str:
+    """A member's name as its writer meant it. Without the UTF-8 flag (bit 11) zipfile reads the
+    name as cp437, but macOS's Archive Utility writes UTF-8 (often NFD) without the flag: a name
+    whose bytes are valid UTF-8 and not plain ASCII is read as UTF-8. Other names (a Windows
+    zip's OEM code page, which no rule tells apart) are kept as zipfile reads them."""
+    if info.flag_bits & 0x800:
+        return info.filename
+    try:
+        raw = info.filename.encode("cp437")
+        return info.filename if raw.isascii() else raw.decode("utf-8")
+    except UnicodeError:
+        return info.filename
+
+
+def _member_names(infos: list) -> list[str]:
+    """Each member's name (:func:`_raw_name`) in Unicode NFC, so that ids and shown names are the
+    same from an NFD zip (macOS) as from an NFC one; a name whose NFC form another member has
+    keeps its own form (nothing is unpacked over another member)."""
+    raw = [_raw_name(i) for i in infos]
+    present = set(raw)
+    nfc = [unicodedata.normalize("NFC", r) for r in raw]
+    return [n if n == r or n not in present else r for r, n in zip(raw, nfc)]
+
+
 def _member_parts(name: str) -> list[str] | None:
     """The path of a zip member below the unpacking folder, or None when it must be skipped."""
     parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
@@ -343,7 +369,8 @@ def _extract_zip(path: Path, into: Path) -> Unpacked:
         raise ValueError(f"{path} is not a readable zip file: {exc}") from exc
     unpacked = Unpacked(into)
     with zf:
-        members = [(i, p) for i in zf.infolist() if not i.is_dir() for p in [_member_parts(i.filename)] if p]
+        infos = [i for i in zf.infolist() if not i.is_dir()]
+        members = [(i, p) for i, name in zip(infos, _member_names(infos)) for p in [_member_parts(name)] if p]
         owners, budgets = _plan(members)
         for (info, parts), owner in zip(members, owners):
             target = into.joinpath(*parts)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import csv
 import json
+import unicodedata
+import zipfile
 from datetime import datetime, timezone
 
 import pytest
@@ -205,3 +207,91 @@ def test_the_grading_runs_discovery_applies_the_worksheet_and_the_deadlines_and_
     assert late == {str(PIDS[s.user_id]) for s in CLASS if s.late}
     assert all(s.timestamp for s in subs) and all("worksheet.csv" in s.evidence for s in subs)
     assert "attngrade: warning: all 12 notebooks carry one time" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------- Canvas's entries that are no upload, re-zipped downloads
+
+from attngrade.lms import canvas_name  # noqa: E402
+from attngrade.submissions import _member_names  # noqa: E402
+
+from .lms import rezipped as R  # noqa: E402
+
+STAMP = datetime(2026, 12, 6, 10, 15, 2)  # a download's time, on every member
+
+
+@pytest.mark.parametrize("member, lms_id, label, late", [
+    (R.canvas_entry_member("text", sortable_name="Wei, Li", user_id=71000017), "71000017", "weili_71000017", False),
+    (R.canvas_entry_member("link", sortable_name="Ruiz, Tomás", user_id=71000018, late=True), "71000018",
+     "ruiztomás_71000018", True),
+    (R.canvas_entry_member("text", anonymous_id="Zp9aB"), "anon_Zp9aB", "anon_Zp9aB", False),
+    (R.canvas_entry_member("link", anonymous_id="48213", late=True), "anon_48213", "anon_48213", True),
+    ("LATE_anon_Qm3vT_90000202_softmax.ipynb", "anon_Qm3vT", "anon_Qm3vT", True),
+    ("anon_48213_90000203_softmax.ipynb", "anon_48213", "anon_48213", False),
+])
+def test_canvas_text_url_and_anonymous_names_give_the_student_and_the_late_marker(member, lms_id, label, late):
+    placed = canvas_name(member)
+    assert (placed.lms, placed.lms_id, placed.label, placed.late) == ("canvas", lms_id, label, late), placed
+    assert (placed.order is None) == member.endswith(("_text.html", "_link.html"))
+
+
+def test_canvas_text_and_url_entries_give_a_missing_row_or_a_stray_of_their_student(tmp_path):
+    """A student whose only entry is online text or a URL is ``missing`` naming it; beside a
+    notebook it is that student's stray, never a student of its own."""
+    text = R.canvas_entry_member("text", sortable_name="Wei, Li", user_id=71000017)
+    link = R.canvas_entry_member("link", sortable_name="Ruiz, Tomás", user_id=71000018, late=True)
+    anon = R.canvas_entry_member("text", anonymous_id="Zp9aB")
+    minh = R.canvas_entry_member("text", sortable_name="Nguyen, Minh", user_id=71000011)
+    graded = "nguyenminh_71000011_90000101_softmax.ipynb"
+    with zipfile.ZipFile(tmp_path / "submissions.zip", "w") as zf:
+        for name in (text, link, anon, minh, graded):
+            zf.writestr(name, _notebook(name) if name.endswith(".ipynb") else b"<p>answer</p>")
+    found = discover_class(tmp_path / "submissions.zip", "01_softmax", "softmax", workdir=str(tmp_path))
+    rows = {s.student: s for s in found.subs}
+    assert sorted(rows) == ["anon_Zp9aB", "nguyenminh_71000011", "ruiztomás_71000018", "weili_71000017"]
+    for student, member in (("weili_71000017", text), ("ruiztomás_71000018", link), ("anon_Zp9aB", anon)):
+        sub = rows[student]
+        assert sub.problem[0] == "missing" and member in sub.problem[1] and sub.lms == "canvas", sub
+    assert rows["ruiztomás_71000018"].late is True and rows["weili_71000017"].late is False
+    minh_row = rows["nguyenminh_71000011"]
+    assert minh_row.problem is None and minh_row.source == graded and (minh, "not a notebook") in minh_row.ignored
+    assert not any("names no student" in w for w in found.warnings), found.warnings
+
+
+def _files():
+    return {"nguyenminh_71000011_90000101_softmax.ipynb": _notebook("minh"),
+            "mülleranna_71000013_90000103_softmax-1.ipynb": _notebook("anna"),
+            "ødegårdsven_71000019_90000110_softmax.ipynb": _notebook("sven")}
+
+
+def test_a_zip_recompressed_on_macos_gives_the_ids_and_files_of_the_canvas_zip_and_no_apple_files(tmp_path):
+    """Finder writes NFD UTF-8 names without the UTF-8 flag, ``.DS_Store`` and ``__MACOSX/._*.ipynb``."""
+    files = _files()
+    R.macos_rezip(files, tmp_path / "mac.zip", stamp=STAMP)
+    with zipfile.ZipFile(tmp_path / "mac.zip") as zf:  # the fault: zipfile alone reads cp437
+        assert "submissions/mu╠êlleranna_71000013_90000103_softmax-1.ipynb" in zf.namelist()
+    with zipfile.ZipFile(tmp_path / "canvas.zip", "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    mac = discover_class(tmp_path / "mac.zip", "01_softmax", "softmax", workdir=str(tmp_path / "a")).subs
+    canvas = discover_class(tmp_path / "canvas.zip", "01_softmax", "softmax", workdir=str(tmp_path / "b")).subs
+    assert [s.student for s in mac] == [s.student for s in canvas] == [
+        "mülleranna_71000013", "nguyenminh_71000011", "ødegårdsven_71000019"]
+    for sub, twin in zip(mac, canvas):
+        assert sub.source == twin.source and sub.ignored == [] and sub.problem is None, sub
+        assert sub.path.read_bytes() == files[twin.source]
+
+
+def test_a_windows_code_page_name_stays_as_read_and_keeps_its_user_id(tmp_path):
+    """cp850 bytes are no UTF-8 and cannot be told from cp437: read as zipfile reads them."""
+    R.windows_rezip(_files(), tmp_path / "win.zip", stamp=STAMP)
+    subs = discover_class(tmp_path / "win.zip", "01_softmax", "softmax", workdir=str(tmp_path)).subs
+    assert {s.lms_id: s.source.split("/")[-1][:12] for s in subs} == {
+        "71000011": "nguyenminh_7", "71000013": "mülleranna_7", "71000019": "¢degårdsven_"}
+
+
+def test_an_nfc_and_an_nfd_member_of_one_name_are_both_kept():
+    nfc = "mülleranna_71000013_90000103_softmax.ipynb"
+    nfd = unicodedata.normalize("NFD", nfc)
+    assert _member_names([zipfile.ZipInfo(nfd)]) == [nfc]
+    assert _member_names([zipfile.ZipInfo(nfd), zipfile.ZipInfo(nfc)]) == [nfd, nfc]
