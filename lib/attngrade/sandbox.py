@@ -1187,7 +1187,7 @@ def _on_ready(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
         if pid is None:
             raise _Protocol("the memory case's process is not the worker's")
         group.move(pid, case["folder"])
-        case["pid"] = pid
+        case["pid"], case["shared"] = pid, _shared_resident(pid)
         state["frozen"] = group.signal_main(signal.SIGSTOP)
     if state.get("answers") is not None:
         state["answers"].send(b"g")
@@ -1198,12 +1198,29 @@ def _on_called(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
     case = state.get("open")
     if case is None or case["folder"] is None or h.get("case") != case["key"][1] or not run.memory[case["key"]]["ready"]:
         raise _Protocol("unexpected end of a memory case")
-    run.memory[case["key"]]["peak_call"] = state["group"].peak(case["folder"])
+    shared = _shared_resident(case["pid"]) - case.get("shared", 0) if case.get("pid") else 0
+    run.memory[case["key"]]["peak_call"] = max(state["group"].peak(case["folder"]), shared)
     if case["ceiling"] is not None:
         state["group"].unlimit(case["folder"])  # handing the outcome back is not the call's
     _thaw(state)
     state["open"] = None
     state["answers"].send(b"g")
+
+
+def _shared_resident(pid: int) -> int:
+    """The bytes of shared memory (``RssShmem``: a shared anonymous mapping, tmpfs) that process
+    ``pid`` has in its pages now, 0 where it cannot be read. Shared pages an earlier cell touched
+    stay charged to the worker's group, not the case's: a call that writes into such a mapping
+    (an (n, n) array set aside before the part, clean-room red team) charges nothing there, but
+    the pages come into the case's process as it touches them, which this counts."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("RssShmem:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _on_lost(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
