@@ -15,6 +15,10 @@ download, not of the submission: they are never evidence (:mod:`attngrade.submis
   ``<Full Name>_<participant id>_assignsubmission_file[_]/<file>`` (the trailing ``_`` before
   Moodle 4.1), or flat, ``<Full Name>_<participant id>_assignsubmission_file_<file>``. Identity:
   the participant id (the ``Participant <id>`` of the grading worksheet). No time, no verdict.
+  A team submission's folder is its group's, ``<group>_<group id>_...``; the students in no group
+  share ``Default group_assignsubmission_file/`` (no id: the id is ``Default_group``). The zip
+  holds only those who uploaded (of a reopened attempt, only the new one): with the worksheet,
+  its other students are ``missing`` (:func:`unsubmitted`).
 * **Blackboard** (*Assignment File Download*): ``<assignment>_<username>_attempt_<Y-m-d-H-M-S>_<file>``
   and a receipt ``<assignment>_<username>_attempt_<Y-m-d-H-M-S>.txt`` per attempt (``Name: Full
   Name (username)``). Identity: the username. The attempt time (the server's zone) is evidence.
@@ -37,6 +41,7 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 from .late import read_time, utc_text
+from .names import shown
 
 __all__ = [
     "KINDS",
@@ -51,6 +56,7 @@ __all__ = [
     "read_gradescope",
     "read_receipt",
     "read_times",
+    "unsubmitted",
 ]
 
 KINDS = ("canvas", "moodle", "blackboard", "brightspace", "gradescope")
@@ -76,7 +82,7 @@ class Placed:
         """The readable id this student gets (made distinct by :func:`attngrade.names.distinct_ids`)."""
         if self.lms in ("blackboard", "brightspace") or self.lms_id.startswith("anon_"):
             return self.lms_id
-        return f"{self.name}_{self.lms_id}" if self.name else self.lms_id
+        return "_".join(part for part in (self.name, self.lms_id) if part)
 
 
 # Canvas: the name has only word characters (Ruby's [[:word:]] keeps the combining marks that
@@ -88,8 +94,11 @@ _CANVAS_WHO = (rf"(?:(?P<lead>(?i:late))_(?=anon_))?(?:(?!anon_)(?P<name>{_WORD}
                r"(?P<user>anon_[A-Za-z0-9]+|\d+)_")
 _CANVAS = re.compile(_CANVAS_WHO + r"(?P<file>\d+)_(?P<own>.+)")
 _CANVAS_ENTRY = re.compile(_CANVAS_WHO + r"(?P<own>(?:text|link)\.html)")  # online text, URL: no file id
-_MOODLE_FOLDER = re.compile(r"(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?")
-_MOODLE_FLAT = re.compile(r"(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?P<plugin>file|onlinetext)_(?P<own>.+)")
+# Moodle: ``<name>_<participant id>_assignsubmission_<plugin>``; a team's ``<group>_<group id>_...``;
+# the students in no group share ``Default group_assignsubmission_<plugin>``, without an id.
+_MOODLE_WHO = r"(?P<name>.+?)(?:_(?P<user>\d+))?_assignsubmission_"
+_MOODLE_FOLDER = re.compile(_MOODLE_WHO + r"(?P<plugin>[a-z]+)_?")
+_MOODLE_FLAT = re.compile(_MOODLE_WHO + r"(?P<plugin>file|onlinetext)_(?P<own>.+)")
 _BLACKBOARD = re.compile(r"(?P<prefix>.+)_attempt_(?P<when>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)(?:_(?P<own>.+))?")
 _BS_DATE = r"[A-Z][a-z]{2} \d{1,2}, \d{4} \d{3,4} [AP]M"
 _BRIGHTSPACE = re.compile(rf"(?P<sub>\d+)-(?P<file>\d+) - (?P<name>.+?) - (?P<date>{_BS_DATE})(?: - (?P<own>.+))?")
@@ -134,7 +143,7 @@ def folder_owner(folder: str, rest: str, zone: tzinfo, gradescope: dict) -> list
     m = _MOODLE_FOLDER.fullmatch(folder)
     if m:
         own = rest if m.group("plugin") == "file" else f"{rest} (Moodle's {m.group('plugin')} plugin)"
-        return [Placed("moodle", m.group("user"), m.group("name"), own)]
+        return [Placed("moodle", m.group("user") or "", m.group("name"), own)]
     m = _BRIGHTSPACE.fullmatch(folder)
     if m and m.group("own") is None:
         return [_brightspace(m, rest, zone)]
@@ -154,7 +163,7 @@ def name_owner(filename: str, zone: tzinfo, blackboard: dict) -> Placed | None:
     """The owner an LMS's flat file name gives (Canvas, Moodle, Blackboard, Brightspace), or None."""
     m = _MOODLE_FLAT.fullmatch(filename)
     if m:
-        return Placed("moodle", m.group("user"), m.group("name"), m.group("own"))
+        return Placed("moodle", m.group("user") or "", m.group("name"), m.group("own"))
     m = _BLACKBOARD.fullmatch(filename)
     if m and m.group("prefix") in blackboard:
         user = blackboard[m.group("prefix")]
@@ -257,7 +266,7 @@ def lms_id_of_path(path: str, system: str | None = None) -> str | None:
         if placed is None and i == len(parts) - 1:
             placed = name_owner(part, timezone.utc, {})
         if placed is not None and placed.lms in ("canvas", "moodle"):
-            return placed.lms_id if system in (None, placed.lms) else None
+            return (placed.lms_id or None) if system in (None, placed.lms) else None
     return None
 
 
@@ -268,6 +277,7 @@ class Times:
     path: str
     column: str
     rows: dict = field(default_factory=dict)
+    listed: dict = field(default_factory=dict)  # Moodle's worksheet: participant id -> (name, status, group)
 
 
 _ID_COLUMNS = ("identifier", "id", "user id", "user_id", "lms_id", "student", "sid", "username", "email",
@@ -315,7 +325,48 @@ def read_times(path: str | Path, zone: tzinfo = timezone.utc) -> Times:
         for key in {k.casefold() if "@" in k else k for k in keys}:
             if out.rows.setdefault(key, value) != value:
                 twice.add(key)
+        _listed(out, row)
     for key in twice:  # an id two rows share (two students of one name) names nobody
         del out.rows[key]
     return out
 
+
+
+def _listed(times: Times, row: dict) -> None:
+    """Keep a Moodle worksheet row's student (``Participant <id>``): name, status and group."""
+    get = {k.strip().lower(): (v or "").strip() for k, v in row.items() if k}.get
+    m = re.fullmatch(r"Participant (\d+)", get("identifier") or "")
+    if m:
+        times.listed.setdefault(m.group(1), (get("full name") or "", get("status") or "", get("group") or ""))
+
+
+def _moodle_name(name: str) -> str:
+    """A name as Moodle's ``clean_filename`` writes it in a download (PARAM_FILE drops these)."""
+    return re.sub(r"[\x00-\x1f\x7f&<>\"`|':\\/]", "", name)
+
+
+def _group_key(name: str) -> str:
+    """A group's name as a download's folder and the worksheet both give it (``_`` is a space)."""
+    return " ".join(_moodle_name(name).replace("_", " ").split()).casefold()
+
+
+def unsubmitted(times: Times | None, subs: list) -> list[tuple[str, str, str, str]]:
+    """The students Moodle's worksheet lists whom no submission in ``subs`` (nor their group's
+    submission) matches: ``(label, name, participant id, reason)`` each, for a ``missing`` row."""
+    if times is None:
+        return []
+    matched = {k for s in subs for k in (s.lms_id, s.student) if k}
+    groups = {_group_key(s.name) for s in subs if s.lms == "moodle" and s.lms_id not in times.listed}
+    out = []
+    for pid, (name, status, group) in times.listed.items():
+        if pid in matched or (group and _group_key(group) in groups):
+            continue
+        who = f"{name} (Participant {pid})" if name else f"Participant {pid}"
+        said = f", status {status!r}" if status else ""
+        team = f", group {group!r}" if group else ""
+        why = (f"Moodle's worksheet {shown(Path(times.path).name)} lists {who}{said}{team}; "
+               "the download holds nothing of theirs")
+        if status == "Reopened":
+            why += " (Moodle downloads only the reopened attempt, which has no upload yet)"
+        out.append((f"{_moodle_name(name) or 'Participant'}_{pid}", name, pid, why))
+    return out

@@ -34,8 +34,8 @@ from . import export, returning, sandbox, similarity  # noqa: E402 - after the l
 from .grader import ConfigError, grade_submission, grader_failure, load_assignment, load_course, student_spec
 from .late import assign_deadlines, course_zone, load_policy
 from .reveal import reveal_policy
-from .lms import read_times
-from .names import shown
+from .lms import read_times, unsubmitted
+from .names import distinct_ids, shown
 from .reading import SubmissionError, read_notebook
 from .record import Recorded, Recorder, record
 from .regrade import fingerprint, load_state
@@ -241,10 +241,25 @@ def _discover(opts: Options, course, spec, tmp_root: str, timing: tuple) -> tupl
     times = read_times(opts.submission_times, zone) if opts.submission_times else None
     found = discover_class(opts.submissions, spec.name, spec.notebook, workdir=tmp_root, zone=zone, times=times,
                            assignments=_assignments(course))
+    found.subs += _unsubmitted(times, found.subs, found.warnings)
     warnings = [shown(w) for w in found.warnings + assign_deadlines(found.subs, deadlines)]
     for warning in warnings:
         print(f"attngrade: warning: {warning}", file=sys.stderr)
     return found.subs, warnings
+
+
+def _unsubmitted(times, subs: list, warnings: list) -> list[Submission]:
+    """A ``missing`` row for each student the LMS's worksheet lists and the download does not
+    hold (:func:`attngrade.lms.unsubmitted`), with an id no other row has."""
+    rows = unsubmitted(times, subs)
+    taken = {("taken", s.student): s.student for s in subs}
+    ids = distinct_ids({**taken, **{("moodle", pid): label for label, _, pid, _ in rows}})
+    if rows:
+        named = ", ".join(ids[("moodle", r[2])] for r in rows[:10]) + (", ..." if len(rows) > 10 else "")
+        warnings.append(f"--submission-times {shown(times.path)}: {len(rows)} student(s) it lists have "
+                        f"nothing in the download; each has a missing row ({named})")
+    return [Submission(ids[("moodle", pid)], None, "moodle", problem=("missing", why), name=name,
+                       lms="moodle", lms_id=pid) for _, name, pid, why in rows]
 
 
 def _read_one(spec, sub: Submission):

@@ -295,3 +295,102 @@ def test_an_nfc_and_an_nfd_member_of_one_name_are_both_kept():
     nfd = unicodedata.normalize("NFD", nfc)
     assert _member_names([zipfile.ZipInfo(nfd)]) == [nfc]
     assert _member_names([zipfile.ZipInfo(nfd), zipfile.ZipInfo(nfc)]) == [nfd, nfc]
+
+
+# --------------------------------------------------------------- Moodle: the worksheet's students the zip lacks, team folders
+
+from attngrade.lms import folder_owner, lms_id_of_path, name_owner, unsubmitted  # noqa: E402
+from attngrade.submissions import Submission  # noqa: E402
+
+_HEAD = ('\ufeffIdentifier,"Full name","Email address",Status,{group}Grade,"Maximum Grade",'
+         '"Last modified (submission)"\n')
+
+
+def _worksheet(path, rows, *, group=False, names=True):
+    """A grading worksheet of Moodle's shape: ``rows`` of (participant id, name, status, group)."""
+    head = _HEAD.format(group="Group," if group else "")
+    if not names:
+        head = head.replace('"Full name","Email address",', "")
+    lines = []
+    for pid, name, status, team in rows:
+        who = f'"{name}",{pid}@uni.example,' if names else ""
+        when = "-" if status.startswith("No submission") else '"Friday, 4 December 2026, 9:14 PM"'
+        lines.append(f'"Participant {pid}",{who}"{status}",' + (f'"{team}",' if group else "") + f",100.00,{when}\n")
+    path.write_text(head + "".join(lines), encoding="utf-8")
+    return read_times(path)
+
+
+def _moodle_sub(student, pid, name=""):
+    return Submission(student, None, "moodle", name=name, lms="moodle", lms_id=pid)
+
+
+def test_a_student_only_the_worksheet_lists_gets_a_missing_row_with_moodles_id_and_status(tmp_path):
+    """Moodle's zip holds only those who uploaded (of a reopened attempt, only the new one): the
+    worksheet's other students are missing, named as the download would name them."""
+    times = _worksheet(tmp_path / "Grades-812.csv", [
+        ("3400004", "Minh Nguyen", "Submitted for grading", ""),
+        ("3400016", "Jonas Weber", "No submission - Assignment is overdue by: 1 day 10 hours", ""),
+        ("3400006", "Seán O'Brien", "Reopened", ""),
+    ])
+    rows = unsubmitted(times, [_moodle_sub("Minh_Nguyen_3400004", "3400004", "Minh Nguyen")])
+    assert [(label, pid) for label, _, pid, _ in rows] == [("Jonas Weber_3400016", "3400016"),
+                                                          ("Seán OBrien_3400006", "3400006")]
+    jonas, sean = rows[0][3], rows[1][3]
+    assert "Grades-812.csv lists Jonas Weber (Participant 3400016)" in jonas and "No submission" in jonas
+    assert "nothing of theirs" in jonas and "'Reopened'" in sean and "reopened attempt" in sean
+    assert rows[1][1] == "Seán O'Brien"
+    blind = _worksheet(tmp_path / "blind.csv", [("3400025", "", "No submission", "")], names=False)
+    assert [r[0] for r in unsubmitted(blind, [])] == ["Participant_3400025"]
+    assert unsubmitted(None, []) == [] and unsubmitted(times, [_moodle_sub("x", "3400004"), _moodle_sub(
+        "y", "3400016"), _moodle_sub("3400006", "")]) == [], "matched by lms id or by attngrade's id"
+
+
+def test_a_generic_submission_times_csv_gives_no_missing_rows(tmp_path):
+    (tmp_path / "times.csv").write_text("student,submitted\nalice,2026-12-01 10:00\n", encoding="utf-8")
+    assert unsubmitted(read_times(tmp_path / "times.csv"), []) == []
+
+
+def test_a_team_worksheets_members_are_covered_by_their_groups_submission(tmp_path):
+    """Team folders are the group's (``Team Beta_58``, raw name ``Team_Beta``; ``Default group``
+    without an id): their members are not missing; a group with nothing in the zip is."""
+    times = _worksheet(tmp_path / "team.csv", [
+        ("3400004", "Minh Nguyen", "Submitted for grading", "Team Alpha"),
+        ("3400012", "Kofi Mensah", "Submitted for grading", "Team_Beta"),
+        ("3400013", "Elif Kaya", "Submitted for grading", "Default group"),
+        ("3400020", "Ada Obi", "No submission", "Team Gamma"),
+    ], group=True)
+    (alpha,), (beta,), (default,) = (folder_owner(f"{g}_assignsubmission_file", "softmax.ipynb", timezone.utc, {})
+                                     for g in ("Team Alpha_57", "Team Beta_58", "Default group"))
+    assert (default.lms, default.lms_id, default.name, default.label) == ("moodle", "", "Default group",
+                                                                          "Default group")
+    subs = [_moodle_sub(p.label.replace(" ", "_"), p.lms_id, p.name) for p in (alpha, beta, default)]
+    rows = unsubmitted(times, subs)
+    assert [r[2] for r in rows] == ["3400020"] and "group 'Team Gamma'" in rows[0][3]
+    flat = name_owner("Default group_assignsubmission_file_softmax.ipynb", timezone.utc, {})
+    assert (flat.lms_id, flat.name, flat.own) == ("", "Default group", "softmax.ipynb")
+    assert lms_id_of_path("Default group_assignsubmission_file/softmax.ipynb") is None
+    assert lms_id_of_path("Team Alpha_57_assignsubmission_file/softmax.ipynb") == "57"
+
+
+def test_the_grading_run_gives_the_worksheets_absent_students_rows_and_default_group_its_id(tmp_path, capsys):
+    """``attngrade``'s discovery step (pipeline._discover) on a Moodle zip and its worksheet."""
+    from types import SimpleNamespace
+
+    from attngrade import pipeline
+
+    with zipfile.ZipFile(tmp_path / "moodle.zip", "w") as zf:
+        for folder in ("Minh Nguyen_3400004_assignsubmission_file", "Default group_assignsubmission_file"):
+            zf.writestr(f"{folder}/softmax.ipynb", _notebook(folder))
+    _worksheet(tmp_path / "Grades.csv", [("3400004", "Minh Nguyen", "Submitted for grading", ""),
+                                         ("3400016", "Jonas Weber", "No submission", "")])
+    opts = SimpleNamespace(submissions=str(tmp_path / "moodle.zip"), submission_times=str(tmp_path / "Grades.csv"))
+    course = SimpleNamespace(release=tmp_path / "no-release", source=tmp_path)
+    spec = SimpleNamespace(name="01_softmax", notebook="softmax")
+    subs, warnings = pipeline._discover(opts, course, spec, str(tmp_path), (timezone.utc, None))
+    rows = {s.student: s for s in subs}
+    assert sorted(rows) == ["Default_group", "Jonas_Weber_3400016", "Minh_Nguyen_3400004"]
+    jonas = rows["Jonas_Weber_3400016"]
+    assert (jonas.problem[0], jonas.path, jonas.lms_id, jonas.name) == ("missing", None, "3400016", "Jonas Weber")
+    assert rows["Default_group"].problem is None and rows["Minh_Nguyen_3400004"].problem is None
+    assert any("1 student(s) it lists have nothing" in w and "Jonas_Weber_3400016" in w for w in warnings)
+    assert "Jonas_Weber_3400016" in capsys.readouterr().err
