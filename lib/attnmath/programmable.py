@@ -125,6 +125,8 @@ def take(table: np.ndarray, index: Any) -> Any:
         if not isinstance(table, np.ndarray) or table.dtype.kind not in "iuf":
             raise TypeError(f"table must be an integer or floating NumPy array, got "
                             f"{type(table).__name__} {getattr(table, 'dtype', '')}".rstrip())
+        if table.ndim == 0:
+            raise ValueError("table must have at least one axis to index (got a 0-d array)")
         if table.dtype.kind == "f" and not np.isfinite(table).all():
             raise ValueError("table must be finite (NaN or inf found)")
         if isinstance(index, (bool, np.bool_)) or (isinstance(index, np.ndarray) and index.dtype.kind not in "iu"):
