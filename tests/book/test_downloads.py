@@ -5,7 +5,6 @@ tests/book/test_notebook_data.py)."""
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -153,15 +152,9 @@ def _run_alone(nb: nbformat.NotebookNode, folder: Path, server: str) -> list:
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", shutdown_kernel="immediate",
-                            kernel_manager_class=_forked_kernel_manager(server),
-                            resources={"metadata": {"path": str(folder)}})
-    try:
-        client.execute(env=_reader_environment())
-    finally:
-        # nbclient leaves its clean-up registered with atexit when a run stops before its cells
-        # (a kernel that did not start): at the worker's exit it then printed a traceback
-        atexit.unregister(client._cleanup_kernel)
+    NotebookClient(nb, timeout=300, kernel_name="python3", shutdown_kernel="immediate",
+                   kernel_manager_class=_forked_kernel_manager(server),
+                   resources={"metadata": {"path": str(folder)}}).execute(env=_reader_environment())
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
 
 
