@@ -282,6 +282,17 @@ def _id_of_name(name: str) -> str | None:
     return base_id(name) if name.strip() else None
 
 
+def _row_lms_id(row: dict, notebook: str, assignment: str, kind: str | None) -> str | None:
+    """The LMS id of a grades row: in its graded file's path, else in a path it lists as ignored
+    (a `missing` or `ambiguous` student's files: ``path (why)``, separated by ``; ``)."""
+    paths = [row.get("file", "")] + [p.rsplit(" (", 1)[0] for p in row.get("ignored_files", "").split("; ")]
+    for path in paths:
+        lms = lms_id_from_filename(path, notebook, assignment, kind) if path else None
+        if lms:
+            return lms
+    return None
+
+
 def match(rows: list, roster: list, notebook: str, assignment: str, kind: str) -> tuple[list, list]:
     """``([(Person, grades row or None)], problems)``: every roster row, in the roster's order,
     then the graded students the roster lacks whose file names carry an LMS id."""
@@ -296,8 +307,11 @@ def match(rows: list, roster: list, notebook: str, assignment: str, kind: str) -
     extra, problems = [], []
     for row in rows:
         sid, file = row.get("student", ""), row.get("file", "")
-        lms = lms_id_from_filename(file, notebook, assignment, kind) if file else None
+        lms = _row_lms_id(row, notebook, assignment, kind)
         person = by_student.get(sid) or (by_lms.get(lms) if lms else None) or by_name.get(sid)
+        if person is None and not lms:  # nothing handed in: the id's own LMS id, where the roster has it
+            tail = re.fullmatch(r".+_(\d{3,})", sid)
+            person = by_lms.get(tail.group(1)) if tail else None
         if person is None:
             if lms:
                 extra.append((Person(sid, lms, sid), row))

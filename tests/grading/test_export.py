@@ -127,6 +127,26 @@ def test_moodle_round_trip_through_its_worksheet(tmp_path):
     assert [(p.lms_id, p.name, p.email) for p in again.people] == [(p.lms_id, p.name, p.email) for p in roster.people]
 
 
+def test_a_student_with_no_graded_file_is_matched_by_the_lms_id_of_their_files_or_their_id(tmp_path):
+    """A `missing` or `ambiguous` row has no graded file: it was "not on the roster and no LMS id
+    in the file name ''" (clean-room Moodle download). Its LMS id comes from the files it lists as
+    ignored, else from its own id where the roster holds that id; it is exported with no grade."""
+    roster = X.read_roster(_write_csv(tmp_path / "worksheet.csv", MOODLE_WORKSHEET))
+    grades = [
+        {**_row("Anna_Müller", "", status="ambiguous", total="0"),
+         "ignored_files": "Anna Müller_4711_assignsubmission_file/a.ipynb (ambiguous: not graded); "
+                          "Anna Müller_4711_assignsubmission_file/b (2).ipynb (ambiguous: not graded)"},
+        {**_row("Bo_Chen_4712", "", status="missing", total="0"), "ignored_files": ""},
+        {**_row("Cy_Dee", "", status="missing", total="0"),
+         "ignored_files": "Cy Dee_4713_assignsubmission_onlinetext/onlinetext.html (not a notebook)"},
+        {**_row("zed_99", "", status="missing", total="0"), "ignored_files": ""},
+    ]
+    pairs, problems = X.match(grades, roster.people, NB, ASSIGNMENT, "moodle")
+    assert {p.lms_id: (row or {}).get("student") for p, row in pairs} == {
+        "4711": "Anna_Müller", "4712": "Bo_Chen_4712", "4713": "Cy_Dee"}
+    assert problems == ["zed_99: not on the roster and no LMS id in the file name ''; not exported"]
+
+
 def test_plain_roster_matches_by_student_id_and_names_the_unmatched(tmp_path):
     roster = X.read_roster(_write_csv(tmp_path / "r.csv", [
         ["student", "id", "name", "email", "section"],
