@@ -1198,7 +1198,9 @@ def _on_called(h: dict, run: WorkerRun, job: WorkerJob, state: dict) -> None:
     case = state.get("open")
     if case is None or case["folder"] is None or h.get("case") != case["key"][1] or not run.memory[case["key"]]["ready"]:
         raise _Protocol("unexpected end of a memory case")
-    shared = _shared_resident(case["pid"]) - case.get("shared", 0) if case.get("pid") else 0
+    shared = 0
+    if case.get("pid"):
+        shared = max(_shared_resident(case["pid"]), case.get("shared_peak", 0)) - case.get("shared", 0)
     run.memory[case["key"]]["peak_call"] = max(state["group"].peak(case["folder"]), shared)
     if case["ceiling"] is not None:
         state["group"].unlimit(case["folder"])  # handing the outcome back is not the call's
@@ -1212,7 +1214,8 @@ def _shared_resident(pid: int) -> int:
     ``pid`` has in its pages now, 0 where it cannot be read. Shared pages an earlier cell touched
     stay charged to the worker's group, not the case's: a call that writes into such a mapping
     (an (n, n) array set aside before the part, clean-room red team) charges nothing there, but
-    the pages come into the case's process as it touches them, which this counts."""
+    the pages come into the case's process as it touches them, which this counts (read while the
+    call runs, every pass of the grader's loop, and after it)."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
             for line in fh:
@@ -1271,6 +1274,8 @@ def _watch_case(state: dict) -> None:
         alive = False
     if not alive:
         _thaw(state)
+    else:  # sampled while the call runs: shared pages it unmaps before it returns still count
+        case["shared_peak"] = max(case.get("shared_peak", 0), _shared_resident(case["pid"]))
 
 
 def _on_part(h: dict, blob: bytes, run: WorkerRun, job: WorkerJob, limits: Limits, state: dict) -> None:
