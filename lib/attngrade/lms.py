@@ -331,7 +331,6 @@ def read_times(path: str | Path, zone: tzinfo = timezone.utc) -> Times:
     return out
 
 
-
 def _listed(times: Times, row: dict) -> None:
     """Keep a Moodle worksheet row's student (``Participant <id>``): name, status and group."""
     get = {k.strip().lower(): (v or "").strip() for k, v in row.items() if k}.get

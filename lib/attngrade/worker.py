@@ -558,7 +558,7 @@ def _fresh_executor_state(old, threading) -> tuple:
     work queue and locks are made anew, once: at the fork a thread of the parent may have held one
     of them (the idle semaphore it releases after each task, or the queue's lock, taken by a thread
     woken for a task and still waiting for the interpreter), and in the fork that lock stays taken
-    for ever, so the next call waits for ever (one fork in three, measured). Nothing else holds
+    for ever, so the next call waits for ever (37 forks in 150, measured). Nothing else holds
     them in the fork, where only the forking thread runs; the tasks queued at the fork move over."""
     args = old._args
     if old._target.__module__ != "concurrent.futures.thread" or len(args) < 2:
